@@ -1,0 +1,48 @@
+// Package log is one partition's log: a directory of segments, named like
+// Kafka's (<topic>-<partition>), that takes batches at its end and serves
+// byte ranges of them by offset.
+//
+//	study-0/
+//	    00000000000000000000.log        sealed segments ...
+//	    00000000000000000000.index
+//	    00000000000000000000.timeindex
+//	    00000000000000052301.log        ... and the active one, last
+//	    00000000000000052301.index
+//	    00000000000000052301.timeindex
+//	    leader-epoch-checkpoint
+//
+// # Offsets
+//
+// The log start offset is the first offset a reader may ask for; the log end
+// offset (LEO) is the offset the next record gets. Append assigns offsets by
+// rewriting a batch's base offset in its header (the CRC does not cover it);
+// AppendAsFollower takes batches whose offsets a leader already assigned.
+//
+// # Durability
+//
+// Append writes to the page cache. A batch is durable once a flush covers
+// it: when FlushMessages records have accumulated, every FlushInterval, on
+// WaitDurable, or — with SyncBeforeAck — before Append returns. Appenders
+// waiting together share one fdatasync (group commit). The offset below which
+// everything is durable is the recovery point.
+//
+// A failed write or sync is fail-stop: the waiting appenders get ErrStorage,
+// nothing is acknowledged, and the log refuses appends until it is reopened,
+// when recovery keeps what is valid on disk. A full disk is not fatal: the
+// append fails with ErrDiskFull, nothing of it is kept, and appends succeed
+// again once there is room.
+//
+// # Recovery
+//
+// Open after a clean shutdown reads no segment through; after a crash it
+// scans every batch of the segments from the recovery point on, cuts the log
+// at the first invalid byte, and rebuilds their indexes and the leader epoch
+// cache. A Dir remembers recovery points and clean shutdowns for the logs
+// under one directory, as Kafka's log directory does.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. Appends are serialised; reads run in
+// parallel with them and with each other, and see every batch whose append
+// has returned.
+package log

@@ -1,0 +1,190 @@
+package log
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/segment"
+)
+
+// load opens the segments found in the directory, recovering those the
+// Options say may be damaged, and sets the log's offsets.
+func (l *Log) load() error {
+	bases, err := l.scanDir()
+	if err != nil {
+		return err
+	}
+	epochsOK, err := l.epochs.load()
+	if err != nil {
+		return err
+	}
+	now := l.nowMs()
+	if len(bases) == 0 {
+		s, err := segment.Create(l.fs, l.dir, l.opts.LogStartOffset, now, l.opts.segmentOptions())
+		if err != nil {
+			return fmt.Errorf("log: create first segment: %w", err)
+		}
+		l.segments = []*segment.Segment{s}
+		return l.settle(epochsOK, false)
+	}
+
+	// Segments from the one holding the recovery point on may hold batches
+	// that never reached the disk whole; after a clean shutdown none does.
+	recoverFrom := len(bases)
+	l.report.Clean = l.opts.CleanShutdown
+	if !l.opts.CleanShutdown {
+		recoverFrom = 0
+		for i, b := range bases {
+			if b <= l.opts.RecoveryPoint {
+				recoverFrom = i
+			}
+		}
+	}
+	visit := func(h record.Header) { l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) }
+	for i, base := range bases {
+		var s *segment.Segment
+		if i < recoverFrom {
+			s, err = segment.Open(l.fs, l.dir, base, now, l.opts.segmentOptions())
+			if err != nil {
+				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
+			}
+			if !epochsOK {
+				if err := l.scanEpochs(s); err != nil {
+					return err
+				}
+			}
+		} else {
+			s, err = segment.OpenForRecovery(l.fs, l.dir, base, now, l.opts.segmentOptions())
+			if err != nil {
+				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
+			}
+			r, err := s.Recover(visit)
+			if err != nil {
+				s.Close()
+				return fmt.Errorf("log: recover segment %d of %s: %w", base, l.dir, err)
+			}
+			l.report.Recovered = append(l.report.Recovered, base)
+			if r.Truncated > 0 {
+				l.report.TruncatedBytes += r.Truncated
+				l.report.Cause = r.Cause
+				l.logger.Warn("cut log at the first invalid batch", "segment", base,
+					"valid_bytes", r.ValidBytes, "truncated_bytes", r.Truncated, "cause", r.Cause)
+			}
+		}
+		if n := len(l.segments); n > 0 && base < l.segments[n-1].NextOffset() {
+			s.Close()
+			return fmt.Errorf("log: %w: segment %d of %s overlaps the one before, which ends at %d",
+				segment.ErrCorrupt, base, l.dir, l.segments[n-1].NextOffset())
+		}
+		l.segments = append(l.segments, s)
+		if l.report.Cause != nil {
+			// Nothing after a cut can follow on from it.
+			if err := l.deleteFiles(bases[i+1:]); err != nil {
+				return err
+			}
+			l.report.DeletedSegments = bases[i+1:]
+			break
+		}
+	}
+	return l.settle(epochsOK, recoverFrom < len(bases))
+}
+
+// settle sets the offsets once the segments are open: the log end offset
+// from the active segment, the log start offset from the options and the
+// first segment, the epoch cache trimmed to both. Recovered segments are
+// flushed, which makes the whole log durable.
+func (l *Log) settle(epochsOK, recovered bool) error {
+	if err := l.active().Activate(); err != nil {
+		return err
+	}
+	leo := l.active().NextOffset()
+	l.leo.Store(leo)
+	l.logStartOffset = min(max(l.opts.LogStartOffset, l.segments[0].BaseOffset()), leo)
+	changed := l.epochs.truncateFromEnd(leo)
+	changed = l.epochs.truncateFromStart(l.logStartOffset) || changed
+	if changed || !epochsOK || recovered {
+		if err := l.epochs.flush(); err != nil {
+			return err
+		}
+	}
+	if recovered {
+		// What recovery validated may sit only in the page cache (a killed
+		// process leaves it there); make it durable before counting it so.
+		for _, s := range l.segments {
+			if err := s.Flush(); err != nil {
+				return fmt.Errorf("log: flush recovered segment %d of %s: %w", s.BaseOffset(), l.dir, err)
+			}
+		}
+	}
+	l.flush.recoveryPoint.Store(leo)
+	l.flush.indexesFlushedTo = leo
+	return nil
+}
+
+// scanEpochs rebuilds leader epoch entries from a trusted segment's batch
+// headers, for when the checkpoint was unreadable.
+func (l *Log) scanEpochs(s *segment.Segment) error {
+	sc := segment.NewScanner(s.File(), 0, s.Size(), segment.ScanHeaders)
+	for sc.Next() {
+		h := sc.Header()
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+	}
+	return sc.Err()
+}
+
+// scanDir lists the directory: the base offsets of the segments, oldest
+// first. It removes what a crash can leave behind: index files whose log
+// is gone and temporary files.
+func (l *Log) scanDir() ([]int64, error) {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	for _, name := range names {
+		if base, suffix, ok := isSegmentFile(name); ok && suffix == segment.LogSuffix {
+			logs[base] = true
+		}
+	}
+	var stray []string
+	for _, name := range names {
+		base, suffix, ok := isSegmentFile(name)
+		if ok && suffix != segment.LogSuffix && !logs[base] || isTemporary(name) {
+			stray = append(stray, name)
+		}
+	}
+	for _, name := range stray {
+		if err := l.fs.Remove(path.Join(l.dir, name)); err != nil {
+			return nil, fmt.Errorf("log: remove leftover %s: %w", name, err)
+		}
+	}
+	if len(stray) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return nil, fmt.Errorf("log: sync directory %s: %w", l.dir, err)
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+// deleteFiles removes segments that are not open.
+func (l *Log) deleteFiles(bases []int64) error {
+	for _, b := range bases {
+		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			err := l.fs.Remove(path.Join(l.dir, segment.FileName(b, suffix)))
+			if err != nil && !isNotExist(err) {
+				return fmt.Errorf("log: delete segment %d of %s: %w", b, l.dir, err)
+			}
+		}
+	}
+	if len(bases) == 0 {
+		return nil
+	}
+	return l.fs.SyncDir(l.dir)
+}

@@ -1,0 +1,293 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/vfs"
+)
+
+// LockFileName is the file a Log holds locked in its directory.
+const LockFileName = ".lock"
+
+// Log is one partition's log. See the package documentation.
+type Log struct {
+	dir    string
+	opts   Options
+	fs     vfs.FS
+	logger *slog.Logger
+	lock   io.Closer
+	report LoadReport
+
+	// appendMu serialises the writers: appends, rolls, truncations,
+	// retention and Close. They change the fields below mu under both locks,
+	// so a writer may read them holding appendMu alone.
+	appendMu sync.Mutex
+
+	// mu guards the segment list, the log start offset and the epoch cache
+	// for readers.
+	mu             sync.RWMutex
+	segments       []*segment.Segment // by base offset; the last is active
+	logStartOffset int64
+	epochs         *epochCache
+	closed         bool
+
+	// leo is the log end offset, published after each append.
+	leo atomic.Int64
+
+	flush flusher
+}
+
+// Open opens the log in dir, creating the directory if needed, and locks
+// it; a second Open of the same directory fails with ErrLocked until Close.
+// It recovers the log as Options describe: see LoadReport for what it did.
+func Open(dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: path.Clean(dir), opts: opts, fs: opts.FS, logger: opts.Logger.With("log", dir)}
+	if err := l.makeDir(); err != nil {
+		return nil, err
+	}
+	lock, err := l.fs.Lock(path.Join(l.dir, LockFileName))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, l.dir, err)
+		}
+		return nil, fmt.Errorf("log: lock %s: %w", l.dir, err)
+	}
+	l.lock = lock
+	l.epochs = newEpochCache(l.fs, l.dir)
+	if err := l.load(); err != nil {
+		for _, s := range l.segments {
+			s.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	l.flush.init(l)
+	return l, nil
+}
+
+// makeDir creates the log's directory, durably, if it does not exist.
+func (l *Log) makeDir() error {
+	if err := vfs.MkdirAllDurable(l.fs, l.dir, 0o755); err != nil {
+		return fmt.Errorf("log: create %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset returns the first offset a reader may ask for.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// RecoveryPoint returns the offset below which every batch is durable.
+func (l *Log) RecoveryPoint() int64 { return l.flush.recoveryPoint.Load() }
+
+// Size returns the bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.Size()
+	}
+	return n
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64
+	Size         int64
+	MaxTimestamp int64
+	Path         string
+}
+
+// Segments describes the segments, oldest first; the last is active.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]SegmentInfo, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = SegmentInfo{BaseOffset: s.BaseOffset(), NextOffset: s.NextOffset(), Size: s.Size(),
+			MaxTimestamp: s.MaxTimestamp(), Path: s.Path(segment.LogSuffix)}
+	}
+	return out
+}
+
+// LoadReport says what Open found and did.
+type LoadReport struct {
+	// Clean is set when the log was opened as cleanly shut down.
+	Clean bool
+	// Recovered lists the base offsets of the segments scanned batch by
+	// batch, because they were above the recovery point or their index was
+	// damaged.
+	Recovered []int64
+	// TruncatedBytes counts the bytes cut from the end of the log, and
+	// Cause says why (nil when nothing was cut).
+	TruncatedBytes int64
+	Cause          error
+	// DeletedSegments lists segments removed because they followed the
+	// point where the log was cut.
+	DeletedSegments []int64
+}
+
+// LoadReport says what Open found and did.
+func (l *Log) LoadReport() LoadReport { return l.report }
+
+// nowMs is the clock in Kafka's unit.
+func (l *Log) nowMs() int64 { return l.opts.Now().UnixMilli() }
+
+// active returns the segment appends go to. Writers only.
+func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
+
+// floor returns the index of the segment holding offset: the last whose base
+// offset is at or below it (0 when offset precedes every segment).
+func (l *Log) floor(offset int64) int {
+	i, found := slices.BinarySearchFunc(l.segments, offset, func(s *segment.Segment, off int64) int {
+		switch {
+		case s.BaseOffset() < off:
+			return -1
+		case s.BaseOffset() > off:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return i
+	}
+	return max(i-1, 0)
+}
+
+// EpochEntries returns the leader epoch cache: each epoch that wrote to the
+// log and the offset where it started.
+func (l *Log) EpochEntries() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.snapshot()
+}
+
+// LatestEpoch returns the newest leader epoch that wrote to the log, or
+// UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, _ := l.epochs.latest()
+	return e.Epoch
+}
+
+// EndOffsetForEpoch answers Kafka's OffsetsForLeaderEpoch for this log: the
+// largest epoch at or below epoch that wrote to it and the offset where that
+// epoch ended (the start of the next one, or the log end offset). An epoch
+// older than every entry answers itself and the first entry's start offset;
+// one newer than the latest answers UndefinedEpoch and -1.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}
+
+// Close flushes everything, closes the files and releases the directory.
+// A log that failed (ErrStorage) is closed without flushing.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.isClosed() {
+		return nil
+	}
+	l.flush.stop()
+	var errs []error
+	if l.flush.failure() == nil {
+		errs = append(errs, l.flushAll())
+	}
+	l.mu.Lock()
+	l.closed = true
+	for _, s := range l.segments {
+		errs = append(errs, s.Close())
+	}
+	l.mu.Unlock()
+	errs = append(errs, l.lock.Close())
+	return errors.Join(errs...)
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+// writable returns why appends are refused, if they are.
+func (l *Log) writable() error {
+	if l.isClosed() {
+		return ErrClosed
+	}
+	return l.flush.failure()
+}
+
+// setEpochs installs a changed epoch cache after writing its checkpoint, so
+// that memory never runs ahead of the file. Writers only.
+func (l *Log) setEpochs(change func(c *epochCache) bool) error {
+	next := &epochCache{fs: l.epochs.fs, path: l.epochs.path, entries: l.epochs.snapshot()}
+	if !change(next) {
+		return nil
+	}
+	if err := next.flush(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.epochs = next
+	l.mu.Unlock()
+	return nil
+}
+
+// classify turns a write error into what the caller sees, failing the log
+// when the error leaves the files' state unknown.
+func (l *Log) classify(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isNoSpace(err):
+		return fmt.Errorf("log: %s %s: %w: %w", op, l.dir, ErrDiskFull, err)
+	case errors.Is(err, segment.ErrOffsetOrder), errors.Is(err, ErrUnexpectedAppendOffset),
+		errors.Is(err, record.ErrCorrupt), errors.Is(err, ErrRecordTooLarge):
+		return err
+	}
+	return l.flush.fail(fmt.Errorf("%s %s: %w", op, l.dir, err))
+}
+
+// isSegmentFile reports whether a directory entry belongs to a segment.
+func isSegmentFile(name string) (base int64, suffix string, ok bool) {
+	base, suffix, ok = segment.ParseFileName(name)
+	if !ok {
+		return 0, "", false
+	}
+	switch suffix {
+	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix:
+		return base, suffix, true
+	}
+	return 0, "", false
+}
+
+// isTemporary reports whether a directory entry is a leftover of an
+// interrupted atomic write.
+func isTemporary(name string) bool { return strings.HasSuffix(name, ".tmp") }

@@ -1,0 +1,100 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/partlog/partlog/segment"
+)
+
+// TruncateTo removes every record at or above offset, as a follower does
+// before it fetches from a new leader. offset should be a batch boundary: a
+// batch that straddles it goes entirely, and the log then ends at that
+// batch's base offset. An offset below the log start offset empties the log,
+// as TruncateFullyAndStartAt(offset).
+func (l *Log) TruncateTo(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset >= l.leo.Load() {
+		return nil
+	}
+	if offset < l.logStartOffset {
+		return l.truncateFullyLocked(offset)
+	}
+	return l.flush.withToken(func() error {
+		i := l.floor(offset)
+		gone := append([]*segment.Segment(nil), l.segments[i+1:]...)
+		keep := l.segments[i]
+		l.mu.Lock()
+		l.segments = l.segments[:i+1]
+		_, err := keep.TruncateTo(offset)
+		if err == nil && len(gone) > 0 {
+			err = keep.Activate()
+		}
+		leo := keep.NextOffset()
+		l.leo.Store(leo)
+		l.logStartOffset = min(l.logStartOffset, leo)
+		l.mu.Unlock()
+		if err != nil {
+			return l.classify("truncate", err)
+		}
+		for _, s := range gone {
+			if err := s.Delete(); err != nil {
+				return l.classify("delete segment", err)
+			}
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.classify("sync directory", err)
+		}
+		if err := l.setEpochs(func(c *epochCache) bool { return c.truncateFromEnd(leo) }); err != nil {
+			return l.classify("truncate leader epochs", err)
+		}
+		return nil
+	})
+}
+
+// TruncateFullyAndStartAt removes every segment and restarts the log, empty,
+// at offset: log start offset and log end offset both become offset. A
+// follower does this when the leader's log starts above its end.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("log: cannot start at negative offset %d", offset)
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	return l.flush.withToken(func() error {
+		gone := l.segments
+		for _, s := range gone {
+			if err := s.Delete(); err != nil {
+				return l.classify("delete segment", err)
+			}
+		}
+		// A new segment syncs the directory, which makes the deletions
+		// durable with it.
+		s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+		if err != nil {
+			// The old segments are closed: nothing sound is left to append to.
+			return l.flush.fail(fmt.Errorf("create segment at %d: %w", offset, err))
+		}
+		l.mu.Lock()
+		l.segments = []*segment.Segment{s}
+		l.logStartOffset = offset
+		l.leo.Store(offset)
+		l.mu.Unlock()
+		l.flush.recoveryPoint.Store(offset)
+		l.flush.indexesFlushedTo = offset
+		if err := l.setEpochs(func(c *epochCache) bool { return c.clear() }); err != nil {
+			return l.classify("clear leader epochs", err)
+		}
+		return nil
+	})
+}
