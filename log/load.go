@@ -42,7 +42,14 @@ func (l *Log) load() error {
 			}
 		}
 	}
-	visit := func(h record.Header) { l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) }
+	// Recovery rebuilds the epochs of the batches it scans, as Kafka's
+	// segment recovery does: entries from the segment's base on are dropped
+	// and each batch with a newer epoch than the latest adds one.
+	visit := func(h record.Header) {
+		if e, _ := l.epochs.latest(); h.PartitionLeaderEpoch > e.Epoch {
+			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+	}
 	for i, base := range bases {
 		var s *segment.Segment
 		if i < recoverFrom {
@@ -60,6 +67,7 @@ func (l *Log) load() error {
 			if err != nil {
 				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
 			}
+			l.epochs.truncateFromEnd(base)
 			r, err := s.Recover(visit)
 			if err != nil {
 				s.Close()
@@ -129,7 +137,9 @@ func (l *Log) scanEpochs(s *segment.Segment) error {
 	sc := segment.NewScanner(s.File(), 0, s.Size(), segment.ScanHeaders)
 	for sc.Next() {
 		h := sc.Header()
-		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		if e, _ := l.epochs.latest(); h.PartitionLeaderEpoch > e.Epoch {
+			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
 	}
 	return sc.Err()
 }

@@ -1,0 +1,5 @@
+package log_test
+
+import "io/fs"
+
+var errNotExist = fs.ErrNotExist
