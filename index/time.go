@@ -11,8 +11,9 @@ import (
 // relative offset uint32.
 const TimeEntrySize = 12
 
-// TimestampOffset is a time index entry: no record below Offset has a
-// timestamp above Timestamp, and the record at Offset has Timestamp.
+// TimestampOffset is a time index entry: the batch ending at Offset holds
+// the largest timestamp so far, Timestamp, so no record at or below Offset
+// has a later one.
 type TimestampOffset struct {
 	Timestamp int64
 	Offset    int64

@@ -33,9 +33,10 @@ func (tp TopicPartition) String() string {
 }
 
 // ParseTopicPartition splits a partition directory name at its last dash.
+// The topic must be a legal Kafka topic name.
 func ParseTopicPartition(name string) (TopicPartition, bool) {
 	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
+	if i <= 0 || !legalTopic(name[:i]) {
 		return TopicPartition{}, false
 	}
 	p, err := strconv.ParseInt(name[i+1:], 10, 32)
@@ -297,7 +298,7 @@ func readOffsetCheckpoint(fsys vfs.FS, name string) (map[string]int64, error) {
 	for _, l := range lines {
 		p, err1 := strconv.ParseInt(l[1], 10, 32)
 		off, err2 := parseInt64(l[2])
-		if err1 != nil || err2 != nil || p < 0 || off < 0 {
+		if err1 != nil || err2 != nil || p < 0 || off < 0 || !legalTopic(l[0]) {
 			return nil, fmt.Errorf("%s: %w: entry %q", name, ErrBadCheckpoint, strings.Join(l, " "))
 		}
 		out[TopicPartition{Topic: l[0], Partition: int32(p)}.String()] = off
@@ -322,4 +323,18 @@ func writeOffsetCheckpoint(fsys vfs.FS, name string, offsets map[string]int64) e
 		lines = append(lines, []string{tp.Topic, strconv.FormatInt(int64(tp.Partition), 10), strconv.FormatInt(offsets[k], 10)})
 	}
 	return writeFileAtomic(fsys, name, formatCheckpoint(lines))
+}
+
+// legalTopic reports whether name is a legal Kafka topic name: 1 to 249
+// ASCII letters, digits, '.', '_' and '-', and not "." or "..".
+func legalTopic(name string) bool {
+	if len(name) == 0 || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

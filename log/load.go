@@ -79,6 +79,14 @@ func (l *Log) load() error {
 				l.report.Cause = r.Cause
 				l.logger.Warn("cut log at the first invalid batch", "segment", base,
 					"valid_bytes", r.ValidBytes, "truncated_bytes", r.Truncated, "cause", r.Cause)
+			} else if i+1 < len(bases) && s.NextOffset() < bases[i+1] {
+				// The segment ends short of the next one: its tail never
+				// reached the disk (nothing above the recovery point was
+				// synced, and segments are synced in order). What follows
+				// cannot follow on from it.
+				l.report.Cause = fmt.Errorf("%w: segment %d ends at offset %d but the next starts at %d",
+					segment.ErrCorrupt, base, s.NextOffset(), bases[i+1])
+				l.logger.Warn("dropping segments after a lost tail", "segment", base, "cause", l.report.Cause)
 			}
 		}
 		if n := len(l.segments); n > 0 && base < l.segments[n-1].NextOffset() {
@@ -108,6 +116,20 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 		return err
 	}
 	leo := l.active().NextOffset()
+	if leo < l.opts.LogStartOffset {
+		// The log lost records that were already deleted (a crash took
+		// the tail the log start offset had moved past). Offsets below the
+		// start must not be handed out again: start empty there, as Kafka
+		// does.
+		l.logger.Warn("log ends below its log start offset; starting it empty there",
+			"log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset)
+		if err := l.restartEmptyAt(l.opts.LogStartOffset); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+		l.epochs.clear()
+		leo = l.opts.LogStartOffset
+		recovered = true
+	}
 	l.leo.Store(leo)
 	l.logStartOffset = min(max(l.opts.LogStartOffset, l.segments[0].BaseOffset()), leo)
 	changed := l.epochs.truncateFromEnd(leo)
@@ -197,4 +219,22 @@ func (l *Log) deleteFiles(bases []int64) error {
 		return nil
 	}
 	return l.fs.SyncDir(l.dir)
+}
+
+// restartEmptyAt replaces every segment with one empty segment at offset.
+// Creating it syncs the directory, which makes the deletions durable too.
+func (l *Log) restartEmptyAt(offset int64) error {
+	for _, s := range l.segments {
+		if err := s.Delete(); err != nil {
+			return fmt.Errorf("delete segment %d of %s: %w", s.BaseOffset(), l.dir, err)
+		}
+	}
+	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+	if err != nil {
+		return fmt.Errorf("create segment at %d: %w", offset, err)
+	}
+	l.mu.Lock()
+	l.segments = []*segment.Segment{s}
+	l.mu.Unlock()
+	return nil
 }

@@ -30,12 +30,16 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.Lock()
 		l.segments = l.segments[:i+1]
 		_, err := keep.TruncateTo(offset)
+		if err == nil {
+			// Make the cut durable: records a follower removed must not
+			// come back after a crash.
+			err = keep.Sync()
+		}
 		if err == nil && len(gone) > 0 {
 			err = keep.Activate()
 		}
 		leo := keep.NextOffset()
 		l.leo.Store(leo)
-		l.logStartOffset = min(l.logStartOffset, leo)
 		l.mu.Unlock()
 		if err != nil {
 			return l.classify("truncate", err)
@@ -44,6 +48,11 @@ func (l *Log) TruncateTo(offset int64) error {
 			if err := s.Delete(); err != nil {
 				return l.classify("delete segment", err)
 			}
+		}
+		if leo < l.logStartOffset {
+			// The batch straddling offset began below the log start
+			// offset; offsets below it are not handed out again.
+			return l.restartLocked(l.logStartOffset)
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return l.classify("sync directory", err)
@@ -71,30 +80,25 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 }
 
 func (l *Log) truncateFullyLocked(offset int64) error {
-	return l.flush.withToken(func() error {
-		gone := l.segments
-		for _, s := range gone {
-			if err := s.Delete(); err != nil {
-				return l.classify("delete segment", err)
-			}
-		}
-		// A new segment syncs the directory, which makes the deletions
-		// durable with it.
-		s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
-		if err != nil {
-			// The old segments are closed: nothing sound is left to append to.
-			return l.flush.fail(fmt.Errorf("create segment at %d: %w", offset, err))
-		}
-		l.mu.Lock()
-		l.segments = []*segment.Segment{s}
-		l.logStartOffset = offset
-		l.leo.Store(offset)
-		l.mu.Unlock()
-		l.flush.recoveryPoint.Store(offset)
-		l.flush.indexesFlushedTo = offset
-		if err := l.setEpochs(func(c *epochCache) bool { return c.clear() }); err != nil {
-			return l.classify("clear leader epochs", err)
-		}
-		return nil
-	})
+	return l.flush.withToken(func() error { return l.restartLocked(offset) })
+}
+
+// restartLocked replaces every segment with one empty segment at offset,
+// which becomes both log start and log end offset. The caller holds
+// appendMu and the sync token.
+func (l *Log) restartLocked(offset int64) error {
+	if err := l.restartEmptyAt(offset); err != nil {
+		// The old segments are closed: nothing sound is left to append to.
+		return l.flush.fail(err)
+	}
+	l.mu.Lock()
+	l.logStartOffset = offset
+	l.leo.Store(offset)
+	l.mu.Unlock()
+	l.flush.recoveryPoint.Store(offset)
+	l.flush.indexesFlushedTo = offset
+	if err := l.setEpochs(func(c *epochCache) bool { return c.clear() }); err != nil {
+		return l.classify("clear leader epochs", err)
+	}
+	return nil
 }

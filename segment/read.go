@@ -90,7 +90,7 @@ func (s *Segment) FindOffsetByTimestamp(timestamp int64) (offset, recordTimestam
 		return 0, 0, false, ErrClosed
 	}
 	end := s.size.Load()
-	// Every record below the entry's offset has a timestamp at or below the
+	// No record at or below the entry's offset has a timestamp above the
 	// entry's, which is below timestamp: the answer lies after it.
 	te := s.timeIndex.Lookup(timestamp - 1)
 	start, _, ok, err := s.locate(te.Offset, end)

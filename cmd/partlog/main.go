@@ -1,0 +1,148 @@
+// Command partlog inspects partlog's storage from the command line, as
+// Kafka's bin/kafka-*.sh tools do for a broker's.
+//
+// Usage:
+//
+//	partlog <command> [flags] [arguments]
+//	partlog help [command]
+//
+// Commands:
+//
+//	dump-log   print the batches, records and index entries of segment files
+//
+// A command's flags may come before, after or between its arguments, and may
+// be written with one dash or two (-print-data-log or --print-data-log); "--"
+// ends them. "partlog help <command>" or "partlog <command> -h" describes a
+// command and its flags.
+//
+// Output goes to standard output. Errors go to standard error as
+// "partlog: <message>". The exit status is 0 on success, 1 when a command
+// fails, and 2 on a usage error: an unknown command or flag, or missing
+// arguments.
+//
+// # Adding a command
+//
+// A command is a file of its own, <name>.go, holding a function with the
+// signature of command.run. It parses its arguments with newFlagSet and
+// parseFlags (flags.go), writes only to the writers it is given, and returns
+// an error rather than exiting, so that tests run it in-process. Add it to
+// commands below.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line is wrong
+)
+
+// A command is one "partlog <name>" subcommand.
+type command struct {
+	name    string
+	summary string // one line for "partlog help", lower case, no period
+	// run runs the command with the arguments after its name. It returns
+	// a *usageError for a wrong command line, flag.ErrHelp after printing
+	// its help to stdout, and any other error when it fails.
+	run func(args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists the commands in the order "partlog help" shows them.
+var commands = []command{
+	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args (without the program name) and returns the
+// exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		writeUsage(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return help(rest, stdout, stderr)
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "partlog: unknown command %q\n\n", name)
+		writeUsage(stderr)
+		return exitUsage
+	}
+	return report(cmd.run(rest, stdout, stderr), stderr)
+}
+
+// help runs "partlog help [command]".
+func help(args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		writeUsage(stdout)
+		return exitOK
+	case 1:
+		cmd, ok := lookup(args[0])
+		if !ok {
+			fmt.Fprintf(stderr, "partlog: help: unknown command %q\n\n", args[0])
+			writeUsage(stderr)
+			return exitUsage
+		}
+		return report(cmd.run([]string{"-h"}, stdout, stderr), stderr)
+	}
+	fmt.Fprintln(stderr, "partlog: help takes at most one command")
+	return exitUsage
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// report prints a command's error to stderr and returns the exit status.
+// Each line of a multi-line error (errors.Join) gets its own prefix.
+func report(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "partlog: %s\n", line)
+	}
+	if ue, ok := errors.AsType[*usageError](err); ok {
+		fmt.Fprintf(stderr, "Run 'partlog help %s' for usage.\n", ue.command)
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, `partlog inspects partlog's storage.
+
+Usage:
+
+	partlog <command> [flags] [arguments]
+
+Commands:
+
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'partlog help <command>' for more about a command.
+`)
+}

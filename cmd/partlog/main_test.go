@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cli runs partlog in-process with args and returns what it printed and its
+// exit status.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// lines splits output into lines, without the final newline.
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		stdout, stderr, code := cli(t, args...)
+		require.Equal(t, exitOK, code, args)
+		require.Empty(t, stderr)
+		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
+		require.Contains(t, stdout, "\tdump-log   print the batches, records and index entries of segment files\n")
+	}
+}
+
+func TestHelpCommand(t *testing.T) {
+	for _, args := range [][]string{{"help", "dump-log"}, {"dump-log", "-h"}, {"dump-log", "--help"}, {"dump-log", "x.log", "--help"}} {
+		stdout, stderr, code := cli(t, args...)
+		require.Equal(t, exitOK, code, args)
+		require.Empty(t, stderr)
+		require.True(t, strings.HasPrefix(stdout, "Usage: partlog dump-log [flags] FILE...\n"), stdout)
+		for _, flag := range []string{"--files list", "--print-data-log", "--deep-iteration", "--verify-index-only"} {
+			require.Contains(t, stdout, "\n  "+flag+"\n", args)
+		}
+	}
+}
+
+func TestNoCommand(t *testing.T) {
+	stdout, stderr, code := cli(t)
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "dump-log")
+}
+
+func TestUnknownCommand(t *testing.T) {
+	stdout, stderr, code := cli(t, "dump-logs", "x.log")
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.True(t, strings.HasPrefix(stderr, "partlog: unknown command \"dump-logs\"\n"), stderr)
+	require.Contains(t, stderr, "Commands:")
+
+	stdout, stderr, code = cli(t, "help", "nope")
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, stdout)
+	require.True(t, strings.HasPrefix(stderr, "partlog: help: unknown command \"nope\"\n"), stderr)
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dump-log", "--no-such-flag", "x.log"}, "partlog: dump-log: flag provided but not defined: -no-such-flag"},
+		{[]string{"dump-log", "--print-data-log=maybe", "x.log"}, `partlog: dump-log: invalid boolean value "maybe" for -print-data-log: parse error`},
+		{[]string{"dump-log"}, "partlog: dump-log: no files to dump"},
+		{[]string{"dump-log", "--print-data-log"}, "partlog: dump-log: no files to dump"},
+	} {
+		stdout, stderr, code := cli(t, tc.args...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Empty(t, stdout, tc.args)
+		require.Equal(t, []string{tc.want, "Run 'partlog help dump-log' for usage."}, lines(stderr), tc.args)
+	}
+}
+
+func TestParseFlagsInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		operands []string
+		verbose  bool
+	}{
+		{[]string{"a", "b"}, []string{"a", "b"}, false},
+		{[]string{"-v", "a", "b"}, []string{"a", "b"}, true},
+		{[]string{"a", "--v", "b"}, []string{"a", "b"}, true},
+		{[]string{"a", "b", "-v"}, []string{"a", "b"}, true},
+		{[]string{"a", "--", "-v", "b"}, []string{"a", "-v", "b"}, false},
+		{[]string{"--", "-v"}, []string{"-v"}, false},
+		{[]string{"-", "-v"}, []string{"-"}, true},
+		{nil, nil, false},
+	} {
+		fs := newFlagSet("test")
+		verbose := fs.Bool("v", false, "")
+		operands, err := parseFlags(fs, tc.args, "", nil)
+		require.NoError(t, err, tc.args)
+		require.Equal(t, tc.operands, operands, tc.args)
+		require.Equal(t, tc.verbose, *verbose, tc.args)
+	}
+}
+
+func TestListFlag(t *testing.T) {
+	fs := newFlagSet("test")
+	var l listFlag
+	fs.Var(&l, "files", "")
+	operands, err := parseFlags(fs, []string{"--files", "a.log, b.index,", "c", "--files=d.timeindex"}, "", nil)
+	require.NoError(t, err)
+	require.Equal(t, listFlag{"a.log", "b.index", "d.timeindex"}, l)
+	require.Equal(t, []string{"c"}, operands)
+}
