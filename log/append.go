@@ -34,6 +34,9 @@ func (l *Log) Append(batch []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if l.opts.SyncBeforeAck {
+		return l.appendGrouped(h, batch)
+	}
 	l.appendMu.Lock()
 	if err := l.writable(); err != nil {
 		l.appendMu.Unlock()
@@ -127,14 +130,11 @@ func (l *Log) check(batch []byte) (record.Header, error) {
 // appendLocked writes one batch with assigned offsets, rolling first when
 // the active segment says so. The caller holds appendMu.
 func (l *Log) appendLocked(h record.Header, batch []byte) error {
-	if e, _ := l.epochs.latest(); h.PartitionLeaderEpoch > e.Epoch {
-		err := l.setEpochs(func(c *epochCache) bool { return c.assign(h.PartitionLeaderEpoch, h.BaseOffset) })
-		if err != nil {
-			return l.classify("record leader epoch", err)
-		}
+	if err := l.noteEpoch(h); err != nil {
+		return err
 	}
 	s := l.active()
-	if reason := s.ShouldRoll(h, l.nowMs(), l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
+	if reason := s.ShouldRoll(h, 0, l.nowMs(), l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
 		var err error
 		if s, err = l.roll(h.BaseOffset, reason); err != nil {
 			return err
@@ -145,6 +145,16 @@ func (l *Log) appendLocked(h record.Header, batch []byte) error {
 	}
 	l.leo.Store(h.NextOffset())
 	return nil
+}
+
+// noteEpoch records a batch's leader epoch when it is newer than the
+// latest: the epoch starts at the batch. The caller holds appendMu.
+func (l *Log) noteEpoch(h record.Header) error {
+	if e, _ := l.epochs.latest(); h.PartitionLeaderEpoch <= e.Epoch {
+		return nil
+	}
+	err := l.setEpochs(func(c *epochCache) bool { return c.assign(h.PartitionLeaderEpoch, h.BaseOffset) })
+	return l.classify("record leader epoch", err)
 }
 
 // afterAppend applies the flush policy to an append that ended at next.

@@ -44,7 +44,8 @@ type Log struct {
 	// leo is the log end offset, published after each append.
 	leo atomic.Int64
 
-	flush flusher
+	flush  flusher
+	groups writeGroups
 }
 
 // Open opens the log in dir, creating the directory if needed, and locks

@@ -64,9 +64,7 @@ func (s *Segment) rebuild(cut bool, visit func(record.Header)) (Recovery, error)
 		if pos == 0 {
 			s.firstTimestamp = h.MaxTimestamp
 		}
-		if err := s.maybeIndex(h, pos); err != nil {
-			return r, err
-		}
+		s.maybeIndex(h, pos)
 		if visit != nil {
 			visit(h)
 		}

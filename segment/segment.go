@@ -299,17 +299,34 @@ func (s *Segment) TimeIndex() *index.TimeIndex { return s.timeIndex }
 // On an error nothing of the batch is visible; bytes that reached the file
 // are overwritten by the next append or cut by recovery.
 func (s *Segment) Append(h record.Header, batch []byte) error {
+	hs := [1]record.Header{h}
+	return s.AppendBatches(hs[:], batch)
+}
+
+// AppendBatches writes several batches at once, data holding them back to
+// back as hs describes them, with one write: what a group commit does. The
+// rules of Append apply to each batch.
+func (s *Segment) AppendBatches(hs []record.Header, data []byte) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if h.BaseOffset < s.nextOffset.Load() || h.LastOffset()-s.base > math.MaxInt32 || h.BaseOffset < s.base {
-		return fmt.Errorf("%w: batch %d..%d in segment %d ending at %d", ErrOffsetOrder, h.BaseOffset, h.LastOffset(), s.base, s.nextOffset.Load())
+	next := s.nextOffset.Load()
+	size := 0
+	for _, h := range hs {
+		if h.BaseOffset < next || h.BaseOffset < s.base || h.LastOffset()-s.base > math.MaxInt32 {
+			return fmt.Errorf("%w: batch %d..%d in segment %d ending at %d", ErrOffsetOrder, h.BaseOffset, h.LastOffset(), s.base, next)
+		}
+		next = h.NextOffset()
+		size += h.Size()
+	}
+	if size != len(data) || len(hs) == 0 {
+		return fmt.Errorf("segment: %d batches of %d bytes described, %d bytes given", len(hs), size, len(data))
 	}
 	pos := s.size.Load()
-	if pos+int64(len(batch)) > MaxSize {
-		return fmt.Errorf("segment: batch of %d bytes does not fit segment %s of %d bytes", len(batch), s.Path(LogSuffix), pos)
+	if pos+int64(len(data)) > MaxSize {
+		return fmt.Errorf("segment: %d bytes do not fit segment %s of %d bytes", len(data), s.Path(LogSuffix), pos)
 	}
-	if n, err := s.log.WriteAt(batch, pos); err != nil {
+	if n, err := s.log.WriteAt(data, pos); err != nil {
 		if n > 0 {
 			// Best effort: leave no partial batch behind. Recovery cuts it
 			// otherwise, and the next append overwrites it.
@@ -317,32 +334,31 @@ func (s *Segment) Append(h record.Header, batch []byte) error {
 		}
 		return fmt.Errorf("segment: append to %s at %d: %w", s.Path(LogSuffix), pos, err)
 	}
-	s.noteTimestamp(h)
-	if pos == 0 {
-		s.firstTimestamp = h.MaxTimestamp
+	p := pos
+	for _, h := range hs {
+		s.noteTimestamp(h)
+		if p == 0 {
+			s.firstTimestamp = h.MaxTimestamp
+		}
+		s.maybeIndex(h, p)
+		p += int64(h.Size())
 	}
-	if err := s.maybeIndex(h, pos); err != nil {
-		return err
-	}
-	s.size.Store(pos + int64(len(batch)))
-	s.nextOffset.Store(h.NextOffset())
+	s.size.Store(p)
+	s.nextOffset.Store(next)
 	return nil
 }
 
 // maybeIndex adds index entries for the batch at pos once an index interval
-// has passed since the last ones.
-func (s *Segment) maybeIndex(h record.Header, pos int64) error {
-	if s.bytesSinceIndexEntry > s.opts.IndexIntervalBytes {
-		if err := s.offsetIndex.Append(h.LastOffset(), pos); err != nil {
-			return fmt.Errorf("segment: index %s: %w", s.Path(LogSuffix), err)
-		}
-		if _, err := s.timeIndex.MaybeAppend(s.maxTimestamp.Load(), s.offsetOfMaxTimestamp, false); err != nil {
-			return fmt.Errorf("segment: time index %s: %w", s.Path(LogSuffix), err)
-		}
+// has passed since the last ones. A full index skips the entry: the index is
+// sparse, and the segment rolls before its next append.
+func (s *Segment) maybeIndex(h record.Header, pos int64) {
+	if s.bytesSinceIndexEntry > s.opts.IndexIntervalBytes && !s.offsetIndex.Full() {
+		// Neither can fail: the entry is above the last and there is room.
+		_ = s.offsetIndex.Append(h.LastOffset(), pos)
+		_, _ = s.timeIndex.MaybeAppend(s.maxTimestamp.Load(), s.offsetOfMaxTimestamp, false)
 		s.bytesSinceIndexEntry = 0
 	}
 	s.bytesSinceIndexEntry += h.Size()
-	return nil
 }
 
 // RollReason says why a segment must roll; the zero value means it need not.
@@ -357,12 +373,13 @@ const (
 )
 
 // ShouldRoll reports whether the batch described by h must go to a new
-// segment, as Kafka decides: this segment would pass segmentBytes, or it is
-// not empty and segmentMs has passed since its first batch's timestamp (or,
-// without timestamps, since it was created), or an index is full, or the
-// batch's offsets are too far from the base offset.
-func (s *Segment) ShouldRoll(h record.Header, nowMs int64, segmentBytes int64, segmentMs int64) RollReason {
-	size := s.size.Load()
+// segment, as Kafka decides: this segment, with pending bytes about to be
+// written before the batch, would pass segmentBytes; or it is not empty and
+// segmentMs has passed since its first batch's timestamp (or, without
+// timestamps, since it was created); or an index is full; or the batch's
+// offsets are too far from the base offset.
+func (s *Segment) ShouldRoll(h record.Header, pending, nowMs, segmentBytes, segmentMs int64) RollReason {
+	size := s.size.Load() + pending
 	switch {
 	case size > 0 && size > segmentBytes-int64(h.Size()):
 		return RollSize

@@ -202,18 +202,18 @@ func TestShouldRoll(t *testing.T) {
 	defer s.Close()
 	b := batchtest.Simple(1, 1_000_000)
 	h, _ := record.Validate(b)
-	require.Empty(t, s.ShouldRoll(h, 0, 1<<30, 1<<40), "an empty segment takes anything")
+	require.Empty(t, s.ShouldRoll(h, 0, 0, 1<<30, 1<<40), "an empty segment takes anything")
 	appendBatches(t, s, 1, 1, 10, 1_000_000)
 	h.BaseOffset = 1
-	require.Equal(t, segment.RollSize, s.ShouldRoll(h, 0, s.Size()+int64(h.Size())-1, 1<<40))
-	require.Empty(t, s.ShouldRoll(h, 0, s.Size()+int64(h.Size()), 1<<40))
+	require.Equal(t, segment.RollSize, s.ShouldRoll(h, 0, 0, s.Size()+int64(h.Size())-1, 1<<40))
+	require.Empty(t, s.ShouldRoll(h, 0, 0, s.Size()+int64(h.Size()), 1<<40))
 	late := h
 	late.MaxTimestamp = 1_000_000 + 3_600_001
-	require.Equal(t, segment.RollTime, s.ShouldRoll(late, 0, 1<<30, 3_600_000), "segment.ms counts from the first batch's timestamp")
-	require.Empty(t, s.ShouldRoll(late, 0, 1<<30, 3_600_001))
+	require.Equal(t, segment.RollTime, s.ShouldRoll(late, 0, 0, 1<<30, 3_600_000), "segment.ms counts from the first batch's timestamp")
+	require.Empty(t, s.ShouldRoll(late, 0, 0, 1<<30, 3_600_001))
 	far := h
 	far.BaseOffset = 1 << 32
-	require.Equal(t, segment.RollOffsetRange, s.ShouldRoll(far, 0, 1<<30, 1<<40))
+	require.Equal(t, segment.RollOffsetRange, s.ShouldRoll(far, 0, 0, 1<<30, 1<<40))
 }
 
 func TestSealCloseOpen(t *testing.T) {

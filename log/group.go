@@ -1,0 +1,155 @@
+package log
+
+import (
+	"sync"
+
+	"github.com/partlog/partlog/record"
+)
+
+// A write group is how appends that must be durable before they return
+// share the work (the group commit of databases, as in LevelDB's writer
+// queue): each appender queues its batch; the one at the head of the queue
+// leads, takes every batch queued so far, writes them with as few writes as
+// the segments allow, syncs once, and hands each appender its result. The
+// appenders that queue meanwhile form the next group.
+type writeGroups struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []*groupWriter
+	buf   []byte // the leader's scratch for coalesced batches
+}
+
+// groupWriter is one queued append.
+type groupWriter struct {
+	h     record.Header
+	batch []byte
+	info  AppendInfo
+	err   error
+	done  bool
+}
+
+// appendGrouped appends one batch as part of a write group and returns once
+// it is durable.
+func (l *Log) appendGrouped(h record.Header, batch []byte) (AppendInfo, error) {
+	g := &l.groups
+	w := &groupWriter{h: h, batch: batch}
+	g.mu.Lock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	g.queue = append(g.queue, w)
+	for !w.done && g.queue[0] != w {
+		g.cond.Wait()
+	}
+	if w.done {
+		g.mu.Unlock()
+		return w.info, w.err
+	}
+	group := append([]*groupWriter(nil), g.queue...)
+	g.mu.Unlock()
+
+	l.writeGroup(group)
+
+	g.mu.Lock()
+	for _, m := range group {
+		m.done = true
+	}
+	g.queue = g.queue[len(group):]
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	return w.info, w.err
+}
+
+// writeGroup appends the group's batches, then makes them durable, setting
+// each writer's result.
+func (l *Log) writeGroup(group []*groupWriter) {
+	l.appendMu.Lock()
+	err := l.writable()
+	if err == nil {
+		l.appendRuns(group)
+	}
+	start, leo := l.logStartOffset, l.leo.Load()
+	l.appendMu.Unlock()
+	if err == nil {
+		err = l.WaitDurable(leo)
+	}
+	for _, w := range group {
+		if w.err == nil {
+			w.err = err
+		}
+		if w.err == nil {
+			w.info = AppendInfo{FirstOffset: w.h.BaseOffset, LastOffset: w.h.LastOffset(),
+				MaxTimestamp: w.h.MaxTimestamp, Records: int(w.h.NumRecords), LogStartOffset: start}
+		}
+	}
+}
+
+// appendRuns gives the group's batches their offsets and writes them, each
+// run of batches bound for the same segment with one write. A writer whose
+// batch could not be written gets the error, as does every one after it.
+// The caller holds appendMu.
+func (l *Log) appendRuns(group []*groupWriter) {
+	var (
+		start   int // group[start:] is the run not yet written
+		headers []record.Header
+		data    []byte
+	)
+	s := l.active()
+	write := func(end int) error {
+		if start == end {
+			return nil
+		}
+		if err := s.AppendBatches(headers, data); err != nil {
+			failFrom(group[start:], l.classify("append", err))
+			return err
+		}
+		l.leo.Store(headers[len(headers)-1].NextOffset())
+		if end-start > 1 && cap(data) <= 8<<20 {
+			l.groups.buf = data[:0] // keep the scratch for the next group
+		}
+		start, headers, data = end, headers[:0], nil
+		return nil
+	}
+	next := l.leo.Load()
+	now := l.nowMs()
+	for i, w := range group {
+		w.h.BaseOffset = next
+		record.SetBaseOffset(w.batch, next)
+		if err := l.noteEpoch(w.h); err != nil {
+			if write(i) == nil {
+				failFrom(group[i:], err)
+			}
+			return
+		}
+		if reason := s.ShouldRoll(w.h, int64(len(data)), now, l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
+			if write(i) != nil {
+				return
+			}
+			var err error
+			if s, err = l.roll(w.h.BaseOffset, reason); err != nil {
+				failFrom(group[i:], err)
+				return
+			}
+		}
+		// A run of one batch is written from the caller's bytes; longer
+		// runs are copied together.
+		switch i - start {
+		case 0:
+			data = w.batch
+		case 1:
+			data = append(append(l.groups.buf[:0], data...), w.batch...)
+		default:
+			data = append(data, w.batch...)
+		}
+		headers = append(headers, w.h)
+		next = w.h.NextOffset()
+	}
+	write(len(group))
+}
+
+// failFrom gives the writers that were not written the error.
+func failFrom(ws []*groupWriter, err error) {
+	for _, w := range ws {
+		w.err = err
+	}
+}
