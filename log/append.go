@@ -189,11 +189,16 @@ func (l *Log) roll(base int64, reason segment.RollReason) (*segment.Segment, err
 		}
 		return next, nil
 	}
-	if err := old.Seal(); err != nil {
+	// Sealing remaps the old segment's indexes: no reader may be in them.
+	l.mu.Lock()
+	err = old.Seal()
+	if err == nil {
+		l.segments = append(l.segments, next)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		next.Delete()
 		return nil, l.classify("seal segment", err)
 	}
-	l.mu.Lock()
-	l.segments = append(l.segments, next)
-	l.mu.Unlock()
 	return next, nil
 }

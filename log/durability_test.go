@@ -15,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog/internal/batchtest"
 	plog "github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -26,10 +27,23 @@ func TestSyncBeforeAckSurvivesPowerLoss(t *testing.T) {
 	opts.SyncBeforeAck = true
 	l := open(t, opts)
 	for i := range 40 {
-		appendN(t, l, 3, fmt.Sprint(i), 0)
+		switch i % 5 {
+		case 3: // a transactional batch ...
+			o := record.DefaultBatchOptions()
+			o.ProducerID, o.ProducerEpoch, o.BaseSequence, o.Transactional = 7, 0, int32(i), true
+			b := record.NewBuilder(o)
+			b.Append(record.Record{Value: batchtest.Value(fmt.Sprint(i), 0, 30)})
+			_, err := l.Append(b.Build())
+			require.NoError(t, err)
+		case 4: // ... and its commit marker
+			_, err := l.Append(record.ControlBatch(record.ControlCommit, 7, 0, 0, 0))
+			require.NoError(t, err)
+		default:
+			appendN(t, l, 3, fmt.Sprint(i), 0)
+		}
 	}
 	want := readAll(t, l, 0)
-	crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone})
+	crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone, Tear: vfs.TearGarbage})
 	require.NoError(t, l.Close())
 
 	opts.FS = crashed

@@ -104,6 +104,9 @@ func (s *logMachine) Append(t *rapid.T) {
 	}
 	s.model.batches = append(s.model.batches, mb)
 	s.model.leo = mb.next()
+	if s.opts.SyncBeforeAck {
+		s.model.durable = s.model.leo
+	}
 }
 
 func (s *logMachine) Read(t *rapid.T) {
@@ -269,6 +272,7 @@ func logModelProperty(t *rapid.T) {
 	s := &logMachine{opts: plog.Options{
 		SegmentBytes: 2048, IndexIntervalBytes: 200, MaxIndexBytes: 256,
 		RetentionBytes: 4000, RetentionMs: -1,
+		SyncBeforeAck: rapid.Bool().Draw(t, "sync before ack"),
 	}}
 	s.reopen(t, mem)
 	defer func() { s.log.Close() }()
