@@ -89,12 +89,9 @@ func OpenDir(dir string, opts DirOptions) (*Dir, error) {
 	if err := vfs.MkdirAllDurable(d.fs, d.path, 0o755); err != nil {
 		return nil, fmt.Errorf("log: create %s: %w", d.path, err)
 	}
-	lock, err := d.fs.Lock(path.Join(d.path, LockFileName))
+	lock, err := lockDir(d.fs, d.path)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, d.path, err)
-		}
-		return nil, fmt.Errorf("log: lock %s: %w", d.path, err)
+		return nil, err
 	}
 	d.lock = lock
 	if err := d.load(); err != nil {
@@ -261,22 +258,7 @@ func (d *Dir) Close() error {
 }
 
 func (d *Dir) writeCleanMarker() error {
-	name := path.Join(d.path, CleanShutdownFileName)
-	f, err := d.fs.Create(name)
-	if err != nil {
-		return fmt.Errorf("log: create %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("log: sync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("log: close %s: %w", name, err)
-	}
-	if err := d.fs.SyncDir(d.path); err != nil {
-		return fmt.Errorf("log: sync directory %s: %w", d.path, err)
-	}
-	return nil
+	return writeFileAtomic(d.fs, path.Join(d.path, CleanShutdownFileName), nil)
 }
 
 func maps(m map[string]int64) map[string]int64 {

@@ -60,12 +60,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.makeDir(); err != nil {
 		return nil, err
 	}
-	lock, err := l.fs.Lock(path.Join(l.dir, LockFileName))
+	lock, err := lockDir(l.fs, l.dir)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, l.dir, err)
-		}
-		return nil, fmt.Errorf("log: lock %s: %w", l.dir, err)
+		return nil, err
 	}
 	l.lock = lock
 	l.epochs = newEpochCache(l.fs, l.dir)
@@ -78,6 +75,19 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.flush.init(l)
 	return l, nil
+}
+
+// lockDir takes the lock file of a directory, saying clearly when another
+// Log or Dir holds it.
+func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
+	lock, err := fsys.Lock(path.Join(dir, LockFileName))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s is open in this or another process: %w", ErrLocked, dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: lock %s: %w", dir, err)
+	}
+	return lock, nil
 }
 
 // makeDir creates the log's directory, durably, if it does not exist.

@@ -1,0 +1,16 @@
+// Package transport holds the requests and responses that producers,
+// consumers and nodes exchange — Kafka's Produce, Fetch, ListOffsets and
+// Metadata, with Kafka's error codes — and the Client interface through
+// which clients send them.
+//
+// A Node in the same process implements Client directly: a request is a Go
+// value handed over and answered with no encoding. Network transports carry
+// the same values between processes.
+//
+// Errors come in two kinds. A method's error return says the request got no
+// answer at all (the node is closed, the connection failed, the context
+// ended). An answer's per-partition Err says what happened to that
+// partition; it matches one of this package's Kafka errors (ErrNotLeader,
+// ErrUnknownTopicOrPartition, ...) with errors.Is, and IsRetriable says
+// whether sending again may succeed.
+package transport

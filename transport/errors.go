@@ -1,0 +1,108 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is one of Kafka's protocol errors: its code on the wire, its name,
+// and whether a client should retry. The values below are sentinels,
+// compared by identity with errors.Is; code that returns one usually wraps it
+// with the details (fmt.Errorf("%w: ...", ErrX)).
+type Error struct {
+	Code      int16
+	Name      string
+	Retriable bool
+	Message   string
+}
+
+func (e *Error) Error() string { return e.Name + ": " + e.Message }
+
+// Kafka's errors, by their names in the protocol.
+var (
+	ErrUnknownServerError       = &Error{-1, "UNKNOWN_SERVER_ERROR", false, "unexpected server error"}
+	ErrOffsetOutOfRange         = &Error{1, "OFFSET_OUT_OF_RANGE", false, "offset outside the range the partition holds"}
+	ErrCorruptMessage           = &Error{2, "CORRUPT_MESSAGE", true, "record batch failed its CRC check or is malformed"}
+	ErrUnknownTopicOrPartition  = &Error{3, "UNKNOWN_TOPIC_OR_PARTITION", true, "this node does not host the topic or partition"}
+	ErrInvalidFetchSize         = &Error{4, "INVALID_FETCH_SIZE", false, "invalid fetch size"}
+	ErrLeaderNotAvailable       = &Error{5, "LEADER_NOT_AVAILABLE", true, "no leader for this partition right now"}
+	ErrNotLeaderOrFollower      = &Error{6, "NOT_LEADER_OR_FOLLOWER", true, "this node is not the partition's leader"}
+	ErrRequestTimedOut          = &Error{7, "REQUEST_TIMED_OUT", true, "request timed out"}
+	ErrMessageTooLarge          = &Error{10, "MESSAGE_TOO_LARGE", false, "record batch larger than max.message.bytes"}
+	ErrInvalidTopic             = &Error{17, "INVALID_TOPIC_EXCEPTION", false, "invalid topic name"}
+	ErrRecordListTooLarge       = &Error{18, "RECORD_LIST_TOO_LARGE", false, "records larger than the segment size"}
+	ErrNotEnoughReplicas        = &Error{19, "NOT_ENOUGH_REPLICAS", true, "fewer in-sync replicas than min.insync.replicas"}
+	ErrNotEnoughReplicasAfter   = &Error{20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true, "written, but fewer in-sync replicas than min.insync.replicas acknowledged it"}
+	ErrInvalidRequiredAcks      = &Error{21, "INVALID_REQUIRED_ACKS", false, "acks must be -1 (all), 0 or 1"}
+	ErrInvalidTimestamp         = &Error{32, "INVALID_TIMESTAMP", false, "timestamp out of the accepted range"}
+	ErrTopicAlreadyExists       = &Error{36, "TOPIC_ALREADY_EXISTS", false, "topic already exists"}
+	ErrInvalidPartitions        = &Error{37, "INVALID_PARTITIONS", false, "invalid number of partitions"}
+	ErrInvalidReplicationFactor = &Error{38, "INVALID_REPLICATION_FACTOR", false, "invalid replication factor"}
+	ErrInvalidConfig            = &Error{40, "INVALID_CONFIG", false, "invalid configuration"}
+	ErrInvalidRequest           = &Error{42, "INVALID_REQUEST", false, "malformed request"}
+	ErrOutOfOrderSequence       = &Error{45, "OUT_OF_ORDER_SEQUENCE_NUMBER", false, "producer sequence number out of order"}
+	ErrDuplicateSequence        = &Error{46, "DUPLICATE_SEQUENCE_NUMBER", false, "duplicate producer sequence number"}
+	ErrInvalidProducerEpoch     = &Error{47, "INVALID_PRODUCER_EPOCH", false, "producer epoch is older than the current one"}
+	ErrKafkaStorage             = &Error{56, "KAFKA_STORAGE_ERROR", true, "the partition's log failed on disk"}
+	ErrUnknownProducerID        = &Error{59, "UNKNOWN_PRODUCER_ID", false, "the partition has no state for this producer id"}
+	ErrFencedLeaderEpoch        = &Error{74, "FENCED_LEADER_EPOCH", true, "leader epoch in the request is older than the partition's"}
+	ErrUnknownLeaderEpoch       = &Error{75, "UNKNOWN_LEADER_EPOCH", true, "leader epoch in the request is newer than the partition's"}
+	ErrInvalidRecord            = &Error{87, "INVALID_RECORD", false, "a record failed validation"}
+	ErrProducerFenced           = &Error{90, "PRODUCER_FENCED", false, "a newer producer with the same transactional id fenced this one"}
+	ErrUnknownTopicID           = &Error{100, "UNKNOWN_TOPIC_ID", true, "unknown topic id"}
+	ErrInconsistentTopicID      = &Error{103, "INCONSISTENT_TOPIC_ID", true, "topic id does not match the partition's"}
+)
+
+var (
+	errUnknownCode = &Error{-1, "UNKNOWN_SERVER_ERROR", false, "unknown error code"}
+	errorsByCode   = map[int16]*Error{}
+)
+
+func init() {
+	for _, e := range []*Error{
+		ErrUnknownServerError, ErrOffsetOutOfRange, ErrCorruptMessage, ErrUnknownTopicOrPartition,
+		ErrInvalidFetchSize, ErrLeaderNotAvailable, ErrNotLeaderOrFollower, ErrRequestTimedOut,
+		ErrMessageTooLarge, ErrInvalidTopic, ErrRecordListTooLarge, ErrNotEnoughReplicas,
+		ErrNotEnoughReplicasAfter, ErrInvalidRequiredAcks, ErrInvalidTimestamp, ErrTopicAlreadyExists,
+		ErrInvalidPartitions, ErrInvalidReplicationFactor, ErrInvalidConfig, ErrInvalidRequest,
+		ErrOutOfOrderSequence, ErrDuplicateSequence, ErrInvalidProducerEpoch, ErrKafkaStorage,
+		ErrUnknownProducerID, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrInvalidRecord,
+		ErrProducerFenced, ErrUnknownTopicID, ErrInconsistentTopicID,
+	} {
+		errorsByCode[e.Code] = e
+	}
+}
+
+// ErrClosed means the node was closed: the request was not handled.
+var ErrClosed = errors.New("transport: node closed")
+
+// ErrorForCode returns the error a code stands for, nil for 0.
+func ErrorForCode(code int16) error {
+	if code == 0 {
+		return nil
+	}
+	if e, ok := errorsByCode[code]; ok {
+		return e
+	}
+	return fmt.Errorf("%w: code %d", errUnknownCode, code)
+}
+
+// CodeOf returns the Kafka error code for err: 0 for nil, the code of the
+// *Error it wraps, or -1 (UNKNOWN_SERVER_ERROR) for anything else.
+func CodeOf(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ErrUnknownServerError.Code
+}
+
+// IsRetriable reports whether sending the request again may succeed: err
+// wraps a Kafka error that Kafka marks retriable.
+func IsRetriable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Retriable
+}

@@ -1,0 +1,231 @@
+package transport
+
+import "time"
+
+// Acks is how many replicas must have a produced batch before the leader
+// answers (Kafka's acks).
+type Acks int16
+
+// The acks settings.
+const (
+	// AcksNone: the producer does not wait for an answer.
+	AcksNone Acks = 0
+	// AcksLeader: the leader has written the batch to its log.
+	AcksLeader Acks = 1
+	// AcksAll: every in-sync replica has the batch, and there are at least
+	// min.insync.replicas of them.
+	AcksAll Acks = -1
+)
+
+// IsolationLevel says which records a fetch may return.
+type IsolationLevel int8
+
+// The isolation levels.
+const (
+	// ReadUncommitted returns every record below the high watermark.
+	ReadUncommitted IsolationLevel = 0
+	// ReadCommitted stops at the last stable offset and leaves out
+	// aborted transactions.
+	ReadCommitted IsolationLevel = 1
+)
+
+// ConsumerReplicaID is the replica id of a fetch or list offsets request
+// sent by a consumer rather than a follower.
+const ConsumerReplicaID int32 = -1
+
+// ProduceRequest asks leaders to append record batches (Kafka's Produce).
+//
+// The node takes the Records slices over: the log gives a batch its offsets
+// by rewriting its header in place. Do not reuse them until the answer has
+// come.
+type ProduceRequest struct {
+	Acks    Acks
+	Timeout time.Duration
+	Topics  []ProduceTopic
+}
+
+// ProduceTopic is the part of a ProduceRequest for one topic.
+type ProduceTopic struct {
+	Topic      string
+	Partitions []ProducePartition
+}
+
+// ProducePartition carries one record batch for one partition.
+type ProducePartition struct {
+	Partition int32
+	Records   []byte
+}
+
+// ProduceResponse answers a ProduceRequest, partition by partition.
+type ProduceResponse struct {
+	Topics []ProduceTopicResponse
+}
+
+// ProduceTopicResponse is the part of a ProduceResponse for one topic.
+type ProduceTopicResponse struct {
+	Topic      string
+	Partitions []ProducePartitionResponse
+}
+
+// ProducePartitionResponse says where a batch landed, or why it did not.
+type ProducePartitionResponse struct {
+	Partition int32
+	Err       error
+	// BaseOffset is the offset given to the batch's first record.
+	BaseOffset int64
+	// LogAppendTime is the time the log stamped on the batch when the
+	// topic uses LogAppendTime, else -1.
+	LogAppendTime  int64
+	LogStartOffset int64
+}
+
+// FetchRequest asks for record batches from several partitions (Kafka's
+// Fetch). The node answers as soon as it has MinBytes, or after MaxWait.
+type FetchRequest struct {
+	// ReplicaID is the fetching follower's node id, or ConsumerReplicaID.
+	ReplicaID int32
+	MaxWait   time.Duration
+	MinBytes  int32
+	// MaxBytes bounds the whole answer; at least one batch is returned
+	// even when it is larger.
+	MaxBytes  int32
+	Isolation IsolationLevel
+	Topics    []FetchTopic
+}
+
+// FetchTopic is the part of a FetchRequest for one topic.
+type FetchTopic struct {
+	Topic      string
+	Partitions []FetchPartition
+}
+
+// FetchPartition says where to read one partition from.
+type FetchPartition struct {
+	Partition int32
+	// CurrentLeaderEpoch is the leader epoch the fetcher knows, or -1.
+	CurrentLeaderEpoch int32
+	FetchOffset        int64
+	// LastFetchedEpoch is the epoch of the last batch the follower holds,
+	// or -1 (followers only).
+	LastFetchedEpoch int32
+	LogStartOffset   int64
+	// MaxBytes bounds this partition's part of the answer.
+	MaxBytes int32
+}
+
+// FetchResponse answers a FetchRequest.
+type FetchResponse struct {
+	Topics []FetchTopicResponse
+}
+
+// FetchTopicResponse is the part of a FetchResponse for one topic.
+type FetchTopicResponse struct {
+	Topic      string
+	Partitions []FetchPartitionResponse
+}
+
+// FetchPartitionResponse holds one partition's batches. Records are whole
+// batches as stored; the first may begin before the fetch offset. The
+// caller owns them.
+type FetchPartitionResponse struct {
+	Partition        int32
+	Err              error
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          []byte
+}
+
+// Special timestamps of a ListOffsetsPartition.
+const (
+	// LatestTimestamp asks for the offset the next record will get (the
+	// high watermark for consumers).
+	LatestTimestamp int64 = -1
+	// EarliestTimestamp asks for the log start offset.
+	EarliestTimestamp int64 = -2
+)
+
+// ListOffsetsRequest asks for offsets by time (Kafka's ListOffsets).
+type ListOffsetsRequest struct {
+	ReplicaID int32
+	Isolation IsolationLevel
+	Topics    []ListOffsetsTopic
+}
+
+// ListOffsetsTopic is the part of a ListOffsetsRequest for one topic.
+type ListOffsetsTopic struct {
+	Topic      string
+	Partitions []ListOffsetsPartition
+}
+
+// ListOffsetsPartition asks for the first offset whose record timestamp is
+// at or after Timestamp (ms), or for LatestTimestamp or EarliestTimestamp.
+type ListOffsetsPartition struct {
+	Partition          int32
+	CurrentLeaderEpoch int32
+	Timestamp          int64
+}
+
+// ListOffsetsResponse answers a ListOffsetsRequest.
+type ListOffsetsResponse struct {
+	Topics []ListOffsetsTopicResponse
+}
+
+// ListOffsetsTopicResponse is the part of a ListOffsetsResponse for one
+// topic.
+type ListOffsetsTopicResponse struct {
+	Topic      string
+	Partitions []ListOffsetsPartitionResponse
+}
+
+// ListOffsetsPartitionResponse gives the offset found and its record's
+// timestamp. Offset is -1 when no record is at or after the timestamp.
+type ListOffsetsPartitionResponse struct {
+	Partition   int32
+	Err         error
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+// MetadataRequest asks which nodes lead which partitions (Kafka's
+// Metadata). Nil Topics asks for every topic.
+type MetadataRequest struct {
+	Topics []string
+}
+
+// MetadataResponse describes the cluster and the topics asked for.
+type MetadataResponse struct {
+	ClusterID    string
+	ControllerID int32
+	Brokers      []Broker
+	Topics       []TopicMetadata
+}
+
+// Broker is a node of the cluster and where to reach it.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string
+}
+
+// TopicMetadata describes a topic, or says why it cannot (Err).
+type TopicMetadata struct {
+	Err        error
+	Topic      string
+	TopicID    [16]byte
+	Internal   bool
+	Partitions []PartitionMetadata
+}
+
+// PartitionMetadata describes one partition's replicas.
+type PartitionMetadata struct {
+	Err         error
+	Partition   int32
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Offline     []int32
+}
