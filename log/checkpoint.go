@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"strconv"
 	"strings"
 
@@ -90,31 +89,10 @@ func readCheckpoint(fsys vfs.FS, name string, fields int) ([][]string, error) {
 	return entries, nil
 }
 
-// writeFileAtomic replaces name with data so that a crash leaves either the
-// old file or the new one, whole: write a temporary file, sync it, rename it
-// over name, sync the directory.
+// writeFileAtomic replaces name with data whole, or leaves the old file.
 func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("log: create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("log: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("log: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("log: close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return fmt.Errorf("log: rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(path.Dir(name)); err != nil {
-		return fmt.Errorf("log: sync directory of %s: %w", name, err)
+	if err := vfs.WriteFileAtomic(fsys, name, data); err != nil {
+		return fmt.Errorf("log: write %s: %w", name, err)
 	}
 	return nil
 }

@@ -144,3 +144,28 @@ func MkdirAllDurable(fsys FS, dir string, perm os.FileMode) error {
 	}
 	return nil
 }
+
+// WriteFileAtomic replaces name with data so that a crash leaves either the
+// old file or the new one, whole: it writes a temporary file (name.tmp),
+// syncs it, renames it over name and syncs the directory.
+func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err == nil {
+		err = fsys.SyncDir(path.Dir(name))
+	}
+	return err
+}

@@ -1,0 +1,209 @@
+package partlog
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/transport"
+)
+
+// The Node answers transport requests for the partitions it hosts.
+var _ transport.Client = (*Node)(nil)
+
+// Produce appends each partition's batch and answers where it landed.
+func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.ProduceResponse{Topics: make([]transport.ProduceTopicResponse, len(req.Topics))}
+	for i, rt := range req.Topics {
+		tr := &resp.Topics[i]
+		tr.Topic = rt.Topic
+		tr.Partitions = make([]transport.ProducePartitionResponse, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			pr := &tr.Partitions[j]
+			*pr = transport.ProducePartitionResponse{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			p, err := n.partition(rt.Topic, rp.Partition)
+			if err != nil {
+				pr.Err = err
+				continue
+			}
+			res, err := p.Append(rp.Records, req.Acks)
+			if err != nil {
+				pr.Err = err
+				continue
+			}
+			pr.BaseOffset, pr.LogAppendTime, pr.LogStartOffset = res.FirstOffset, res.LogAppendTime, res.LogStartOffset
+		}
+	}
+	return resp, nil
+}
+
+// Fetch reads each partition from its fetch offset, up to its high
+// watermark. When fewer than MinBytes are there it waits, up to MaxWait,
+// for a high watermark to move — woken by the append that moves it, not by
+// polling.
+func (n *Node) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	var (
+		wake     chan struct{}
+		watching []*partition.Partition
+		timer    *time.Timer
+	)
+	defer func() {
+		for _, p := range watching {
+			p.Stop(wake)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		resp, bytes, failed := n.readFetch(req)
+		if failed || bytes >= int(max(req.MinBytes, 1)) || req.MaxWait <= 0 || n.closing.Load() {
+			return resp, nil
+		}
+		if wake == nil {
+			// Watch before reading again, so that no append between the
+			// read and the wait goes unnoticed.
+			wake = make(chan struct{}, 1)
+			for _, rt := range req.Topics {
+				for _, rp := range rt.Partitions {
+					if p, err := n.partition(rt.Topic, rp.Partition); err == nil {
+						p.Notify(wake)
+						watching = append(watching, p)
+					}
+				}
+			}
+			timer = time.NewTimer(req.MaxWait)
+			continue
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			resp, _, _ = n.readFetch(req)
+			return resp, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readFetch reads once what a fetch asks for, within its byte limits. It
+// reports the record bytes read and whether any partition failed.
+func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse, int, bool) {
+	resp := &transport.FetchResponse{Topics: make([]transport.FetchTopicResponse, len(req.Topics))}
+	budget := int(req.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20 // fetch.max.bytes
+	}
+	total, failed := 0, false
+	for i, rt := range req.Topics {
+		tr := &resp.Topics[i]
+		tr.Topic = rt.Topic
+		tr.Partitions = make([]transport.FetchPartitionResponse, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			pr := &tr.Partitions[j]
+			*pr = transport.FetchPartitionResponse{Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			p, err := n.partition(rt.Topic, rp.Partition)
+			if err != nil {
+				pr.Err, failed = err, true
+				continue
+			}
+			limit := int(rp.MaxBytes)
+			if limit <= 0 {
+				limit = 1 << 20 // max.partition.fetch.bytes
+			}
+			if total > 0 {
+				// Only the first partition with records may exceed the
+				// request's budget, by one batch, as in Kafka.
+				limit = min(limit, budget-total)
+			}
+			var res partition.FetchResult
+			if limit > 0 {
+				res, err = p.Fetch(nil, rp.FetchOffset, limit)
+			} else {
+				res = partition.FetchResult{HighWatermark: p.HighWatermark(), LogStartOffset: p.LogStartOffset()}
+			}
+			pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			if err != nil {
+				pr.Err, failed = err, true
+				continue
+			}
+			pr.Records = res.Records
+			total += len(res.Records)
+		}
+	}
+	return resp, total, failed
+}
+
+// ListOffsets answers offsets by time for each partition.
+func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.ListOffsetsResponse{Topics: make([]transport.ListOffsetsTopicResponse, len(req.Topics))}
+	for i, rt := range req.Topics {
+		tr := &resp.Topics[i]
+		tr.Topic = rt.Topic
+		tr.Partitions = make([]transport.ListOffsetsPartitionResponse, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			pr := &tr.Partitions[j]
+			*pr = transport.ListOffsetsPartitionResponse{Partition: rp.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+			p, err := n.partition(rt.Topic, rp.Partition)
+			if err != nil {
+				pr.Err = err
+				continue
+			}
+			pr.Offset, pr.Timestamp, pr.Err = p.ListOffset(rp.Timestamp)
+			pr.LeaderEpoch = p.LeaderEpoch()
+		}
+	}
+	return resp, nil
+}
+
+// Metadata describes this node as the cluster's only broker and the topics
+// asked for (all of them when none are named).
+func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.MetadataResponse{
+		ClusterID:    n.meta.ClusterID,
+		ControllerID: n.meta.NodeID,
+		Brokers:      []transport.Broker{{NodeID: n.meta.NodeID}},
+	}
+	names := req.Topics
+	if names == nil {
+		names = n.ListTopics()
+	}
+	for _, name := range names {
+		tm := transport.TopicMetadata{Topic: name}
+		t := n.topic(name)
+		if t == nil {
+			tm.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			resp.Topics = append(resp.Topics, tm)
+			continue
+		}
+		if id, err := base64.RawURLEncoding.DecodeString(t.rec.ID); err == nil {
+			copy(tm.TopicID[:], id)
+		}
+		for _, p := range t.partitions {
+			tm.Partitions = append(tm.Partitions, transport.PartitionMetadata{
+				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
+				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
+			})
+		}
+		resp.Topics = append(resp.Topics, tm)
+	}
+	return resp, nil
+}

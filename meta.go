@@ -1,0 +1,115 @@
+package partlog
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/partlog/partlog/vfs"
+)
+
+// MetaPropertiesFileName is the file that names a data directory's node and
+// cluster, as in Kafka.
+const MetaPropertiesFileName = "meta.properties"
+
+// metaProperties is meta.properties: which node this directory belongs to,
+// in which cluster.
+type metaProperties struct {
+	NodeID      int32
+	ClusterID   string
+	DirectoryID string
+}
+
+// newUUID returns a random Kafka-style id: 16 bytes in unpadded URL-safe
+// base64.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// loadOrCreateMeta reads meta.properties, or writes a new one for nodeID
+// in a new cluster (clusterID, or a random id when empty). A directory that
+// belongs to another node id is an error.
+func loadOrCreateMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string) (metaProperties, error) {
+	name := path.Join(dir, MetaPropertiesFileName)
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		m := metaProperties{NodeID: nodeID, ClusterID: clusterID, DirectoryID: newUUID()}
+		if m.ClusterID == "" {
+			m.ClusterID = newUUID()
+		}
+		return m, writeAtomic(fsys, name, m.format())
+	}
+	if err != nil {
+		return metaProperties{}, fmt.Errorf("partlog: open %s: %w", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return metaProperties{}, fmt.Errorf("partlog: read %s: %w", name, err)
+	}
+	m, err := parseMeta(data)
+	if err != nil {
+		return m, fmt.Errorf("partlog: %s: %w", name, err)
+	}
+	if m.NodeID != nodeID {
+		return m, fmt.Errorf("%w: %s belongs to node %d, not node %d", ErrInconsistentNode, dir, m.NodeID, nodeID)
+	}
+	if clusterID != "" && clusterID != m.ClusterID {
+		return m, fmt.Errorf("%w: %s belongs to cluster %s, not %s", ErrInconsistentNode, dir, m.ClusterID, clusterID)
+	}
+	return m, nil
+}
+
+func (m metaProperties) format() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#\n#written by partlog\n")
+	fmt.Fprintf(&b, "cluster.id=%s\n", m.ClusterID)
+	fmt.Fprintf(&b, "directory.id=%s\n", m.DirectoryID)
+	fmt.Fprintf(&b, "node.id=%d\n", m.NodeID)
+	fmt.Fprintf(&b, "version=1\n")
+	return b.Bytes()
+}
+
+func parseMeta(data []byte) (metaProperties, error) {
+	var m metaProperties
+	props := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return m, fmt.Errorf("malformed line %q", line)
+		}
+		props[k] = v
+	}
+	id, err := strconv.ParseInt(props["node.id"], 10, 32)
+	if err != nil {
+		return m, fmt.Errorf("node.id %q is not a number", props["node.id"])
+	}
+	if props["cluster.id"] == "" {
+		return m, fmt.Errorf("no cluster.id")
+	}
+	m.NodeID, m.ClusterID, m.DirectoryID = int32(id), props["cluster.id"], props["directory.id"]
+	return m, nil
+}
+
+// writeAtomic replaces name with data whole, or leaves the old file.
+func writeAtomic(fsys vfs.FS, name string, data []byte) error {
+	if err := vfs.WriteFileAtomic(fsys, name, data); err != nil {
+		return fmt.Errorf("partlog: write %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,466 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+var (
+	// ErrClosed means the node was closed.
+	ErrClosed = transport.ErrClosed
+	// ErrLocked means another process, or another Node in this one, has
+	// the data directory open.
+	ErrLocked = log.ErrLocked
+	// ErrInconsistentNode means the data directory belongs to another
+	// node id or cluster (Kafka's InconsistentClusterIdException).
+	ErrInconsistentNode = errors.New("partlog: data directory belongs to another node")
+)
+
+// Node is a partlog node: a data directory of topics whose partitions it
+// hosts and leads. It answers producers and consumers in the same process
+// through transport.Client. It is safe for concurrent use.
+type Node struct {
+	dir    string
+	opts   nodeOptions
+	logger *slog.Logger
+	meta   metaProperties
+	logs   *log.Dir
+	md     *metadataLog
+
+	// requests is held shared by every request in flight and exclusively
+	// by Close, which so waits for them.
+	requests sync.RWMutex
+	closing  atomic.Bool
+
+	mu     sync.RWMutex
+	topics map[string]*topic
+
+	stop chan struct{}
+	bg   sync.WaitGroup
+}
+
+// topic is a topic the node hosts.
+type topic struct {
+	name       string
+	rec        topicRecord
+	config     topicConfig
+	partitions []*partition.Partition
+}
+
+// Open opens the data directory dir, creating it if needed, and hosts the
+// topics in it. A directory is open in one Node at a time: a second Open,
+// in this process or another, fails with ErrLocked. A crash leaves nothing
+// for the next Open to repair by hand: it recovers every partition's log.
+func Open(dir string, opts ...Option) (*Node, error) {
+	o := defaultNodeOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if err := validateConfigs(o.topicDefaults); err != nil {
+		return nil, fmt.Errorf("partlog: topic defaults: %w", err)
+	}
+	if err := vfs.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
+	}
+	logs, err := log.OpenDir(dir, log.DirOptions{FS: o.fs, Logger: o.logger})
+	if err != nil {
+		return nil, fmt.Errorf("partlog: %w", err)
+	}
+	n := &Node{dir: path.Clean(dir), opts: o, logger: o.logger, logs: logs, topics: map[string]*topic{}, stop: make(chan struct{})}
+	if err := n.load(); err != nil {
+		logs.Close()
+		return nil, err
+	}
+	n.runEvery(o.retentionInterval, n.enforceRetention)
+	n.runEvery(o.checkpointInterval, func() {
+		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
+			n.logger.Error("writing checkpoints failed", "err", err)
+		}
+	})
+	return n, nil
+}
+
+// load reads meta.properties and the metadata log and opens every topic's
+// partitions, removing partition directories of topics that no longer
+// exist (a crash can leave them while a topic is being deleted).
+func (n *Node) load() error {
+	var err error
+	if n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID); err != nil {
+		return err
+	}
+	if n.md, err = openMetadataLog(n.logs); err != nil {
+		return err
+	}
+	recs, err := n.md.load()
+	if err != nil {
+		return err
+	}
+	for name, rec := range recs {
+		if err := n.openTopic(name, rec); err != nil {
+			return err
+		}
+	}
+	present, err := n.logs.Partitions()
+	if err != nil {
+		return fmt.Errorf("partlog: %w", err)
+	}
+	for _, tp := range present {
+		t, ok := n.topics[tp.Topic]
+		if tp == metadataTopic || ok && tp.Partition < int32(len(t.partitions)) {
+			continue
+		}
+		n.logger.Warn("removing the partition of a deleted topic", "partition", tp.String())
+		if err := n.logs.Remove(tp); err != nil {
+			return fmt.Errorf("partlog: %w", err)
+		}
+	}
+	return nil
+}
+
+// openTopic opens (creating as needed) the partitions of a topic. The
+// caller holds n.mu or has not published the node yet.
+func (n *Node) openTopic(name string, rec topicRecord) error {
+	overrides := maps.Clone(n.opts.topicDefaults)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	maps.Copy(overrides, rec.Configs)
+	t := &topic{name: name, rec: rec, config: effectiveConfig(overrides)}
+	for p := range rec.Partitions {
+		tp := log.TopicPartition{Topic: name, Partition: p}
+		lo := t.config.logOptions()
+		lo.Now, lo.Logger = n.opts.now, n.logger
+		l, err := n.logs.Open(tp, lo)
+		if err != nil {
+			t.close()
+			return fmt.Errorf("partlog: open partition %s: %w", tp, err)
+		}
+		po := t.config.partitionOptions()
+		po.Now = n.opts.now
+		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
+		if err := n.writePartitionMetadata(tp, rec.ID); err != nil {
+			t.close()
+			return err
+		}
+	}
+	n.topics[name] = t
+	return nil
+}
+
+// writePartitionMetadata writes Kafka's partition.metadata, which names the
+// topic id a partition directory belongs to, if it is missing.
+func (n *Node) writePartitionMetadata(tp log.TopicPartition, id string) error {
+	name := path.Join(n.dir, tp.String(), "partition.metadata")
+	if _, err := n.opts.fs.Stat(name); err == nil {
+		return nil
+	}
+	return writeAtomic(n.opts.fs, name, []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", id)))
+}
+
+func (t *topic) close() {
+	for _, p := range t.partitions {
+		p.Close()
+	}
+}
+
+// ClusterID returns the id of the node's cluster.
+func (n *Node) ClusterID() string { return n.meta.ClusterID }
+
+// NodeID returns the node's id.
+func (n *Node) NodeID() int32 { return n.meta.NodeID }
+
+// Dir returns the node's data directory.
+func (n *Node) Dir() string { return n.dir }
+
+// begin starts a request: it fails once the node is closing, and otherwise
+// keeps Close waiting until end.
+func (n *Node) begin() error {
+	n.requests.RLock()
+	if n.closing.Load() {
+		n.requests.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (n *Node) end() { n.requests.RUnlock() }
+
+// runEvery runs f every interval on a goroutine that Close stops.
+func (n *Node) runEvery(interval time.Duration, f func()) {
+	if interval <= 0 {
+		return
+	}
+	n.bg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	})
+}
+
+// enforceRetention deletes the segments retention lets go, in every
+// partition.
+func (n *Node) enforceRetention() {
+	n.mu.RLock()
+	var parts []*partition.Partition
+	for _, t := range n.topics {
+		parts = append(parts, t.partitions...)
+	}
+	n.mu.RUnlock()
+	for _, p := range parts {
+		if deleted, err := p.Log().DeleteRetained(); err != nil {
+			n.logger.Error("retention failed", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "err", err)
+		} else if deleted > 0 {
+			n.logger.Info("retention deleted segments", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "segments", deleted)
+		}
+	}
+}
+
+// EnforceRetention runs retention now, as the node does every
+// RetentionCheckInterval.
+func (n *Node) EnforceRetention() error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	n.enforceRetention()
+	return nil
+}
+
+// Close stops taking requests, wakes the fetches waiting for records, waits
+// for the requests in flight, then flushes every partition and writes the
+// clean-shutdown state, so that the next Open scans nothing.
+func (n *Node) Close() error {
+	if n.closing.Swap(true) {
+		return nil
+	}
+	n.mu.RLock()
+	for _, t := range n.topics {
+		t.close()
+	}
+	n.mu.RUnlock()
+	n.requests.Lock()
+	defer n.requests.Unlock()
+	close(n.stop)
+	n.bg.Wait()
+	return n.logs.Close()
+}
+
+// topic returns a topic by name, or nil.
+func (n *Node) topic(name string) *topic {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.topics[name]
+}
+
+// partition returns a partition, or transport.ErrUnknownTopicOrPartition.
+func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
+	t := n.topic(name)
+	if t == nil || id < 0 || id >= int32(len(t.partitions)) {
+		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, name, id)
+	}
+	return t.partitions[id], nil
+}
+
+// NewTopic describes a topic to create.
+type NewTopic struct {
+	Name string
+	// Partitions is the number of partitions; zero means 1.
+	Partitions int32
+	// ReplicationFactor is how many replicas each partition has; zero
+	// means 1, which is all a single node can host.
+	ReplicationFactor int16
+	// Configs overrides topic configs (see TopicConfigKeys), by Kafka's
+	// names: "retention.ms", "segment.bytes", ...
+	Configs map[string]string
+}
+
+// maxPartitions bounds the partitions of one topic.
+const maxPartitions = 100_000
+
+// CreateTopic creates a topic and its partitions' directories. Names,
+// partition counts, replication factors and configs are checked as Kafka
+// checks them; the errors are transport.ErrInvalidTopic,
+// ErrTopicAlreadyExists, ErrInvalidPartitions, ErrInvalidReplicationFactor
+// and ErrInvalidConfig.
+func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	if err := ValidateTopicName(nt.Name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(nt.Name, "__") {
+		return fmt.Errorf("%w: %q: names starting with __ are kept for internal topics", transport.ErrInvalidTopic, nt.Name)
+	}
+	if nt.Partitions == 0 {
+		nt.Partitions = 1
+	}
+	if nt.Partitions < 0 || nt.Partitions > maxPartitions {
+		return fmt.Errorf("%w: %d partitions; a topic has 1 to %d", transport.ErrInvalidPartitions, nt.Partitions, maxPartitions)
+	}
+	if nt.ReplicationFactor == 0 {
+		nt.ReplicationFactor = 1
+	}
+	if nt.ReplicationFactor != 1 {
+		return fmt.Errorf("%w: replication factor %d is larger than the 1 node available", transport.ErrInvalidReplicationFactor, nt.ReplicationFactor)
+	}
+	if err := validateConfigs(nt.Configs); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.topics[nt.Name]; ok {
+		return fmt.Errorf("%w: %q", transport.ErrTopicAlreadyExists, nt.Name)
+	}
+	for existing := range n.topics {
+		if existing != nt.Name && collides(existing, nt.Name) {
+			return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", transport.ErrInvalidTopic, nt.Name, existing)
+		}
+	}
+	rec := topicRecord{ID: newUUID(), Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs)}
+	if err := n.md.put(nt.Name, &rec); err != nil {
+		return err
+	}
+	return n.openTopic(nt.Name, rec)
+}
+
+// DeleteTopic deletes a topic and its partitions' data.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+	}
+	// Forget the topic durably first: a crash from here on removes what is
+	// left of it at the next Open.
+	if err := n.md.put(name, nil); err != nil {
+		return err
+	}
+	delete(n.topics, name)
+	t.close()
+	for p := range t.partitions {
+		if err := n.logs.Remove(log.TopicPartition{Topic: name, Partition: int32(p)}); err != nil {
+			return fmt.Errorf("partlog: delete %s-%d: %w", name, p, err)
+		}
+	}
+	return nil
+}
+
+// ListTopics returns the names of the topics, sorted.
+func (n *Node) ListTopics() []string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	names := slices.Collect(maps.Keys(n.topics))
+	slices.Sort(names)
+	return names
+}
+
+// TopicDescription describes a topic.
+type TopicDescription struct {
+	Name              string
+	ID                string
+	ReplicationFactor int16
+	// Configs holds the topic's overrides; Effective every config in
+	// force, defaults included.
+	Configs    map[string]string
+	Effective  map[string]string
+	Partitions []PartitionDescription
+}
+
+// PartitionDescription describes one partition.
+type PartitionDescription struct {
+	Partition      int32
+	Leader         int32
+	LeaderEpoch    int32
+	Replicas       []int32
+	ISR            []int32
+	LogStartOffset int64
+	LogEndOffset   int64
+	HighWatermark  int64
+	// Size is the bytes of the partition's segments.
+	Size int64
+}
+
+// DescribeTopics describes the named topics, or every topic when none is
+// named. An unknown name is transport.ErrUnknownTopicOrPartition.
+func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	if len(names) == 0 {
+		names = n.ListTopics()
+	}
+	out := make([]TopicDescription, 0, len(names))
+	for _, name := range names {
+		t := n.topic(name)
+		if t == nil {
+			return nil, fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+		}
+		d := TopicDescription{Name: name, ID: t.rec.ID, ReplicationFactor: t.rec.ReplicationFactor,
+			Configs: maps.Clone(t.rec.Configs), Effective: maps.Clone(t.config.values)}
+		for _, p := range t.partitions {
+			d.Partitions = append(d.Partitions, PartitionDescription{
+				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
+				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
+				LogStartOffset: p.LogStartOffset(), LogEndOffset: p.LogEndOffset(), HighWatermark: p.HighWatermark(),
+				Size: p.Log().Size(),
+			})
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ValidateTopicName checks a topic name as Kafka does: 1 to 249 of ASCII
+// letters, digits, '.', '_' and '-', and not "." or "..". The error is
+// transport.ErrInvalidTopic.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the name is empty", transport.ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", transport.ErrInvalidTopic, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: %d characters; the longest name is 249", transport.ErrInvalidTopic, len(name))
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has %q; names use ASCII letters, digits, '.', '_' and '-'", transport.ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// collides reports whether two topic names are the same once '.' and '_'
+// are taken as one, which Kafka forbids.
+func collides(a, b string) bool {
+	return strings.ReplaceAll(a, ".", "_") == strings.ReplaceAll(b, ".", "_")
+}

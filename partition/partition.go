@@ -1,0 +1,296 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
+)
+
+// Options configures a Partition. The zero value works.
+type Options struct {
+	// MinInsyncReplicas is min.insync.replicas: an acks=all append fails
+	// with transport.ErrNotEnoughReplicas while fewer replicas are in
+	// sync. Zero means 1.
+	MinInsyncReplicas int
+	// DurableHighWatermark keeps the high watermark at or below the log's
+	// recovery point, so that consumers read only records on disk. Set it
+	// when the log syncs before acknowledging.
+	DurableHighWatermark bool
+	// LogAppendTime stamps each batch with the time it is appended
+	// (message.timestamp.type=LogAppendTime) instead of keeping the
+	// producer's timestamps.
+	LogAppendTime bool
+	// Now is the clock for LogAppendTime. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Partition is one replica of a partition. It is safe for concurrent use.
+type Partition struct {
+	topic     string
+	partition int32
+	nodeID    int32
+	log       *log.Log
+	opts      Options
+
+	mu          sync.Mutex
+	hw          int64
+	leaderEpoch int32
+	isr         []int32
+	waiters     map[chan<- struct{}]struct{}
+	closed      bool
+}
+
+// New returns the partition over l, led by this node (nodeID) in
+// leaderEpoch, with this node as its only in-sync replica.
+func New(topic string, partition int32, nodeID int32, leaderEpoch int32, l *log.Log, opts Options) *Partition {
+	if opts.MinInsyncReplicas <= 0 {
+		opts.MinInsyncReplicas = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	p := &Partition{
+		topic: topic, partition: partition, nodeID: nodeID, log: l, opts: opts,
+		leaderEpoch: leaderEpoch, isr: []int32{nodeID}, waiters: map[chan<- struct{}]struct{}{},
+	}
+	p.hw = p.committedOffset()
+	return p
+}
+
+// Topic returns the partition's topic.
+func (p *Partition) Topic() string { return p.topic }
+
+// ID returns the partition's number.
+func (p *Partition) ID() int32 { return p.partition }
+
+// Log returns the partition's log.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// LeaderEpoch returns the epoch of the current leadership.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaderEpoch
+}
+
+// ISR returns the in-sync replicas' node ids.
+func (p *Partition) ISR() []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int32(nil), p.isr...)
+}
+
+// HighWatermark returns the offset below which records are committed:
+// what consumers may read.
+func (p *Partition) HighWatermark() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hw
+}
+
+// LogEndOffset returns the offset the next record will get.
+func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
+
+// LogStartOffset returns the first offset a reader may ask for.
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+
+// committedOffset is where the high watermark may be with this node as the
+// only in-sync replica.
+func (p *Partition) committedOffset() int64 {
+	if p.opts.DurableHighWatermark {
+		return p.log.RecoveryPoint()
+	}
+	return p.log.LogEndOffset()
+}
+
+// AppendResult says where an appended batch landed.
+type AppendResult struct {
+	log.AppendInfo
+	// LogAppendTime is the timestamp the partition gave the batch, or -1
+	// when the batch keeps its producer's timestamps.
+	LogAppendTime int64
+}
+
+// Append appends one record batch as the leader: it stamps the leader epoch
+// on the batch — and with LogAppendTime the time — in place, as the log
+// rewrites its base offset, appends it, then moves the high watermark. With
+// acks=all it first checks that enough replicas are in sync.
+//
+// Errors are Kafka's: transport.ErrMessageTooLarge, ErrCorruptMessage,
+// ErrNotEnoughReplicas, ErrKafkaStorage (which also matches the log's
+// ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
+func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, error) {
+	res := AppendResult{LogAppendTime: -1}
+	if acks != transport.AcksAll && acks != transport.AcksLeader && acks != transport.AcksNone {
+		return res, fmt.Errorf("%w: %d", transport.ErrInvalidRequiredAcks, acks)
+	}
+	p.mu.Lock()
+	epoch, insync, closed := p.leaderEpoch, len(p.isr), p.closed
+	p.mu.Unlock()
+	if closed {
+		return res, transport.ErrClosed
+	}
+	if acks == transport.AcksAll && insync < p.opts.MinInsyncReplicas {
+		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
+			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.opts.MinInsyncReplicas)
+	}
+	if p.opts.LogAppendTime {
+		// Stamping recomputes the CRC: check the producer's first, or a
+		// damaged batch would come out looking sound.
+		if _, err := record.Validate(batch); err != nil {
+			return res, kafkaError(err)
+		}
+	} else if _, err := record.ParseHeader(batch); err != nil {
+		return res, kafkaError(err) // too short to stamp; the log says why
+	}
+	record.SetPartitionLeaderEpoch(batch, epoch)
+	if p.opts.LogAppendTime {
+		res.LogAppendTime = p.opts.Now().UnixMilli()
+		record.SetMaxTimestamp(batch, record.LogAppendTime, res.LogAppendTime)
+	}
+	info, err := p.log.Append(batch)
+	if err != nil {
+		return res, kafkaError(err)
+	}
+	res.AppendInfo = info
+	p.advanceHighWatermark()
+	return res, nil
+}
+
+// advanceHighWatermark moves the high watermark up to what is committed and
+// wakes the readers waiting for it.
+func (p *Partition) advanceHighWatermark() {
+	committed := p.committedOffset()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if committed <= p.hw {
+		return
+	}
+	p.hw = committed
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Notify registers ch to receive a value, without blocking, whenever the
+// high watermark advances (or the partition closes), until Stop(ch). Give
+// ch a buffer of one. Register before reading the high watermark, so that
+// no advance goes unnoticed.
+func (p *Partition) Notify(ch chan<- struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		return
+	}
+	p.waiters[ch] = struct{}{}
+}
+
+// Stop undoes Notify.
+func (p *Partition) Stop(ch chan<- struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.waiters, ch)
+}
+
+// FetchResult is what Fetch read.
+type FetchResult struct {
+	// Records are whole batches; the first may begin before the offset
+	// asked for.
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// Fetch appends to dst the batches from offset on that lie below the high
+// watermark, at most maxBytes of them but at least one. Reading at or past
+// the high watermark (up to the log end offset) returns no records; an
+// offset outside the log is transport.ErrOffsetOutOfRange.
+func (p *Partition) Fetch(dst []byte, offset int64, maxBytes int) (FetchResult, error) {
+	p.mu.Lock()
+	hw, closed := p.hw, p.closed
+	p.mu.Unlock()
+	if closed {
+		return FetchResult{}, transport.ErrClosed
+	}
+	res := FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
+	records, err := p.log.Read(dst, offset, hw, maxBytes)
+	if err != nil {
+		return res, kafkaError(err)
+	}
+	res.Records = records
+	return res, nil
+}
+
+// ListOffset answers ListOffsets for a consumer: transport.EarliestTimestamp
+// gives the log start offset, LatestTimestamp the high watermark, and a
+// timestamp the first committed offset whose record is at or after it
+// (offset -1 when there is none).
+func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, err error) {
+	hw := p.HighWatermark()
+	switch timestamp {
+	case transport.EarliestTimestamp:
+		return p.log.LogStartOffset(), -1, nil
+	case transport.LatestTimestamp:
+		return hw, -1, nil
+	}
+	if timestamp < 0 {
+		return 0, 0, fmt.Errorf("%w: timestamp %d", transport.ErrInvalidRequest, timestamp)
+	}
+	off, ts, found, err := p.log.FindOffsetByTimestamp(timestamp)
+	if err != nil {
+		return 0, 0, kafkaError(err)
+	}
+	if !found || off >= hw {
+		return -1, -1, nil
+	}
+	return off, ts, nil
+}
+
+// Close wakes every waiting reader; later calls fail with
+// transport.ErrClosed. It does not close the log, which its owner does.
+func (p *Partition) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	clear(p.waiters)
+}
+
+// kafkaError wraps a log error in the Kafka error a client sees, keeping
+// the original in the chain.
+func kafkaError(err error) error {
+	var kerr *transport.Error
+	switch {
+	case errors.As(err, &kerr):
+		return err
+	case errors.Is(err, log.ErrOffsetOutOfRange):
+		return fmt.Errorf("%w: %w", transport.ErrOffsetOutOfRange, err)
+	case errors.Is(err, log.ErrRecordTooLarge):
+		return fmt.Errorf("%w: %w", transport.ErrMessageTooLarge, err)
+	case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrTruncated),
+		errors.Is(err, record.ErrUnsupportedMagic), errors.Is(err, record.ErrUnsupportedCompression):
+		return fmt.Errorf("%w: %w", transport.ErrCorruptMessage, err)
+	case errors.Is(err, log.ErrStorage), errors.Is(err, log.ErrDiskFull):
+		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+	case errors.Is(err, log.ErrClosed):
+		return fmt.Errorf("%w: %w", transport.ErrClosed, err)
+	}
+	return fmt.Errorf("%w: %w", transport.ErrUnknownServerError, err)
+}
