@@ -15,7 +15,9 @@ import (
 
 func openNode(t *testing.T, fsys vfs.FS, opts ...partlog.Option) *partlog.Node {
 	t.Helper()
-	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(fsys)}, opts...)...)
+	// Small preallocated indexes keep the in-memory filesystem light.
+	defaults := partlog.TopicDefaults(map[string]string{"segment.index.bytes": "65536"})
+	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(fsys), defaults}, opts...)...)
 	require.NoError(t, err)
 	return n
 }
@@ -57,6 +59,22 @@ func fetch(t *testing.T, n *partlog.Node, topic string, p int32, offset int64, w
 		data = data[h.Size():]
 	}
 	return pr, values
+}
+
+// fetchAll reads a partition from offset to its high watermark, fetch after
+// fetch (a fetch returns batches of one segment at most).
+func fetchAll(t *testing.T, n *partlog.Node, topic string, p int32, offset int64) []string {
+	t.Helper()
+	var all []string
+	for {
+		pr, values := fetch(t, n, topic, p, offset, 0)
+		require.NoError(t, pr.Err)
+		all = append(all, values...)
+		offset += int64(len(values))
+		if len(values) == 0 || offset >= pr.HighWatermark {
+			return all
+		}
+	}
 }
 
 func TestNodeProduceFetchRestart(t *testing.T) {
@@ -119,4 +137,128 @@ func TestNodeLongPoll(t *testing.T) {
 	}()
 	produce(t, n, "t", 0, "wake")
 	require.Equal(t, []string{"wake"}, <-got, "an append wakes a waiting fetch")
+}
+
+func TestNodeBadInputChangesNothing(t *testing.T) {
+	mem := vfs.NewMem()
+	n := openNode(t, mem)
+	defer n.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topic partlog.NewTopic
+		want  error
+	}{
+		{partlog.NewTopic{Name: ""}, transport.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "a/b"}, transport.ErrInvalidTopic},
+		{partlog.NewTopic{Name: ".."}, transport.ErrInvalidTopic},
+		{partlog.NewTopic{Name: string(make([]byte, 250))}, transport.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "__internal"}, transport.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "t", Partitions: -1}, transport.ErrInvalidPartitions},
+		{partlog.NewTopic{Name: "t", ReplicationFactor: 3}, transport.ErrInvalidReplicationFactor},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"retention.msx": "1"}}, transport.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"segment.bytes": "12"}}, transport.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"cleanup.policy": "keep"}}, transport.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "x"}}, transport.ErrInvalidConfig},
+	} {
+		require.ErrorIs(t, n.CreateTopic(ctx, tc.topic), tc.want, "%+v", tc.topic.Name)
+	}
+	require.Empty(t, n.ListTopics(), "nothing was created")
+	names, err := mem.List("/data")
+	require.NoError(t, err)
+	for _, name := range names {
+		require.NotContains(t, name, "t-", "no partition directory was made")
+	}
+
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "my.topic"}))
+	require.ErrorIs(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "my_topic"}), transport.ErrInvalidTopic, "collides with my.topic")
+
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "small", Configs: map[string]string{"max.message.bytes": "200"}}))
+	big := produce(t, n, "small", 0, string(make([]byte, 500)))
+	require.ErrorIs(t, big.Err, transport.ErrMessageTooLarge)
+	require.ErrorIs(t, produce(t, n, "small", 7, "x").Err, transport.ErrUnknownTopicOrPartition)
+	corrupt := batchOf("hello")
+	corrupt[len(corrupt)-1] ^= 1
+	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: 1, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: corrupt}}}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrCorruptMessage)
+	resp, err = n.Produce(ctx, &transport.ProduceRequest{Acks: 2, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrInvalidRequiredAcks)
+	d, err := n.DescribeTopics("small")
+	require.NoError(t, err)
+	require.Zero(t, d[0].Partitions[0].LogEndOffset, "no bad produce appended anything")
+
+	_, err = n.DescribeTopics("nope")
+	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, n.DeleteTopic(ctx, "nope"), transport.ErrUnknownTopicOrPartition)
+	pr, _ := fetch(t, n, "small", 0, 5, 0)
+	require.ErrorIs(t, pr.Err, transport.ErrOffsetOutOfRange)
+}
+
+func TestNodeMinInsyncReplicas(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "2"}}))
+	require.ErrorIs(t, produce(t, n, "t", 0, "x").Err, transport.ErrNotEnoughReplicas, "acks=all needs 2 in-sync replicas")
+	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksLeader, Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Topics[0].Partitions[0].Err, "acks=1 does not")
+}
+
+// TestNodeKilledKeepsAcked abandons a node without Close (kill -9, and a
+// power loss keeping only synced bytes): reopened, it has every record
+// acknowledged under the default sync-before-ack.
+func TestNodeKilledKeepsAcked(t *testing.T) {
+	for _, keep := range []vfs.KeepPolicy{vfs.KeepAll, vfs.KeepNone} {
+		mem := vfs.NewMem()
+		n := openNode(t, mem)
+		ctx := context.Background()
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 3, Configs: map[string]string{"segment.bytes": "4096"}}))
+		var want [3][]string
+		for i := range 200 {
+			p := int32(i % 3)
+			v := string(rune('a'+i%26)) + string(rune('0'+i%10))
+			require.NoError(t, produce(t, n, "t", p, v).Err)
+			want[p] = append(want[p], v)
+		}
+		crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: keep})
+		require.NoError(t, n.Close())
+
+		n2 := openNode(t, crashed)
+		for p := range int32(3) {
+			require.Equal(t, want[p], fetchAll(t, n2, "t", p, 0), "%v partition %d", keep, p)
+		}
+		require.NoError(t, n2.Close())
+	}
+}
+
+func TestNodeSecondOpenIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	n, err := partlog.Open(dir)
+	require.NoError(t, err)
+	_, err = partlog.Open(dir)
+	require.ErrorIs(t, err, partlog.ErrLocked)
+	require.NoError(t, n.Close())
+	_, err = partlog.Open(dir, partlog.NodeID(7))
+	require.ErrorIs(t, err, partlog.ErrInconsistentNode, "the directory belongs to node 1")
+}
+
+func TestNodeDeleteTopic(t *testing.T) {
+	mem := vfs.NewMem()
+	n := openNode(t, mem)
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "gone", Partitions: 2}))
+	require.NoError(t, produce(t, n, "gone", 1, "x").Err)
+	require.NoError(t, n.DeleteTopic(ctx, "gone"))
+	require.Empty(t, n.ListTopics())
+	_, err := mem.Stat("/data/gone-1")
+	require.Error(t, err, "the partition directory is gone")
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "gone"}))
+	_, values := fetch(t, n, "gone", 0, 0, 0)
+	require.Empty(t, values, "a re-created topic starts empty")
+	require.NoError(t, n.Close())
+	n = openNode(t, mem)
+	defer n.Close()
+	require.Equal(t, []string{"gone"}, n.ListTopics())
 }

@@ -1,5 +1,5 @@
-// Command partlog inspects partlog's storage from the command line, as
-// Kafka's bin/kafka-*.sh tools do for a broker's.
+// Command partlog manages and inspects a partlog node's data directory from
+// the command line, as Kafka's bin/kafka-*.sh tools do for a broker.
 //
 // Usage:
 //
@@ -8,6 +8,7 @@
 //
 // Commands:
 //
+//	topics     create, list, describe and delete topics
 //	dump-log   print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
@@ -57,6 +58,7 @@ type command struct {
 
 // commands lists the commands in the order "partlog help" shows them.
 var commands = []command{
+	{"topics", "create, list, describe and delete topics", runTopics},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
 }
 
@@ -130,7 +132,7 @@ func report(err error, stderr io.Writer) int {
 }
 
 func writeUsage(w io.Writer) {
-	fmt.Fprint(w, `partlog inspects partlog's storage.
+	fmt.Fprint(w, `partlog manages and inspects partlog data directories.
 
 Usage:
 

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/partlog/partlog"
+)
+
+// dirFlag adds --dir, the data directory a command opens, to fs.
+func dirFlag(fs *flag.FlagSet) *string {
+	return fs.String("dir", "", "the node's data `directory` (required)")
+}
+
+// openNode opens the data directory of a command's --dir. A directory that
+// another process has open is refused with a clear message rather than
+// shared: two writers would corrupt it.
+func openNode(command, dir string) (*partlog.Node, error) {
+	if dir == "" {
+		return nil, usageErrorf(command, "--dir is required")
+	}
+	n, err := partlog.Open(dir)
+	if errors.Is(err, partlog.ErrLocked) {
+		return nil, fmt.Errorf("%s: data directory %s is in use by another partlog (a running node or command); stop it first: %w", command, dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	return n, nil
+}
+
+// configFlag collects repeated --config key=value flags.
+type configFlag map[string]string
+
+func (c configFlag) String() string {
+	var parts []string
+	for k, v := range c {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c configFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	c[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	return nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/partlog/partlog"
+)
+
+const topicsHelp = `Usage: partlog topics <create|list|describe|delete> --dir DIR [flags]
+
+Topics manages a node's topics, as Kafka's kafka-topics.sh does:
+
+  partlog topics create --dir D --topic T --partitions N [--replication-factor R] [--config k=v]...
+  partlog topics list --dir D
+  partlog topics describe --dir D [--topic T]
+  partlog topics delete --dir D --topic T
+
+Describe prints each partition's log start offset, log end offset and high
+watermark beside Kafka's leader, replicas and in-sync replicas. Topic configs
+take Kafka's names (retention.ms, segment.bytes, cleanup.policy, ...).
+`
+
+// runTopics runs "partlog topics".
+func runTopics(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("topics")
+	dir := dirFlag(fs)
+	topic := fs.String("topic", "", "the topic's `name`")
+	partitions := fs.Int("partitions", 1, "how many `partitions` a new topic has")
+	replication := fs.Int("replication-factor", 1, "how many `replicas` each partition has")
+	configs := configFlag{}
+	fs.Var(configs, "config", "a topic config `key=value`; repeat for more")
+	operands, err := parseFlags(fs, args, topicsHelp, stdout)
+	if err != nil {
+		return err
+	}
+	if len(operands) != 1 {
+		return usageErrorf("topics", "say one of create, list, describe, delete")
+	}
+	action := operands[0]
+	switch action {
+	case "create", "delete":
+		if *topic == "" {
+			return usageErrorf("topics", "%s needs --topic", action)
+		}
+	case "list", "describe":
+	default:
+		return usageErrorf("topics", "unknown action %q; say create, list, describe or delete", action)
+	}
+	n, err := openNode("topics", *dir)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	ctx := context.Background()
+	switch action {
+	case "create":
+		err = n.CreateTopic(ctx, partlog.NewTopic{Name: *topic, Partitions: int32(*partitions), ReplicationFactor: int16(*replication), Configs: configs})
+		if err == nil {
+			fmt.Fprintf(stdout, "Created topic %s.\n", *topic)
+		}
+	case "delete":
+		if err = n.DeleteTopic(ctx, *topic); err == nil {
+			fmt.Fprintf(stdout, "Deleted topic %s.\n", *topic)
+		}
+	case "list":
+		for _, name := range n.ListTopics() {
+			fmt.Fprintln(stdout, name)
+		}
+	case "describe":
+		var names []string
+		if *topic != "" {
+			names = []string{*topic}
+		}
+		var descs []partlog.TopicDescription
+		if descs, err = n.DescribeTopics(names...); err == nil {
+			for _, d := range descs {
+				writeTopicDescription(stdout, d)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	return n.Close()
+}
+
+// writeTopicDescription prints a topic as kafka-topics.sh --describe does,
+// with each partition's offsets added.
+func writeTopicDescription(w io.Writer, d partlog.TopicDescription) {
+	var configs []string
+	for _, k := range slices.Sorted(maps.Keys(d.Configs)) {
+		configs = append(configs, k+"="+d.Configs[k])
+	}
+	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+		d.Name, d.ID, len(d.Partitions), d.ReplicationFactor, strings.Join(configs, ","))
+	for _, p := range d.Partitions {
+		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %s\tIsr: %s\tLogStartOffset: %d\tLogEndOffset: %d\tHighWatermark: %d\n",
+			d.Name, p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR), p.LogStartOffset, p.LogEndOffset, p.HighWatermark)
+	}
+}
+
+func ids(xs []int32) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
