@@ -121,10 +121,11 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 			if limit <= 0 {
 				limit = 1 << 20 // max.partition.fetch.bytes
 			}
-			if total > 0 {
-				// Only the first partition with records may exceed the
-				// request's budget, by one batch, as in Kafka.
-				limit = min(limit, budget-total)
+			// The request's budget bounds every partition; only the first
+			// with records may pass it, by its first batch, as in Kafka.
+			limit = min(limit, budget-total)
+			if total == 0 {
+				limit = max(limit, 1)
 			}
 			var res partition.FetchResult
 			if limit > 0 {
