@@ -1,0 +1,135 @@
+package producer_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/transport"
+)
+
+// benchNode opens a node on the OS filesystem in a temporary directory with
+// one topic "bench" of one partition and the given configs.
+func benchNode(b *testing.B, configs map[string]string) *partlog.Node {
+	b.Helper()
+	n, err := partlog.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	if err := n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", Partitions: 1, Configs: configs}); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// noFlush leaves flushing to the OS: flush.messages at its maximum.
+var noFlush = map[string]string{partlog.ConfigFlushMessages: strconv.FormatInt(1<<63-1, 10)}
+
+// BenchmarkProduce produces b.N records of 100 B and of 1 KiB, acks=1, to a
+// topic that does not fsync (flush.messages at its maximum), from one
+// goroutine calling Produce with a promise, as kafka-producer-perf-test
+// does: records without timestamps or keys, the default linger and
+// batch.size (and, for 1 KiB records, also a batch.size of 1 MiB, franz-go's
+// default). Records are allocated 4096 at a time, as a program producing
+// from a slice would. The time includes the final Flush.
+func BenchmarkProduce(b *testing.B) {
+	for _, bc := range []struct {
+		size, batchSize int
+	}{{100, 16384}, {1024, 16384}, {1024, 1 << 20}} {
+		name := fmt.Sprintf("size=%d", bc.size)
+		if bc.batchSize != 16384 {
+			name += fmt.Sprintf("/batch.size=%d", bc.batchSize)
+		}
+		b.Run(name, func(b *testing.B) {
+			n := benchNode(b, noFlush)
+			p, err := producer.New(n, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			value := make([]byte, bc.size)
+			var failed atomic.Int64
+			promise := func(_ *producer.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+			ctx := context.Background()
+			var chunk []producer.Record
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if len(chunk) == 0 {
+					chunk = make([]producer.Record, 4096)
+				}
+				r := &chunk[0]
+				chunk = chunk[1:]
+				r.Topic, r.Value = "bench", value
+				p.Produce(ctx, r, promise)
+			}
+			if err := p.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if f := failed.Load(); f > 0 {
+				b.Fatalf("%d records failed", f)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+			b.ReportMetric(float64(b.N)*float64(bc.size)/elapsed.Seconds()/1e6, "MB/s")
+		})
+	}
+}
+
+// BenchmarkProduceSyncConcurrent has 1 and 64 goroutines each calling
+// ProduceSync with one 100 B record at a time, acks=all, to a topic that
+// syncs before it acknowledges (the default flush.messages=1): the
+// producer's batches and the log's group commit share the fsyncs.
+func BenchmarkProduceSyncConcurrent(b *testing.B) {
+	for _, senders := range []int{1, 64} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			n := benchNode(b, nil)
+			p, err := producer.New(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			value := make([]byte, 100)
+			ctx := context.Background()
+			var (
+				left atomic.Int64
+				wg   sync.WaitGroup
+				errs atomic.Value
+			)
+			left.Store(int64(b.N))
+			b.ResetTimer()
+			start := time.Now()
+			for range senders {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						r := &producer.Record{Topic: "bench", Value: value}
+						if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
+							errs.Store(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err, _ := errs.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+		})
+	}
+}

@@ -1,0 +1,88 @@
+// Package producer sends records to partitions in batches, as Kafka's
+// producer does, through a transport.Client: a *partlog.Node in the same
+// process, or a network client.
+//
+//	p, err := producer.New(node, producer.Linger(5*time.Millisecond))
+//	if err != nil { ... }
+//	defer p.Close()
+//
+//	p.Produce(ctx, &producer.Record{Topic: "study", Key: k, Value: v},
+//		func(r *producer.Record, err error) { ... }) // r.Partition, r.Offset
+//
+//	results := p.ProduceSync(ctx, &producer.Record{Topic: "study", Value: v})
+//	if err := results.FirstErr(); err != nil { ... }
+//
+// # How records flow
+//
+//	Produce ──▶ partitioner ──▶ accumulator ──▶ sender ──▶ Client.Produce ──▶ node
+//	            (topic's        (one open batch   (ready batches,     (one request,
+//	             partition)      per partition)    ≤ MaxInFlight       several partitions)
+//	                                               requests)
+//
+// Step by step:
+//
+//  1. Produce picks the partition: the one given to Record.SetPartition, else
+//     the Partitioner's choice — by default the xxhash of the key modulo the
+//     partition count, or round-robin for records without a key. The first
+//     record for a topic fetches its metadata (partition count), waiting up
+//     to MaxBlock for a topic that does not exist yet.
+//  2. The accumulator encodes the record straight into its partition's open
+//     batch (a record.Builder, Kafka's RecordBatch v2), so the caller may
+//     reuse the record's key and value at once. A batch holds BatchSize
+//     bytes of buffer.memory (BufferMemory) from its first record until its
+//     promises have run; when none is left, Produce blocks up to MaxBlock
+//     and then fails with ErrBufferFull.
+//  3. A batch is ready when it is full (BatchSize), when it has lingered
+//     (Linger) since its first record, or at once during Flush and Close and
+//     while a Produce waits for memory. The sender collects ready batches,
+//     one per partition, into a request of up to MaxRequestSize bytes and
+//     sends it; up to MaxInFlight requests await their answers at once.
+//  4. The answer settles each batch: its records get their offsets (the
+//     batch's base offset plus their position) and their promises run. A
+//     retriable error (IsRetriable) sends the batch again after RetryBackoff,
+//     up to Retries times and within DeliveryTimeout, refreshing metadata
+//     when the error says it is stale; a batch the topic finds too large is
+//     split in two; any other error fails the batch's records with it.
+//
+// # Guarantees
+//
+// Every record's promise runs exactly once: with its offset, or with the
+// error that failed it. Errors match with errors.Is: the producer's
+// sentinels (ErrBufferFull, ErrRecordTooLarge, ErrDeliveryTimeout,
+// ErrClosed) and the node's Kafka errors (transport.ErrMessageTooLarge,
+// transport.ErrNotEnoughReplicas, ...), which a delivery timeout also wraps.
+//
+// Ordering: records produced to a partition are appended in the order Produce
+// was called for them (from one goroutine; calls from several goroutines
+// are ordered as they take the partition's lock), and their promises run in
+// that same order, which is offset order, one at a time, on a goroutine of
+// the producer. This holds across retries too: the producer keeps at most
+// one batch per partition in flight, and a batch to retry goes back to the
+// front of its partition. Kafka without idempotence gives less: with
+// max.in.flight.requests.per.connection above 1, a retried batch can land
+// behind a later one. Here MaxInFlight bounds the requests in flight across
+// partitions, and one partition's batches follow each other: a Client
+// promises no order between concurrent calls, so two batches of a partition
+// in flight at once could swap even without a retry. Records of different
+// partitions have no order between them.
+//
+// What an acknowledgement means is Kafka's acks:
+//
+//   - transport.AcksAll (the default): every in-sync replica has the batch,
+//     and there are at least the topic's min.insync.replicas. On a node
+//     that syncs before it acknowledges (partlog's default, flush.messages=1)
+//     the batch is on disk.
+//   - transport.AcksLeader: the leader has appended the batch to its log.
+//   - transport.AcksNone: nothing. The promise runs with offset -1 once the
+//     request has been handed to the client, and a failure the node
+//     reports is not seen.
+//
+// A record is not acknowledged twice, but without idempotence a retry after
+// a lost answer can append it twice, as in Kafka.
+//
+// # Goroutines
+//
+// A Producer is safe for concurrent use. It runs a sender goroutine, a
+// goroutine per request in flight (which runs the promises of the batches
+// it carried), and one for metadata refreshes; Close stops them all.
+package producer

@@ -1,0 +1,41 @@
+package producer
+
+import (
+	"errors"
+
+	"github.com/partlog/partlog/transport"
+)
+
+var (
+	// ErrClosed means the producer was closed: Produce was called after
+	// Close, or Close gave up on a record it could not deliver in time.
+	ErrClosed = errors.New("producer: closed")
+
+	// ErrBufferFull means a record found buffer.memory used up and it
+	// stayed so for max.block.ms (at once when MaxBlock is 0). Kafka throws
+	// a TimeoutException ("Failed to allocate memory within the configured
+	// max blocking time") in the same place.
+	ErrBufferFull = errors.New("producer: buffer full")
+
+	// ErrRecordTooLarge means a record, encoded, is larger than
+	// max.request.size or buffer.memory allow, as Kafka's
+	// RecordTooLargeException. It is never sent; the error also matches
+	// transport.ErrMessageTooLarge, the broker's error for the same thing.
+	ErrRecordTooLarge = errors.New("producer: record too large")
+
+	// ErrDeliveryTimeout means delivery.timeout.ms passed before the
+	// record's batch was acknowledged: it waited too long to be sent,
+	// or its retries outlasted the timeout. When an attempt failed first,
+	// the error also wraps that attempt's error. Kafka reports this as a
+	// TimeoutException ("Expiring N record(s)").
+	ErrDeliveryTimeout = errors.New("producer: delivery timeout expired")
+)
+
+// IsRetriable reports whether a failed produce may succeed if sent again:
+// err wraps one of Kafka's retriable errors (transport.IsRetriable), such
+// as transport.ErrNotLeaderOrFollower or ErrRequestTimedOut. The producer
+// retries exactly these, within Retries and DeliveryTimeout; it is the one
+// retry policy, for callers too.
+func IsRetriable(err error) bool {
+	return transport.IsRetriable(err)
+}

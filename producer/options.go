@@ -1,0 +1,201 @@
+package producer
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
+)
+
+// Option configures a Producer. Each option is one of Kafka's producer
+// configs; its doc gives the default and the Kafka key.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is the producer's configuration, defaults filled in.
+type config struct {
+	acks            transport.Acks
+	linger          time.Duration
+	batchSize       int
+	bufferMemory    int64
+	maxBlock        time.Duration
+	retries         int
+	retryBackoff    time.Duration
+	deliveryTimeout time.Duration
+	requestTimeout  time.Duration
+	maxInFlight     int
+	compression     record.Compression
+	maxRequestSize  int
+	partitioner     Partitioner
+	metadataMaxAge  time.Duration
+
+	// deliveryTimeoutSet records that DeliveryTimeout was given, which
+	// makes one shorter than linger plus request timeout an error rather
+	// than a value to raise (as Kafka does).
+	deliveryTimeoutSet bool
+}
+
+func defaultConfig() config {
+	return config{
+		acks:            transport.AcksAll,
+		linger:          5 * time.Millisecond,
+		batchSize:       16384,
+		bufferMemory:    32 << 20,
+		maxBlock:        60 * time.Second,
+		retries:         math.MaxInt32,
+		retryBackoff:    100 * time.Millisecond,
+		deliveryTimeout: 120 * time.Second,
+		requestTimeout:  30 * time.Second,
+		maxInFlight:     5,
+		compression:     record.None,
+		maxRequestSize:  1 << 20,
+		partitioner:     DefaultPartitioner(),
+		metadataMaxAge:  5 * time.Minute,
+	}
+}
+
+// Acks sets how many replicas must have a batch before the leader answers
+// (acks): transport.AcksAll (-1, the default) waits for every in-sync
+// replica, transport.AcksLeader (1) for the leader's log, and
+// transport.AcksNone (0) for nothing — the producer reports success, with
+// offset -1, once the request has been handed over, and never learns what
+// became of it.
+func Acks(acks transport.Acks) Option { return optionFunc(func(c *config) { c.acks = acks }) }
+
+// Linger sets how long a batch waits for more records before it is sent
+// when it is not full (linger.ms). The default is 5ms, as in Kafka 4; zero
+// sends a batch as soon as the sender is free to.
+func Linger(d time.Duration) Option { return optionFunc(func(c *config) { c.linger = d }) }
+
+// BatchSize sets the size in bytes, uncompressed, at which a partition's
+// batch is closed and sent without waiting for Linger (batch.size). The
+// default is 16384. A record larger than this gets a batch of its own.
+func BatchSize(bytes int) Option { return optionFunc(func(c *config) { c.batchSize = bytes }) }
+
+// BufferMemory sets the bytes that batches waiting to be sent or
+// acknowledged may hold (buffer.memory). Each batch holds BatchSize of it,
+// or its one record's size when larger, until its records' promises have
+// run. When it is used up, Produce blocks for up to MaxBlock. The default
+// is 32 MiB; it cannot be below BatchSize.
+func BufferMemory(bytes int64) Option { return optionFunc(func(c *config) { c.bufferMemory = bytes }) }
+
+// MaxBlock sets how long Produce may block (max.block.ms): waiting for
+// buffer memory, or for the first metadata of a topic. When it passes,
+// the record fails with ErrBufferFull, or for a topic that does not exist
+// with transport.ErrUnknownTopicOrPartition. Zero never blocks: a full
+// buffer fails the record at once. The default is 60s. The context given
+// to Produce can end the wait sooner.
+func MaxBlock(d time.Duration) Option { return optionFunc(func(c *config) { c.maxBlock = d }) }
+
+// Retries sets how many times a batch that failed with a retriable error
+// (see IsRetriable) is sent again (retries). The default is math.MaxInt32:
+// in effect DeliveryTimeout bounds the retries. Zero never retries.
+func Retries(n int) Option { return optionFunc(func(c *config) { c.retries = n }) }
+
+// RetryBackoff sets how long a batch waits before it is sent again after
+// a retriable error (retry.backoff.ms). The default is 100ms.
+func RetryBackoff(d time.Duration) Option { return optionFunc(func(c *config) { c.retryBackoff = d }) }
+
+// DeliveryTimeout bounds the time from a batch's first record to the
+// answer that settles it, lingering and retries included
+// (delivery.timeout.ms). A batch still unacknowledged when it passes fails
+// with ErrDeliveryTimeout. The default is 120s. It must be at least
+// Linger plus RequestTimeout; when it is not given and those two add up
+// to more, it is raised to their sum, as in Kafka.
+func DeliveryTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.deliveryTimeout, c.deliveryTimeoutSet = d, true })
+}
+
+// RequestTimeout bounds how long the producer waits for the answer to one
+// produce or metadata request (request.timeout.ms); it is also the timeout
+// the request asks the leader to keep for acks=all. A request that times
+// out fails with transport.ErrRequestTimedOut, which is retriable. The
+// default is 30s.
+func RequestTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.requestTimeout = d })
+}
+
+// MaxInFlight sets how many produce requests may await their answers at
+// once (max.in.flight.requests.per.connection). The default is 5. A
+// partition never has more than one batch in flight, whatever this is:
+// see the package doc on ordering.
+func MaxInFlight(n int) Option { return optionFunc(func(c *config) { c.maxInFlight = n }) }
+
+// Compression sets the codec for the records of each batch
+// (compression.type): record.None (the default), record.Gzip,
+// record.Snappy, record.LZ4 or record.Zstd.
+func Compression(codec record.Compression) Option {
+	return optionFunc(func(c *config) { c.compression = codec })
+}
+
+// MaxRequestSize sets the largest produce request, in bytes
+// (max.request.size). A record that alone, in a batch of its own, would be
+// larger fails with ErrRecordTooLarge without being sent. The default is
+// 1 MiB.
+func MaxRequestSize(bytes int) Option {
+	return optionFunc(func(c *config) { c.maxRequestSize = bytes })
+}
+
+// RecordPartitioner sets how records without an explicit partition are
+// spread over a topic's partitions (partitioner.class). The default is
+// DefaultPartitioner: the key's hash for keyed records, round-robin for
+// the others. (The name is franz-go's; Partitioner is the interface.)
+func RecordPartitioner(p Partitioner) Option {
+	return optionFunc(func(c *config) { c.partitioner = p })
+}
+
+// MetadataMaxAge sets how often the producer refreshes the metadata of the
+// topics it writes to even when nothing failed (metadata.max.age.ms), so
+// that it sees partitions added to them. The default is 5 minutes.
+func MetadataMaxAge(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.metadataMaxAge = d })
+}
+
+// validate checks the configuration and fills in what depends on other
+// values. Errors name the option and its Kafka key.
+func (c *config) validate() error {
+	switch {
+	case c.acks != transport.AcksAll && c.acks != transport.AcksLeader && c.acks != transport.AcksNone:
+		return fmt.Errorf("producer: Acks (acks) %d is not AcksAll (-1), AcksNone (0) or AcksLeader (1)", c.acks)
+	case c.linger < 0:
+		return fmt.Errorf("producer: Linger (linger.ms) %v is negative", c.linger)
+	case c.batchSize < 0 || c.batchSize > math.MaxInt32:
+		return fmt.Errorf("producer: BatchSize (batch.size) %d is outside [0, %d]", c.batchSize, math.MaxInt32)
+	case c.bufferMemory <= 0:
+		return fmt.Errorf("producer: BufferMemory (buffer.memory) %d is not positive", c.bufferMemory)
+	case c.bufferMemory < int64(c.batchSize):
+		return fmt.Errorf("producer: BufferMemory (buffer.memory) %d is below BatchSize (batch.size) %d", c.bufferMemory, c.batchSize)
+	case c.maxBlock < 0:
+		return fmt.Errorf("producer: MaxBlock (max.block.ms) %v is negative", c.maxBlock)
+	case c.retries < 0:
+		return fmt.Errorf("producer: Retries (retries) %d is negative", c.retries)
+	case c.retryBackoff < 0:
+		return fmt.Errorf("producer: RetryBackoff (retry.backoff.ms) %v is negative", c.retryBackoff)
+	case c.requestTimeout <= 0:
+		return fmt.Errorf("producer: RequestTimeout (request.timeout.ms) %v is not positive", c.requestTimeout)
+	case c.deliveryTimeout <= 0:
+		return fmt.Errorf("producer: DeliveryTimeout (delivery.timeout.ms) %v is not positive", c.deliveryTimeout)
+	case c.maxInFlight < 1:
+		return fmt.Errorf("producer: MaxInFlight (max.in.flight.requests.per.connection) %d is below 1", c.maxInFlight)
+	case c.compression < record.None || c.compression > record.Zstd:
+		return fmt.Errorf("producer: Compression (compression.type) %d is not a known codec", c.compression)
+	case c.maxRequestSize <= record.HeaderSize:
+		return fmt.Errorf("producer: MaxRequestSize (max.request.size) %d does not exceed a batch header (%d bytes)", c.maxRequestSize, record.HeaderSize)
+	case c.partitioner == nil:
+		return fmt.Errorf("producer: RecordPartitioner (partitioner.class) is nil")
+	case c.metadataMaxAge <= 0:
+		return fmt.Errorf("producer: MetadataMaxAge (metadata.max.age.ms) %v is not positive", c.metadataMaxAge)
+	}
+	if least := c.linger + c.requestTimeout; c.deliveryTimeout < least {
+		if c.deliveryTimeoutSet {
+			return fmt.Errorf("producer: DeliveryTimeout (delivery.timeout.ms) %v is below Linger plus RequestTimeout (%v)", c.deliveryTimeout, least)
+		}
+		c.deliveryTimeout = least
+	}
+	return nil
+}
