@@ -1,56 +1,66 @@
-// Package partlog is Kafka's log design as an embeddable Go library: topics
-// split into partitions, each partition an append-only log of Kafka-format
-// record batches in segment files with memory-mapped indexes, kept in a data
-// directory that Kafka's own tools can read.
+// Package partlog is Kafka's design as an embeddable Go library: a program
+// opens a data directory and gets durable, partitioned topics it produces
+// to and consumes from, in its own process — with Kafka's data layout,
+// offsets, acks, batches and consumer semantics.
+//
+//	node, err := partlog.Open("/var/lib/app/partlog")      // a data directory
+//	err = node.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2})
+//
+//	p, err := producer.New(node)                            // package producer
+//	res := p.ProduceSync(ctx, &producer.Record{Topic: "study", Key: k, Value: v})
+//
+//	c, err := consumer.New(node, consumer.Topics("study"), // package consumer
+//		consumer.AutoOffsetReset(consumer.Earliest))
+//	for rec, err := range c.Records(ctx) { ... }
 //
 // # Guarantees
 //
-// The storage engine, available now, promises:
+//   - Records of a partition have consecutive offsets and are read in that
+//     order; a key's records go to one partition.
+//   - An acknowledged record is on disk: by default a topic syncs before it
+//     acknowledges (flush.messages=1), and appenders waiting at once share
+//     one fdatasync. Consumers read only up to the high watermark, which
+//     for such a topic never passes what is on disk, so a crash never takes
+//     back a record anyone has read. Kafka's flush.messages and flush.ms
+//     trade that for speed, per topic.
+//   - After a crash — a killed process or a lost machine — Open recovers every
+//     partition: each batch above the last known durable offset is checked
+//     (length, magic, CRC-32C) and the log is cut at the first invalid byte;
+//     nothing half written is ever returned. A clean Close makes the next
+//     Open scan nothing.
+//   - A failed write or fsync fails the partition (KAFKA_STORAGE_ERROR):
+//     nothing waiting is acknowledged and an fsync is never retried and
+//     trusted. A full disk fails the write and loses nothing.
+//   - A data directory is open in one Node at a time; a second Open, in this
+//     process or another, fails with ErrLocked.
 //
-//   - An append is readable when it returns. It is durable once a flush
-//     covers it: with sync-before-ack (log.Options.SyncBeforeAck) before the
-//     append returns, concurrent appenders sharing one fdatasync; otherwise
-//     per flush.messages, flush.ms or an explicit flush.
-//   - A crash, at any instant, loses nothing that was durable: recovery
-//     scans every batch above the recovery point, checks its length, magic
-//     and CRC-32C, cuts the log at the first invalid byte, and rebuilds the
-//     indexes. Nothing half-written is ever returned to a reader.
-//   - A failed write or fsync is fail-stop: no waiting append is
-//     acknowledged, and the log refuses appends until it is reopened (an
-//     fsync is never retried and trusted). A full disk fails the append with
-//     a typed error, keeps nothing of it, and appends resume once there is
-//     room.
-//   - A directory is held by one process at a time; a second open fails
-//     with a clear error.
+// Exactly-once (idempotent producers, transactions), consumer groups and
+// replication across nodes are the project's next steps.
 //
 // # Packages, bottom up
 //
-//	vfs      the filesystem seam: the OS, and an in-memory filesystem that
-//	         can crash and fail chosen operations (for tests)
-//	record   Kafka RecordBatch v2, byte for byte, with gzip, snappy, lz4, zstd
-//	index    the mmap'd offset index (.index) and time index (.timeindex)
-//	segment  one .log file with its indexes: append, read, recover
-//	log      one partition's directory of segments: offsets, durability,
-//	         retention, truncation, leader epochs; Dir for a node's directory
+//	vfs        the filesystem seam: the OS, and an in-memory filesystem that
+//	           can crash and fail chosen operations (for tests)
+//	record     Kafka RecordBatch v2, byte for byte, with gzip, snappy, lz4, zstd
+//	index      the mmap'd offset index (.index) and time index (.timeindex)
+//	segment    one .log file with its indexes: append, read, recover
+//	log        one partition's directory of segments; Dir for a node's directory
+//	transport  Produce, Fetch, ListOffsets, Metadata and Kafka's error codes;
+//	           the Client interface a Node implements in process
+//	partition  one partition: log, high watermark, leader epoch, long polls
+//	producer   partitioners, batching, acks, retries
+//	consumer   assign or subscribe, long-poll Poll, iteration, seeks
+//	partlog    the Node that wires them: topics, configs, requests
 //
-// Partitions with high watermarks, producers, consumers, consumer groups,
-// replication and transactions build on these (see the repository's issues
-// and DESIGN.md).
+// The command partlog (cmd/partlog) is Kafka's console tools for a data
+// directory: topics, produce, consume, perf, dump-log.
 //
-// # Quick start
+// # On disk
 //
-// Append a batch to a partition's log and read it back:
-//
-//	l, err := log.Open("/var/lib/app/study-0", log.Options{SyncBeforeAck: true})
-//	if err != nil { ... }
-//	defer l.Close()
-//
-//	b := record.NewBuilder(record.DefaultBatchOptions())
-//	b.Append(record.Record{Timestamp: time.Now().UnixMilli(), Key: []byte("k"), Value: []byte("hello")})
-//	info, err := l.Append(b.Build()) // info.FirstOffset is the record's offset
-//
-//	data, err := l.Read(nil, info.FirstOffset, l.LogEndOffset(), 1<<20)
-//	batch, err := record.Decode(data[:record.HeaderSize+...]) // see log.Example
-//
-// The program in examples/quickstart does this end to end.
+// A data directory is laid out as a Kafka log directory: meta.properties,
+// recovery-point-offset-checkpoint, log-start-offset-checkpoint, and a
+// <topic>-<partition> directory per partition holding segment files named by
+// their base offset (00000000000000000000.log, .index, .timeindex),
+// leader-epoch-checkpoint and partition.metadata. Topic metadata lives in the
+// __cluster_metadata-0 log, as in Kafka's KRaft mode.
 package partlog

@@ -1,167 +1,173 @@
-// Quickstart writes records to a topic's two partitions with partlog's
-// storage engine, reads them back, and shows the files a newcomer should
-// recognise from Kafka: one directory per partition, segment files named by
-// their base offset, and the checkpoints of a cleanly closed log directory.
+// Quickstart is partlog's first run: it opens a data directory, creates the
+// topic "study" with two partitions, produces keyed and unkeyed records,
+// consumes them all back, and shows what a newcomer should recognise from
+// Kafka — how records spread over partitions, the offsets consumed, and the
+// study-0 and study-1 directories with their segment files.
 //
 //	go run ./examples/quickstart [-dir DIR]
+//
+// The directory is emptied first: the default one lives under the OS's
+// temporary directory, and a directory of your own must be a partlog data
+// directory (or empty) to be used.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
-	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/producer"
 )
 
 func main() {
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "partlog-quickstart"), "data directory (emptied first)")
 	flag.Parse()
-	if err := run(*dir); err != nil {
+	if err := run(context.Background(), *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-const partitions = 2
-
-func run(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+func run(ctx context.Context, dir string) error {
+	if err := emptyDataDir(dir); err != nil {
 		return err
 	}
 	fmt.Printf("data directory: %s\n\n", dir)
 
-	// A log directory holds the partitions' logs, as one of Kafka's log.dirs.
-	d, err := log.OpenDir(dir, log.DirOptions{})
+	// A node hosts topics in its data directory. Segment files are made
+	// small here so that several show up.
+	node, err := partlog.Open(dir)
 	if err != nil {
 		return err
 	}
-	opts := log.Options{
-		SyncBeforeAck: true,     // every append is on disk before it returns
-		SegmentBytes:  16 << 10, // small segments, so that several appear
-		MaxIndexBytes: 64 << 10, // and small preallocated indexes
+	defer node.Close()
+	err = node.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2, Configs: map[string]string{
+		"segment.bytes":       "16384",
+		"segment.index.bytes": "65536",
+	}})
+	if err != nil {
+		return err
 	}
-	logs := make([]*log.Log, partitions)
-	for p := range logs {
-		if logs[p], err = d.Open(log.TopicPartition{Topic: "study", Partition: int32(p)}, opts); err != nil {
-			return err
-		}
-	}
+	fmt.Println("created topic study with 2 partitions")
 
-	// Keyed records go to the partition of their key's hash, so one key's
-	// records stay in order; unkeyed ones take turns.
-	fmt.Println("producing 1,000 keyed and 1,000 unkeyed records, in batches of 50 ...")
-	perPartition := make([][]record.Record, partitions)
-	now := time.Now().UnixMilli()
-	for i := range 1000 {
+	// Produce: a keyed record goes to the partition of its key's hash, so
+	// one key's records stay in order; unkeyed records take turns.
+	p, err := producer.New(node, producer.Linger(2*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	const n = 1000
+	for i := range n {
 		key := fmt.Sprintf("user-%d", i%7)
-		p := int(xxhash.Sum64String(key) % partitions)
-		perPartition[p] = append(perPartition[p], record.Record{Timestamp: now, Key: []byte(key), Value: []byte(fmt.Sprintf("keyed hello %d", i))})
-		perPartition[i%partitions] = append(perPartition[i%partitions], record.Record{Timestamp: now, Value: []byte(fmt.Sprintf("unkeyed hello %d", i))})
+		p.Produce(ctx, &producer.Record{Topic: "study", Key: []byte(key), Value: []byte(fmt.Sprintf("keyed hello %d", i))}, nil)
+		p.Produce(ctx, &producer.Record{Topic: "study", Value: []byte(fmt.Sprintf("unkeyed hello %d", i))}, nil)
 	}
-	for p, recs := range perPartition {
-		for start := 0; start < len(recs); start += 50 {
-			b := record.NewBuilder(record.DefaultBatchOptions())
-			for _, r := range recs[start:min(start+50, len(recs))] {
-				b.Append(r)
-			}
-			if _, err := logs[p].Append(b.Build()); err != nil {
-				return err
-			}
-		}
+	// One more, waiting for its offset.
+	last := &producer.Record{Topic: "study", Key: []byte("user-0"), Value: []byte("last hello")}
+	if err := p.ProduceSync(ctx, last).FirstErr(); err != nil {
+		return err
 	}
-	for p, l := range logs {
-		fmt.Printf("  study-%d: %4d records, offsets %d..%d\n", p, l.LogEndOffset()-l.LogStartOffset(), l.LogStartOffset(), l.LogEndOffset()-1)
+	if err := p.Close(); err != nil {
+		return err
 	}
+	fmt.Printf("produced %d keyed and %d unkeyed records; the last went to study-%d at offset %d\n\n", n+1, n, last.Partition, last.Offset)
 
-	fmt.Println("\nconsuming every record from the beginning ...")
-	for p, l := range logs {
-		keys := map[string]int{}
-		n, first, last, err := consume(l, func(r record.Record) {
-			if r.Key != nil {
-				keys[string(r.Key)]++
-			}
-		})
+	// Consume everything from the beginning.
+	c, err := consumer.New(node, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	type seen struct {
+		count, first, last int64
+		keys               map[string]int
+	}
+	parts := map[int32]*seen{}
+	total := 0
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for rec, err := range c.Records(ctx) {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  study-%d: consumed %d records, offsets %d..%d; keys here: %s\n", p, n, first, last, keyList(keys))
+		s := parts[rec.Partition]
+		if s == nil {
+			s = &seen{first: rec.Offset, keys: map[string]int{}}
+			parts[rec.Partition] = s
+		}
+		s.count++
+		s.last = rec.Offset
+		if rec.Key != nil {
+			s.keys[string(rec.Key)]++
+		}
+		if total++; total == 2*n+1 {
+			break
+		}
 	}
-
-	if err := d.Close(); err != nil {
+	fmt.Println("consumed from the beginning:")
+	for _, id := range []int32{0, 1} {
+		s := parts[id]
+		if s == nil {
+			fmt.Printf("  study-%d: nothing\n", id)
+			continue
+		}
+		fmt.Printf("  study-%d: %4d records, offsets %d..%d; keys here: %s\n", id, s.count, s.first, s.last, keyList(s.keys))
+	}
+	if err := c.Close(); err != nil {
 		return err
 	}
-	fmt.Println("\nthe data directory after a clean close:")
-	if err := listFiles(dir); err != nil {
-		return err
-	}
 
-	// Reopening after a clean close reads no segment through.
-	d, err = log.OpenDir(dir, log.DirOptions{})
+	descs, err := node.DescribeTopics("study")
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	l, err := d.Open(log.TopicPartition{Topic: "study", Partition: 0}, opts)
-	if err != nil {
+	fmt.Println("\npartitions:")
+	for _, d := range descs[0].Partitions {
+		fmt.Printf("  study-%d: log start offset %d, log end offset %d, high watermark %d, %d bytes\n",
+			d.Partition, d.LogStartOffset, d.LogEndOffset, d.HighWatermark, d.Size)
+	}
+	if err := node.Close(); err != nil {
 		return err
 	}
-	r := l.LoadReport()
-	fmt.Printf("\nreopened study-0: clean shutdown %v, segments scanned %d, log end offset %d\n", r.Clean, len(r.Recovered), l.LogEndOffset())
-	return nil
+	fmt.Println("\nthe data directory after a clean close, laid out as a Kafka log directory:")
+	return listFiles(dir)
 }
 
-// consume reads a log from its start and calls f for each record.
-func consume(l *log.Log, f func(record.Record)) (n int, first, last int64, err error) {
-	first = -1
-	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
-		data, err := l.Read(nil, off, l.LogEndOffset(), 64<<10)
-		if err != nil {
-			return n, first, last, err
-		}
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			if err != nil {
-				return n, first, last, err
-			}
-			batch, err := record.Decode(data[:h.Size()])
-			if err != nil {
-				return n, first, last, err
-			}
-			for _, r := range batch.Records {
-				if r.Offset < off {
-					continue
-				}
-				if first < 0 {
-					first = r.Offset
-				}
-				last = r.Offset
-				n++
-				f(r)
-			}
-			off = h.NextOffset()
-			data = data[h.Size():]
-		}
+// emptyDataDir removes dir's contents if it is a partlog data directory or
+// does not hold anything else.
+func emptyDataDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return n, first, last, nil
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, partlog.MetaPropertiesFileName)); err != nil && len(entries) > 0 {
+		return fmt.Errorf("%s holds files but is not a partlog data directory; give an empty one", dir)
+	}
+	return os.RemoveAll(dir)
 }
 
 func keyList(keys map[string]int) string {
-	var out []string
-	for i := range 7 {
-		k := fmt.Sprintf("user-%d", i)
-		if keys[k] > 0 {
-			out = append(out, fmt.Sprintf("%s×%d", k, keys[k]))
-		}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
 	}
-	return strings.Join(out, " ")
+	slices.Sort(names)
+	for i, k := range names {
+		names[i] = fmt.Sprintf("%s×%d", k, keys[k])
+	}
+	return strings.Join(names, " ")
 }
 
 func listFiles(dir string) error {
@@ -173,6 +179,9 @@ func listFiles(dir string) error {
 		indent := strings.Repeat("    ", strings.Count(rel, string(filepath.Separator)))
 		if e.IsDir() {
 			fmt.Printf("  %s%s/\n", indent, e.Name())
+			if strings.HasPrefix(e.Name(), "__") {
+				return filepath.SkipDir // the node's own metadata
+			}
 			return nil
 		}
 		info, err := e.Info()
