@@ -18,19 +18,26 @@ func (s *Segment) locate(offset, end int64) (pos int64, h record.Header, found b
 	if s.closed {
 		return 0, h, false, ErrClosed
 	}
-	e := s.offsetIndex.Lookup(offset)
-	// An append indexes its batch before publishing the new size; skip
-	// entries newer than the size this read started from.
-	for e.Pos >= end && e.Pos > 0 {
-		e = s.offsetIndex.Lookup(e.Offset - 1)
-	}
-	sc := NewScanner(s.log, e.Pos, end, ScanHeaders)
+	sc := newPooledScanner(s.log, s.indexedBelow(offset, end), end, ScanHeaders)
+	defer sc.release()
 	for sc.Next() {
 		if h := sc.Header(); h.LastOffset() >= offset {
 			return sc.Pos(), h, true, nil
 		}
 	}
 	return 0, h, false, sc.Err()
+}
+
+// indexedBelow returns the position from which to scan for offset: that of
+// the last index entry at or below it that lies before end.
+func (s *Segment) indexedBelow(offset, end int64) int64 {
+	e := s.offsetIndex.Lookup(offset)
+	// An append indexes its batch before publishing the new size; skip
+	// entries newer than the size this read started from.
+	for e.Pos >= end && e.Pos > 0 {
+		e = s.offsetIndex.Lookup(e.Offset - 1)
+	}
+	return e.Pos
 }
 
 // Read appends to dst the whole batches that follow the batch holding
@@ -40,36 +47,45 @@ func (s *Segment) locate(offset, end int64) (pos int64, h record.Header, found b
 // unchanged when the segment holds no batch ending at or above startOffset
 // or the first one does not end below maxOffset.
 //
-// The bytes are the log's as written; their CRCs are not checked here (a
-// decoder does that). Bytes that do not parse as batch headers are an error.
+// Read walks the batch headers from the nearest index entry to find the
+// byte range, then reads exactly that range. The bytes are the log's as
+// written; their CRCs are not checked here (a decoder does that). Bytes that
+// do not parse as a batch header end the range; when they come first, they
+// are the error.
 func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) ([]byte, error) {
+	if s.closed {
+		return dst, ErrClosed
+	}
 	end := s.size.Load()
-	pos, h, found, err := s.locate(startOffset, end)
-	if err != nil || !found || h.LastOffset() >= maxOffset {
-		return dst, err
-	}
-	n := min(int64(maxBytes), end-pos)
-	if n < int64(h.Size()) {
-		n = int64(h.Size())
-	}
-	start := len(dst)
-	dst = grow(dst, int(n))
-	buf := dst[start : start+int(n)]
-	if got, err := s.log.ReadAt(buf, pos); got < len(buf) {
-		return dst[:start], fmt.Errorf("segment: read %s at %d: %w", s.Path(LogSuffix), pos, err)
-	}
-	p := 0
-	for p+record.HeaderSize <= len(buf) {
-		bh, err := record.ParseHeader(buf[p:])
-		if err != nil {
-			return dst[:start], &CorruptionError{Path: s.Path(LogSuffix), Pos: pos + int64(p), Err: err}
+	sc := newPooledScanner(s.log, s.indexedBelow(startOffset, end), end, ScanHeaders)
+	defer sc.release()
+	pos, size := int64(-1), int64(0)
+	for sc.Next() {
+		h := sc.Header()
+		if pos < 0 {
+			if h.LastOffset() < startOffset {
+				continue
+			}
+			if h.LastOffset() >= maxOffset {
+				return dst, nil
+			}
+			pos, size = sc.Pos(), int64(h.Size())
+			continue
 		}
-		if p+bh.Size() > len(buf) || bh.LastOffset() >= maxOffset {
+		if h.LastOffset() >= maxOffset || size+int64(h.Size()) > int64(maxBytes) {
 			break
 		}
-		p += bh.Size()
+		size += int64(h.Size())
 	}
-	return dst[:start+p], nil
+	if pos < 0 {
+		return dst, sc.Err()
+	}
+	start := len(dst)
+	dst = grow(dst, int(size))
+	if got, err := s.log.ReadAt(dst[start:], pos); got < int(size) {
+		return dst[:start], fmt.Errorf("segment: read %s at %d: %w", s.Path(LogSuffix), pos, err)
+	}
+	return dst, nil
 }
 
 // grow extends dst by n bytes, reallocating when it lacks the room.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/vfs"
@@ -50,6 +51,10 @@ type Scanner struct {
 	buf    []byte
 	bufPos int64 // file position of buf[0]
 	err    error
+	// big is set when the last batch was larger than a read chunk: the
+	// next header is then read alone, not with a chunk of the batch after
+	// it that a header scan would throw away.
+	big bool
 }
 
 // NewScanner returns a Scanner over the batches of f in [pos, end).
@@ -78,6 +83,7 @@ func (s *Scanner) Next() bool {
 		return false
 	}
 	size := int64(h.Size())
+	s.big = size > scanChunk
 	if s.pos+size > s.end {
 		s.fail(fmt.Errorf("%w: batch of %d bytes at position %d passes the end at %d", record.ErrTruncated, size, s.pos, s.end))
 		return false
@@ -143,6 +149,9 @@ func (s *Scanner) window(pos int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes left at position %d, need %d", record.ErrTruncated, s.end-pos, pos, n)
 	}
 	want := max(n, scanChunk)
+	if s.big && s.mode == ScanHeaders {
+		want = n
+	}
 	if rest := s.end - pos; int64(want) > rest {
 		want = int(rest)
 	}
@@ -160,4 +169,25 @@ func (s *Scanner) window(pos int64, n int) ([]byte, error) {
 	}
 	s.buf, s.bufPos = s.buf[:got], pos
 	return s.buf[:n], nil
+}
+
+// scanBuffers recycles the chunk buffers of the scanners reads use.
+var scanBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// newPooledScanner is NewScanner with a recycled buffer; release gives it
+// back.
+func newPooledScanner(f vfs.File, pos, end int64, mode ScanMode) *Scanner {
+	sc := NewScanner(f, pos, end, mode)
+	sc.buf = (*scanBuffers.Get().(*[]byte))[:0]
+	return sc
+}
+
+// release returns the scanner's buffer to the pool; the scanner must not be
+// used again.
+func (s *Scanner) release() {
+	if cap(s.buf) <= 2*scanChunk {
+		b := s.buf[:0]
+		scanBuffers.Put(&b)
+	}
+	s.buf, s.batch = nil, nil
 }
