@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/partlog/partlog/transport"
 )
 
 // usageError is a wrong command line: an unknown flag, a bad flag value, a
@@ -95,4 +97,44 @@ func (l *listFlag) Set(s string) error {
 		}
 	}
 	return nil
+}
+
+// acksFlag is a flag holding Kafka's acks: "all" (or "-1"), "1" or "0".
+type acksFlag transport.Acks
+
+func (a *acksFlag) String() string {
+	switch transport.Acks(*a) {
+	case transport.AcksAll:
+		return "all"
+	case transport.AcksLeader:
+		return "1"
+	case transport.AcksNone:
+		return "0"
+	}
+	return fmt.Sprint(int16(*a))
+}
+
+func (a *acksFlag) Set(s string) error {
+	switch s {
+	case "all", "-1":
+		*a = acksFlag(transport.AcksAll)
+	case "1":
+		*a = acksFlag(transport.AcksLeader)
+	case "0":
+		*a = acksFlag(transport.AcksNone)
+	default:
+		return fmt.Errorf("acks %q is not all, -1, 1 or 0", s)
+	}
+	return nil
+}
+
+// isSet reports whether the command line set the flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
 }

@@ -9,34 +9,42 @@
 // Commands:
 //
 //	topics     create, list, describe and delete topics
+//	produce    produce a record per line of standard input
+//	consume    print records on standard output
+//	perf       measure producing and consuming speed
 //	dump-log   print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
 // be written with one dash or two (-print-data-log or --print-data-log); "--"
 // ends them. "partlog help <command>" or "partlog <command> -h" describes a
-// command and its flags.
+// command and its flags; "partlog help perf produce" describes a
+// subcommand.
 //
-// Output goes to standard output. Errors go to standard error as
-// "partlog: <message>". The exit status is 0 on success, 1 when a command
-// fails, and 2 on a usage error: an unknown command or flag, or missing
-// arguments.
+// Output goes to standard output, progress and summaries of long runs to
+// standard error. Errors go to standard error as "partlog: <message>". The
+// exit status is 0 on success, 1 when a command fails, and 2 on a usage
+// error: an unknown command or flag, or missing arguments.
 //
 // # Adding a command
 //
 // A command is a file of its own, <name>.go, holding a function with the
 // signature of command.run. It parses its arguments with newFlagSet and
-// parseFlags (flags.go), writes only to the writers it is given, and returns
-// an error rather than exiting, so that tests run it in-process. Add it to
-// commands below.
+// parseFlags (flags.go), writes only to the writers it is given, reads
+// standard input only through stdin, takes interrupts only through
+// interruptContext, and returns an error rather than exiting, so that tests
+// run it in-process. Add it to commands below.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // Exit statuses.
@@ -59,7 +67,21 @@ type command struct {
 // commands lists the commands in the order "partlog help" shows them.
 var commands = []command{
 	{"topics", "create, list, describe and delete topics", runTopics},
+	{"produce", "produce a record per line of standard input", runProduce},
+	{"consume", "print records on standard output", runConsume},
+	{"perf", "measure producing and consuming speed", runPerf},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
+}
+
+// stdin is the standard input of commands; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// interruptContext returns a context that ends when the process is told to
+// stop (SIGINT, SIGTERM), for commands that run until then and must close
+// the data directory cleanly. Its stop function releases the signals. Tests
+// replace it.
+var interruptContext = func(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
 func main() {
@@ -87,22 +109,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return report(cmd.run(rest, stdout, stderr), stderr)
 }
 
-// help runs "partlog help [command]".
+// help runs "partlog help [command [subcommand]]".
 func help(args []string, stdout, stderr io.Writer) int {
 	switch len(args) {
 	case 0:
 		writeUsage(stdout)
 		return exitOK
-	case 1:
+	case 1, 2:
 		cmd, ok := lookup(args[0])
 		if !ok {
 			fmt.Fprintf(stderr, "partlog: help: unknown command %q\n\n", args[0])
 			writeUsage(stderr)
 			return exitUsage
 		}
-		return report(cmd.run([]string{"-h"}, stdout, stderr), stderr)
+		// A subcommand, as in "help perf produce", comes before the -h.
+		return report(cmd.run(append(args[1:], "-h"), stdout, stderr), stderr)
 	}
-	fmt.Fprintln(stderr, "partlog: help takes at most one command")
+	fmt.Fprintln(stderr, "partlog: help takes a command and at most one subcommand")
 	return exitUsage
 }
 

@@ -31,8 +31,44 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
-		require.Contains(t, stdout, "\tdump-log   print the batches, records and index entries of segment files\n")
+		require.Contains(t, stdout, "\n\ttopics     create, list, describe and delete topics\n"+
+			"\tproduce    produce a record per line of standard input\n"+
+			"\tconsume    print records on standard output\n"+
+			"\tperf       measure producing and consuming speed\n"+
+			"\tdump-log   print the batches, records and index entries of segment files\n")
 	}
+}
+
+func TestHelpSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		usage string
+		flags []string
+	}{
+		{[]string{"help", "produce"}, "Usage: partlog produce --dir DIR --topic TOPIC [flags] < FILE\n",
+			[]string{"--dir directory", "--topic topic", "--partition partition", "--key-separator separator", "--acks acks", "--property key=value"}},
+		{[]string{"help", "consume"}, "Usage: partlog consume --dir DIR --topic TOPIC [flags]\n",
+			[]string{"--from-beginning", "--partition partition", "--offset offset", "--max-messages N", "--timeout duration",
+				"--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key", "--key-separator separator"}},
+		{[]string{"help", "perf"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
+		{[]string{"perf", "--help"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
+		{[]string{"help", "perf", "produce"}, "Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]\n",
+			[]string{"--num-records records", "--record-size bytes", "--acks acks", "--batch-size bytes", "--linger duration",
+				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value"}},
+		{[]string{"perf", "consume", "-h"}, "Usage: partlog perf consume --dir DIR --topic TOPIC --messages N [flags]\n",
+			[]string{"--messages records", "--fetch-size bytes", "--timeout duration", "--from-latest"}},
+	} {
+		stdout, stderr, code := cli(t, tc.args...)
+		require.Equal(t, exitOK, code, tc.args)
+		require.Empty(t, stderr, tc.args)
+		require.True(t, strings.HasPrefix(stdout, tc.usage), stdout)
+		for _, flag := range tc.flags {
+			require.Contains(t, stdout, "\n  "+flag+"\n", tc.args)
+		}
+	}
+	_, stderr, code := cli(t, "help", "perf", "produce", "more")
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "partlog: help takes a command and at most one subcommand\n", stderr)
 }
 
 func TestHelpCommand(t *testing.T) {

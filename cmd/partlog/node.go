@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
 )
 
 // dirFlag adds --dir, the data directory a command opens, to fs.
@@ -29,6 +30,28 @@ func openNode(command, dir string) (*partlog.Node, error) {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}
 	return n, nil
+}
+
+// describeTopic describes topic, which must exist: the commands that read
+// and write records do not create topics, as Kafka's do not unless the
+// broker auto-creates them.
+func describeTopic(command string, n *partlog.Node, topic string) (partlog.TopicDescription, error) {
+	descs, err := n.DescribeTopics(topic)
+	if errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+		return partlog.TopicDescription{}, fmt.Errorf("%s: topic %q does not exist in %s; create it with 'partlog topics create'", command, topic, n.Dir())
+	}
+	if err != nil {
+		return partlog.TopicDescription{}, fmt.Errorf("%s: %w", command, err)
+	}
+	return descs[0], nil
+}
+
+// checkPartition checks that d has partition p.
+func checkPartition(command string, d partlog.TopicDescription, p int) error {
+	if p < 0 || p >= len(d.Partitions) {
+		return fmt.Errorf("%s: topic %s has no partition %d: it has %d (0 to %d)", command, d.Name, p, len(d.Partitions), len(d.Partitions)-1)
+	}
+	return nil
 }
 
 // configFlag collects repeated --config key=value flags.

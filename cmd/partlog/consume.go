@@ -1,0 +1,249 @@
+package main
+
+// consume prints records, as Kafka's kafka-console-consumer.sh does, with
+// the lines of its DefaultMessageFormatter, through the consumer package's
+// Poll: its timeout is what ends the command when records stop coming.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/partlog/partlog/consumer"
+)
+
+const consumeHelp = `Usage: partlog consume --dir DIR --topic TOPIC [flags]
+
+Consume prints the records of TOPIC on standard output, a line each, as
+Kafka's kafka-console-consumer.sh does. It starts at the end of each
+partition, printing only records produced from then on, unless
+--from-beginning or --offset says otherwise. It runs until it is interrupted
+(Ctrl-C), until it has printed --max-messages records, or until --timeout
+passes without a new record. Then it prints "Processed a total of N
+messages" on standard error, closes the data directory and exits with status
+0. Runs of 100,000 records and more report progress on standard error every
+5 seconds.
+
+A line is the record's value, after the fields asked for, in this order,
+each followed by --key-separator (a tab unless set), as Kafka's
+DefaultMessageFormatter writes them:
+
+  --print-timestamp   CreateTime:1700000000000 (LogAppendTime:... when the
+                      topic stamps the time)
+  --print-partition   Partition:0
+  --print-offset      Offset:42
+  --print-headers     k1:v1,k2:v2, or NO_HEADERS
+  --print-key         the key
+
+so that --print-partition --print-offset --print-key prints lines such as
+
+  Partition:0	Offset:42	user-7	clicked
+
+A null key or value prints as null. Keys and values are written byte for
+byte: a value holding a newline spans lines.
+
+--partition P reads that partition only, from --offset O when it is given:
+an offset, earliest or latest. An offset outside the partition starts at its
+end, as Kafka's auto.offset.reset=latest does. Without --partition every
+partition of the topic is read, each in offset order.
+`
+
+// runConsume runs "partlog consume".
+func runConsume(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("consume")
+	dir := dirFlag(fs)
+	topic := fs.String("topic", "", "the `topic` to consume (required)")
+	fromBeginning := fs.Bool("from-beginning", false, "start at the oldest record rather than at the end")
+	partition := fs.Int("partition", -1, "the `partition` to consume; by default every partition")
+	offset := fs.String("offset", "", "the `offset` in --partition to start at: a number, earliest or latest")
+	maxMessages := fs.Int64("max-messages", 0, "exit after printing `N` records; 0 means no limit")
+	timeout := fs.Duration("timeout", 0, "exit when no record came for this `duration` (as 500ms, 10s); 0 means never")
+	var f recordFormat
+	fs.BoolVar(&f.timestamp, "print-timestamp", false, "print each record's timestamp type and timestamp")
+	fs.BoolVar(&f.partition, "print-partition", false, "print each record's partition")
+	fs.BoolVar(&f.offset, "print-offset", false, "print each record's offset")
+	fs.BoolVar(&f.headers, "print-headers", false, "print each record's headers")
+	fs.BoolVar(&f.key, "print-key", false, "print each record's key")
+	separator := fs.String("key-separator", "\t", "the `separator` after each printed field; a tab unless set")
+	operands, err := parseFlags(fs, args, consumeHelp, stdout)
+	if err != nil {
+		return err
+	}
+	f.separator = []byte(*separator)
+	switch {
+	case len(operands) > 0:
+		return usageErrorf("consume", "unexpected argument %q", operands[0])
+	case *topic == "":
+		return usageErrorf("consume", "--topic is required")
+	case *partition < -1:
+		return usageErrorf("consume", "--partition %d is negative", *partition)
+	case *offset != "" && *partition < 0:
+		return usageErrorf("consume", "--offset needs --partition")
+	case *offset != "" && *fromBeginning:
+		return usageErrorf("consume", "--offset and --from-beginning cannot both be given")
+	case *maxMessages < 0:
+		return usageErrorf("consume", "--max-messages %d is negative", *maxMessages)
+	case *timeout < 0:
+		return usageErrorf("consume", "--timeout %v is negative", *timeout)
+	}
+	reset := consumer.Latest
+	if *fromBeginning {
+		reset = consumer.Earliest
+	}
+	tp := consumer.TopicPartition{Topic: *topic, Partition: int32(*partition)}
+	var assign consumer.Option
+	switch *offset {
+	case "", "latest":
+		assign = consumer.Partitions(tp)
+	case "earliest":
+		assign, reset = consumer.Partitions(tp), consumer.Earliest
+	default:
+		o, err := strconv.ParseInt(*offset, 10, 64)
+		if err != nil || o < 0 {
+			return usageErrorf("consume", "--offset %q is not an offset, earliest or latest", *offset)
+		}
+		assign = consumer.PartitionsAt(map[consumer.TopicPartition]int64{tp: o})
+	}
+	if *partition < 0 {
+		assign = consumer.Topics(*topic)
+	}
+
+	n, err := openNode("consume", *dir)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	desc, err := describeTopic("consume", n, *topic)
+	if err != nil {
+		return err
+	}
+	if *partition >= 0 {
+		if err := checkPartition("consume", desc, *partition); err != nil {
+			return err
+		}
+	}
+	c, err := consumer.New(n, assign, consumer.AutoOffsetReset(reset))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	defer c.Close()
+
+	ctx, stop := interruptContext(context.Background())
+	defer stop()
+	wait := *timeout
+	if wait == 0 {
+		wait = time.Hour // and again, until interrupted
+	}
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	prog := newProgress(stderr, "consumed", time.Now())
+	var (
+		count int64
+		line  []byte
+		errs  []error
+	)
+poll:
+	for *maxMessages == 0 || count < *maxMessages {
+		fetches, err := c.Poll(ctx, wait)
+		if err != nil {
+			if ctx.Err() == nil {
+				errs = append(errs, fmt.Errorf("consume: %w", err))
+			}
+			break
+		}
+		if fetches.Empty() {
+			if *timeout > 0 {
+				break
+			}
+			continue
+		}
+		for i := range fetches {
+			for j := range fetches[i].Records {
+				if *maxMessages > 0 && count == *maxMessages {
+					break poll
+				}
+				line = f.append(line[:0], &fetches[i].Records[j])
+				out.Write(line)
+				count++
+			}
+		}
+		if err := out.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("consume: write output: %w", err))
+			break
+		}
+		prog.report(time.Now(), count)
+	}
+	stop()
+	if err := out.Flush(); err != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("consume: write output: %w", err))
+	}
+	fmt.Fprintf(stderr, "Processed a total of %d messages\n", count)
+	if err := c.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("consume: %w", err))
+	}
+	if err := n.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("consume: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// recordFormat is how consume prints a record: Kafka's
+// DefaultMessageFormatter with its print.* properties.
+type recordFormat struct {
+	timestamp, partition, offset, headers, key bool
+	// separator follows each field before the value (key.separator).
+	separator []byte
+}
+
+// nullLiteral is what a null key, value or header value prints as.
+const nullLiteral = "null"
+
+// append appends r's line to b.
+func (f *recordFormat) append(b []byte, r *consumer.Record) []byte {
+	if f.timestamp {
+		b = append(b, r.TimestampType.String()...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, r.Timestamp.UnixMilli(), 10)
+		b = append(b, f.separator...)
+	}
+	if f.partition {
+		b = append(b, "Partition:"...)
+		b = strconv.AppendInt(b, int64(r.Partition), 10)
+		b = append(b, f.separator...)
+	}
+	if f.offset {
+		b = append(b, "Offset:"...)
+		b = strconv.AppendInt(b, r.Offset, 10)
+		b = append(b, f.separator...)
+	}
+	if f.headers {
+		if len(r.Headers) == 0 {
+			b = append(b, "NO_HEADERS"...)
+		}
+		for i, h := range r.Headers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, h.Key...)
+			b = append(b, ':')
+			b = appendNullable(b, h.Value)
+		}
+		b = append(b, f.separator...)
+	}
+	if f.key {
+		b = appendNullable(b, r.Key)
+		b = append(b, f.separator...)
+	}
+	b = appendNullable(b, r.Value)
+	return append(b, '\n')
+}
+
+func appendNullable(b, v []byte) []byte {
+	if v == nil {
+		return append(b, nullLiteral...)
+	}
+	return append(b, v...)
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/producer"
+)
+
+// produceLines produces lines to topic t in dir with "partlog produce".
+func produceLines(t *testing.T, dir string, lines string, args ...string) {
+	t.Helper()
+	_, stderr, code := cliIn(t, lines, append([]string{"produce", "--dir", dir, "--topic", "t"}, args...)...)
+	require.Equal(t, exitOK, code, stderr)
+}
+
+func TestConsumeStartsAtEnd(t *testing.T) {
+	dir := newTopic(t, 2)
+	produceLines(t, dir, "a\nb\nc\n")
+	stdout, stderr, code := cli(t, "consume", "--dir", dir, "--topic", "t", "--timeout", "100ms")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stdout)
+	require.Equal(t, "Processed a total of 0 messages\n", stderr)
+}
+
+func TestConsumeMaxMessages(t *testing.T) {
+	dir := newTopic(t, 1)
+	produceLines(t, dir, "a\nb\nc\nd\ne\n")
+	stdout, stderr, code := cli(t, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--max-messages", "3")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "a\nb\nc\n", stdout)
+	require.Equal(t, "Processed a total of 3 messages\n", stderr)
+}
+
+func TestConsumeTimeout(t *testing.T) {
+	dir := newTopic(t, 1)
+	produceLines(t, dir, "a\nb\n")
+	start := time.Now()
+	stdout, stderr, code := cli(t, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--timeout", "300ms", "--max-messages", "10")
+	require.Equal(t, exitOK, code, stderr)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.Equal(t, "a\nb\n", stdout)
+	require.Equal(t, "Processed a total of 2 messages\n", stderr)
+}
+
+func TestConsumeOffset(t *testing.T) {
+	dir := newTopic(t, 2)
+	produceLines(t, dir, "a\nb\nc\nd\ne\n", "--partition", "1")
+	for _, tc := range []struct {
+		offset, want string
+	}{
+		{"3", "Offset:3\td\nOffset:4\te\n"},
+		{"0", "Offset:0\ta\nOffset:1\tb\nOffset:2\tc\nOffset:3\td\nOffset:4\te\n"},
+		{"earliest", "Offset:0\ta\nOffset:1\tb\nOffset:2\tc\nOffset:3\td\nOffset:4\te\n"},
+		{"latest", ""},
+		{"5", ""},
+		{"99", ""}, // outside the partition: its end
+	} {
+		stdout, stderr, code := cli(t, "consume", "--dir", dir, "--topic", "t", "--partition", "1", "--offset", tc.offset,
+			"--print-offset", "--timeout", "100ms")
+		require.Equal(t, exitOK, code, stderr)
+		require.Equal(t, tc.want, stdout, tc.offset)
+		require.Equal(t, "Processed a total of "+string(rune('0'+len(lines(tc.want))))+" messages\n", stderr)
+	}
+}
+
+func TestConsumeFormat(t *testing.T) {
+	dir := t.TempDir()
+	n, err := partlog.Open(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1}))
+	p, err := producer.New(n)
+	require.NoError(t, err)
+	ts := time.UnixMilli(1700000000000)
+	require.NoError(t, p.ProduceSync(ctx,
+		&producer.Record{Topic: "t", Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
+			Headers: []producer.Header{{Key: "h1", Value: []byte("v1")}, {Key: "h2", Value: nil}}},
+		&producer.Record{Topic: "t", Timestamp: ts.Add(time.Millisecond)}, // null key and value
+		&producer.Record{Topic: "t", Key: []byte{}, Value: []byte("two\nlines"), Timestamp: ts.Add(2 * time.Millisecond)},
+	).FirstErr())
+	require.NoError(t, p.Close())
+	require.NoError(t, n.Close())
+
+	require.Equal(t, "CreateTime:1700000000000\tPartition:0\tOffset:0\th1:v1,h2:null\tk\tv\n"+
+		"CreateTime:1700000000001\tPartition:0\tOffset:1\tNO_HEADERS\tnull\tnull\n"+
+		"CreateTime:1700000000002\tPartition:0\tOffset:2\tNO_HEADERS\t\ttwo\nlines\n",
+		consumeAll(t, dir, "--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key"))
+	require.Equal(t, "v\nnull\ntwo\nlines\n", consumeAll(t, dir))
+}
+
+// linesWriter is a writer that reports when it has been written n lines.
+type linesWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	n    int
+	done chan struct{}
+}
+
+func (w *linesWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.n > 0 && bytes.Count(w.buf.Bytes(), []byte("\n")) >= w.n {
+		close(w.done)
+		w.n = 0
+	}
+	return len(p), nil
+}
+
+func (w *linesWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func TestConsumeInterrupted(t *testing.T) {
+	dir := newTopic(t, 1)
+	produceLines(t, dir, "a\nb\n")
+	interrupt := interruptible(t)
+	out := &linesWriter{n: 2, done: make(chan struct{})}
+	var errOut strings.Builder
+	done := make(chan int)
+	// No --timeout: it runs until interrupted.
+	go func() {
+		done <- run([]string{"consume", "--dir", dir, "--topic", "t", "--from-beginning"}, out, &errOut)
+	}()
+	<-out.done
+	interrupt()
+	require.Equal(t, exitOK, <-done)
+	require.Equal(t, "a\nb\n", out.String())
+	require.Equal(t, "Processed a total of 2 messages\n", errOut.String())
+	// It closed the data directory.
+	require.Equal(t, []int64{2}, topicEnds(t, dir))
+}
+
+func TestConsumeUsage(t *testing.T) {
+	dir := newTopic(t, 1)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dir", dir}, "consume: --topic is required"},
+		{[]string{"--topic", "t"}, "consume: --dir is required"},
+		{[]string{"--dir", dir, "--topic", "t", "x"}, `consume: unexpected argument "x"`},
+		{[]string{"--dir", dir, "--topic", "t", "--offset", "3"}, "consume: --offset needs --partition"},
+		{[]string{"--dir", dir, "--topic", "t", "--partition", "0", "--offset", "3", "--from-beginning"}, "consume: --offset and --from-beginning cannot both be given"},
+		{[]string{"--dir", dir, "--topic", "t", "--partition", "0", "--offset", "first"}, `consume: --offset "first" is not an offset, earliest or latest`},
+		{[]string{"--dir", dir, "--topic", "t", "--partition", "0", "--offset", "-1"}, `consume: --offset "-1" is not an offset, earliest or latest`},
+		{[]string{"--dir", dir, "--topic", "t", "--max-messages", "-1"}, "consume: --max-messages -1 is negative"},
+		{[]string{"--dir", dir, "--topic", "t", "--timeout", "-1s"}, "consume: --timeout -1s is negative"},
+		{[]string{"--dir", dir, "--topic", "t", "--timeout", "5"}, `consume: invalid value "5" for flag -timeout: parse error`},
+	} {
+		stdout, stderr, code := cli(t, append([]string{"consume"}, tc.args...)...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Empty(t, stdout, tc.args)
+		require.Equal(t, []string{"partlog: " + tc.want, "Run 'partlog help consume' for usage."}, lines(stderr), tc.args)
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const perfHelp = `Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]
+
+Perf measures how fast a data directory takes and gives records, with the
+producer or consumer in this process, as Kafka's kafka-producer-perf-test.sh
+and kafka-consumer-perf-test.sh measure a cluster, and prints what they
+print:
+
+  partlog perf produce --dir D --topic T --num-records N --record-size S
+      [--acks A] [--batch-size B] [--linger DUR] [--throughput R]
+      [--partitions P] [--config k=v]...
+  partlog perf consume --dir D --topic T --messages N [--fetch-size B]
+      [--timeout DUR] [--from-latest]
+
+Run 'partlog help perf produce' or 'partlog help perf consume' for more.
+`
+
+// runPerf runs "partlog perf": its first argument names the subcommand.
+func runPerf(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErrorf("perf", "say produce or consume")
+	}
+	switch args[0] {
+	case "produce":
+		return runPerfProduce(args[1:], stdout, stderr)
+	case "consume":
+		return runPerfConsume(args[1:], stdout, stderr)
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, perfHelp)
+		return flag.ErrHelp
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return usageErrorf("perf", "say produce or consume before the flags, not %s", args[0])
+	}
+	return usageErrorf("perf", "unknown subcommand %q; say produce or consume", args[0])
+}

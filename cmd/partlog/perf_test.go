@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// noFlush is the topic config that leaves flushing to the OS.
+const noFlush = "flush.messages=9223372036854775807"
+
+var (
+	// perfWindowLine and perfTotalLine are Kafka's ProducerPerformance
+	// lines.
+	perfWindowLine = regexp.MustCompile(`^\d+ records sent, \d+\.\d records/sec \(\d+\.\d\d MB/sec\), \d+\.\d ms avg latency, \d+\.\d ms max latency\.$`)
+	perfTotalLine  = regexp.MustCompile(`^(\d+) records sent, \d+\.\d{6} records/sec \(\d+\.\d\d MB/sec\), \d+\.\d\d ms avg latency, \d+\.\d\d ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.$`)
+	// kafkaDateRE is Kafka's perf tools' date format.
+	kafkaDateRE = `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}`
+)
+
+func TestPerfProduceAndConsume(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "3000", "--record-size", "100",
+		"--acks", "1", "--partitions", "2", "--config", noFlush)
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	out := lines(stdout)
+	require.NotEmpty(t, out)
+	for _, line := range out[:len(out)-1] { // progress, on a slow machine
+		require.Regexp(t, perfWindowLine, line)
+	}
+	m := perfTotalLine.FindStringSubmatch(out[len(out)-1])
+	require.NotNil(t, m, out[len(out)-1])
+	require.Equal(t, "3000", m[1])
+	ends := topicEnds(t, dir)
+	require.Len(t, ends, 2)
+	require.Equal(t, int64(3000), ends[0]+ends[1])
+
+	// The topic exists now: --partitions and --config are ignored, and said so.
+	stdout, stderr, code = cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "1000", "--record-size", "100",
+		"--partitions", "3", "--throughput", "100000")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "perf produce: topic t exists; --partitions and --config apply only to a topic perf produce creates\n", stderr)
+	require.Regexp(t, `(?m)^1000 records sent, `, stdout)
+
+	stdout, stderr, code = cli(t, "perf", "consume", "--dir", dir, "--topic", "t", "--messages", "4000", "--fetch-size", "65536")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	out = lines(stdout)
+	require.Len(t, out, 2)
+	require.Equal(t, "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec", out[0])
+	// 4000 records of 100 bytes are 0.3815 MB.
+	require.Regexp(t, `^`+kafkaDateRE+`, `+kafkaDateRE+`, 0\.3815, \d+\.\d{4}, 4000, \d+\.\d{4}, 0, \d+, \d+\.\d{4}, \d+\.\d{4}$`, out[1])
+}
+
+func TestPerfProduceProgress(t *testing.T) {
+	old := progressInterval
+	progressInterval = time.Millisecond
+	defer func() { progressInterval = old }()
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", t.TempDir(), "--topic", "t", "--num-records", "20000", "--record-size", "10",
+		"--acks", "0", "--config", noFlush)
+	require.Equal(t, exitOK, code, stderr)
+	out := lines(stdout)
+	for _, line := range out[:len(out)-1] {
+		require.Regexp(t, perfWindowLine, line)
+	}
+	require.Regexp(t, perfTotalLine, out[len(out)-1])
+}
+
+func TestPerfConsumeTimeout(t *testing.T) {
+	dir := newTopic(t, 1)
+	produceLines(t, dir, "a\nbb\n")
+	stdout, stderr, code := cli(t, "perf", "consume", "--dir", dir, "--topic", "t", "--messages", "3", "--timeout", "200ms")
+	require.Equal(t, exitFailure, code)
+	out := lines(stdout)
+	require.Len(t, out, 2)
+	require.Regexp(t, `^`+kafkaDateRE+`, `+kafkaDateRE+`, 0\.0000, \d+\.\d{4}, 2, \d+\.\d{4}, 0, \d+, \d+\.\d{4}, \d+\.\d{4}$`, out[1])
+	require.Equal(t, "partlog: perf consume: 2 of the 3 records came within --timeout 200ms\n", stderr)
+}
+
+func TestPerfUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args    []string
+		want    string
+		command string
+	}{
+		{nil, "perf: say produce or consume", "perf"},
+		{[]string{"--dir", dir, "produce"}, "perf: say produce or consume before the flags, not --dir", "perf"},
+		{[]string{"send"}, `perf: unknown subcommand "send"; say produce or consume`, "perf"},
+		{[]string{"produce", "--dir", dir, "--num-records", "1", "--record-size", "1"}, "perf produce: --topic is required", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--record-size", "1"}, "perf produce: --num-records must be positive", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1"}, "perf produce: --record-size must be positive", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "0"}, "perf produce: --throughput must be positive, or -1 for no limit", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--partitions", "0"}, "perf produce: --partitions must be positive", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--config", "x"}, `perf produce: invalid value "x" for flag -config: "x" is not key=value`, "perf produce"},
+		{[]string{"consume", "--dir", dir, "--topic", "t"}, "perf consume: --messages must be positive", "perf consume"},
+		{[]string{"consume", "--dir", dir, "--messages", "1"}, "perf consume: --topic is required", "perf consume"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--fetch-size", "0"}, "perf consume: --fetch-size must be positive and below 2 GiB", "perf consume"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--timeout", "0s"}, "perf consume: --timeout must be positive", "perf consume"},
+	} {
+		stdout, stderr, code := cli(t, append([]string{"perf"}, tc.args...)...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Empty(t, stdout, tc.args)
+		require.Equal(t, []string{"partlog: " + tc.want, "Run 'partlog help " + tc.command + "' for usage."}, lines(stderr), tc.args)
+	}
+}
+
+func TestPerfProduceRecordFails(t *testing.T) {
+	// Records larger than the topic takes fail, and stop the run.
+	dir := newTopic(t, 1, "max.message.bytes=1000")
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "100", "--record-size", "2000")
+	require.Equal(t, exitFailure, code)
+	require.Regexp(t, `^0 records sent, `, stdout)
+	require.True(t, strings.HasPrefix(stderr, "partlog: perf produce: "), stderr)
+	require.Regexp(t, `records failed; the first: .*MESSAGE_TOO_LARGE`, stderr)
+	require.Equal(t, []int64{0}, topicEnds(t, dir))
+}
+
+func TestWriteWindowLine(t *testing.T) {
+	var b strings.Builder
+	writeWindowLine(&b, 1543210, 5*time.Second, 154321000, 6340*time.Microsecond, 21*time.Millisecond)
+	writeWindowLine(&b, 0, 5*time.Second, 0, 0, 0)
+	require.Equal(t, "1543210 records sent, 308642.0 records/sec (29.43 MB/sec), 6.3 ms avg latency, 21.0 ms max latency.\n"+
+		"0 records sent, 0.0 records/sec (0.00 MB/sec), 0.0 ms avg latency, 0.0 ms max latency.\n", b.String())
+}
+
+func TestWriteTotalLine(t *testing.T) {
+	var b strings.Builder
+	writeTotalLine(&b, 5000000, 2*time.Second, 500000000, 5910*time.Microsecond, 23*time.Millisecond,
+		5400*time.Microsecond, 9999*time.Microsecond, 14*time.Millisecond, 21*time.Millisecond)
+	require.Equal(t, "5000000 records sent, 2500000.000000 records/sec (238.42 MB/sec), 5.91 ms avg latency, 23.00 ms max latency, 5 ms 50th, 9 ms 95th, 14 ms 99th, 21 ms 99.9th.\n", b.String())
+}
+
+func TestWritePerfConsumeLine(t *testing.T) {
+	start := time.Date(2026, 11, 30, 21, 0, 0, 7e6, time.Local)
+	var b strings.Builder
+	writePerfConsumeLine(&b, start, start.Add(500*time.Millisecond), 5000000, 500000000)
+	require.Equal(t, "2026-11-30 21:00:00:007, 2026-11-30 21:00:00:507, 476.8372, 953.6743, 5000000, 10000000.0000, 0, 500, 953.6743, 10000000.0000\n", b.String())
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	prev := -1
+	for us := int64(0); us < 1<<22; us += 1 + us/1000 {
+		i := histIndex(us)
+		require.GreaterOrEqual(t, i, prev, us) // monotonic
+		lo, hi := histBounds(i)
+		require.True(t, lo <= us && us <= hi, "%d not in bucket %d [%d, %d]", us, i, lo, hi)
+		require.Less(t, float64(hi-lo), float64(lo)/128+1, us) // under 1% wide
+		prev = i
+	}
+	require.Equal(t, histBuckets-1, histIndex(1<<histMaxBits-1))
+	require.Equal(t, histBuckets-1, histIndex(1<<62))
+	require.Equal(t, 0, histIndex(-5))
+	for i := range histBuckets {
+		lo, hi := histBounds(i)
+		require.Equal(t, i, histIndex(lo))
+		require.Equal(t, i, histIndex(hi))
+	}
+}
+
+func TestLatencyStats(t *testing.T) {
+	st := newLatencyStats(3)
+	require.Len(t, st.shards, 4)
+	// 1000 latencies: 1ms, 2ms, ..., 1000ms, over three partitions.
+	for i := 1; i <= 1000; i++ {
+		st.record(int32(i%3), time.Duration(i)*time.Millisecond)
+	}
+	count, sum, windowMax := st.snapshot()
+	require.Equal(t, int64(1000), count)
+	require.Equal(t, 500500*time.Millisecond, sum)
+	require.Equal(t, 1000*time.Millisecond, windowMax)
+	_, _, windowMax = st.snapshot()
+	require.Zero(t, windowMax) // reset by the snapshot
+	// Kafka's rule: the latency at index ⌊p·count⌋ in order, here p·1000+1 ms.
+	ps := st.percentiles(0.5, 0.95, 0.99, 0.999)
+	for i, want := range []time.Duration{501, 951, 991, 1000} {
+		require.InDelta(t, float64(want*time.Millisecond), float64(ps[i]), float64(want*time.Millisecond)/100, i)
+	}
+	require.NoError(t, st.err())
+}
+
+// BenchmarkLatencyRecord measures what perf produce's promise adds per
+// record: reading the clock and recording the latency.
+func BenchmarkLatencyRecord(b *testing.B) {
+	st := newLatencyStats(1)
+	sent := time.Now()
+	for b.Loop() {
+		st.record(0, time.Since(sent))
+	}
+}
+
+// BenchmarkPerfProduce runs "perf produce" in-process with the settings of
+// the producer package's BenchmarkProduce (acks=1, no fsync, default
+// linger), for comparison: the difference is the CLI's cost.
+func BenchmarkPerfProduce(b *testing.B) {
+	for _, bc := range []struct{ size, batchSize int }{{100, 16384}, {1024, 1 << 20}} {
+		b.Run(fmt.Sprintf("size=%d/batch.size=%d", bc.size, bc.batchSize), func(b *testing.B) {
+			for b.Loop() {
+				var out, errOut strings.Builder
+				code := run([]string{"perf", "produce", "--dir", b.TempDir(), "--topic", "t", "--num-records", "1000000",
+					"--record-size", fmt.Sprint(bc.size), "--batch-size", fmt.Sprint(bc.batchSize), "--acks", "1", "--config", noFlush}, &out, &errOut)
+				if code != exitOK {
+					b.Fatal(errOut.String())
+				}
+				b.Log(strings.TrimSpace(out.String()))
+			}
+		})
+	}
+}
+
+// BenchmarkPerfConsume runs "perf consume" in-process over a partition of
+// 3,000,000 records of 100 bytes, as the consumer package's
+// BenchmarkConsume reads.
+func BenchmarkPerfConsume(b *testing.B) {
+	dir := b.TempDir()
+	var out, errOut strings.Builder
+	if code := run([]string{"perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "3000000", "--record-size", "100",
+		"--batch-size", "110000", "--acks", "1", "--config", noFlush}, &out, &errOut); code != exitOK {
+		b.Fatal(errOut.String())
+	}
+	for b.Loop() {
+		out.Reset()
+		if code := run([]string{"perf", "consume", "--dir", dir, "--topic", "t", "--messages", "3000000"}, &out, &errOut); code != exitOK {
+			b.Fatal(errOut.String())
+		}
+		b.Log(lines(out.String())[1])
+	}
+}
