@@ -1,0 +1,126 @@
+package partlog_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// serveNode serves n's requests on a loopback port and returns the address.
+func serveNode(t *testing.T, n *partlog.Node) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String()
+}
+
+// TestTCPProducerConsumer runs partlog's producer and consumer in front of
+// a node they reach over TCP: every record arrives once, at contiguous
+// offsets, with its key and value.
+func TestTCPProducerConsumer(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 3}))
+	c, err := transport.Dial(ctx, serveNode(t, n), transport.DialOptions{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	p, err := producer.New(c)
+	require.NoError(t, err)
+	const total = 600
+	recs := make([]*producer.Record, total)
+	for i := range recs {
+		recs[i] = &producer.Record{Topic: "study", Key: fmt.Appendf(nil, "k%d", i%7), Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	require.NoError(t, p.ProduceSync(ctx, recs...).FirstErr())
+	require.NoError(t, p.Close())
+
+	cons, err := consumer.New(c, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	require.NoError(t, err)
+	defer cons.Close()
+	want := map[string]*producer.Record{}
+	for _, r := range recs {
+		want[string(r.Value)] = r
+	}
+	next := map[int32]int64{}
+	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	seen := 0
+	for rec, err := range cons.Records(readCtx) {
+		require.NoError(t, err)
+		w, ok := want[string(rec.Value)]
+		require.True(t, ok, "record %q not produced, or consumed twice", rec.Value)
+		delete(want, string(rec.Value))
+		require.Equal(t, w.Key, rec.Key)
+		require.Equal(t, w.Partition, rec.Partition)
+		require.Equal(t, w.Offset, rec.Offset)
+		require.Equal(t, next[rec.Partition], rec.Offset, "offsets are contiguous in partition %d", rec.Partition)
+		next[rec.Partition]++
+		if seen++; seen == total {
+			break
+		}
+	}
+	require.Empty(t, want)
+}
+
+// TestTCPKafkaClient has franz-go's kgo, a Kafka client that knows nothing
+// of partlog, produce to and consume from a node over TCP: the wire format
+// is Kafka's.
+func TestTCPKafkaClient(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2}))
+	addr := serveNode(t, n)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("study"),
+		kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"study": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+	require.NoError(t, err)
+	defer cl.Close()
+	const total = 200
+	for i := range total {
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "hello %d", i)}
+		require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+	}
+
+	// What kgo wrote, read back through the node's own API.
+	d, err := n.DescribeTopics("study")
+	require.NoError(t, err)
+	require.Equal(t, int64(total), d[0].Partitions[0].LogEndOffset+d[0].Partitions[1].LogEndOffset)
+
+	got := map[string]bool{}
+	next := map[int32]int64{}
+	for len(got) < total {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		for _, e := range fs.Errors() {
+			t.Fatalf("fetch error: %v", e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			require.Equal(t, next[r.Partition], r.Offset)
+			next[r.Partition]++
+			require.False(t, got[string(r.Value)], "record %q twice", r.Value)
+			got[string(r.Value)] = true
+		})
+	}
+	for i := range total {
+		require.True(t, got[fmt.Sprintf("hello %d", i)])
+	}
+}
