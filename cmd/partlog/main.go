@@ -12,6 +12,7 @@
 //	produce    produce a record per line of standard input
 //	consume    print records on standard output
 //	perf       measure producing and consuming speed
+//	serve      answer Kafka protocol requests for a data directory on TCP
 //	dump-log   print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
@@ -70,6 +71,7 @@ var commands = []command{
 	{"produce", "produce a record per line of standard input", runProduce},
 	{"consume", "print records on standard output", runConsume},
 	{"perf", "measure producing and consuming speed", runPerf},
+	{"serve", "answer Kafka protocol requests for a data directory on TCP", runServe},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
 }
 

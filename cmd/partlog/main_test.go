@@ -35,6 +35,7 @@ func TestHelpListsCommands(t *testing.T) {
 			"\tproduce    produce a record per line of standard input\n"+
 			"\tconsume    print records on standard output\n"+
 			"\tperf       measure producing and consuming speed\n"+
+			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
 			"\tdump-log   print the batches, records and index entries of segment files\n")
 	}
 }
