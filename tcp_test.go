@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -31,9 +33,34 @@ func serveNode(t *testing.T, n *partlog.Node) string {
 // TestTCPProducerConsumer runs partlog's producer and consumer in front of
 // a node they reach over TCP: every record arrives once, at contiguous
 // offsets, with its key and value.
+//
+// On the OS filesystem the node sends fetched records with sendfile; on the
+// in-memory one, which has no file descriptors, it sends bytes it read.
 func TestTCPProducerConsumer(t *testing.T) {
-	n := openNode(t, vfs.NewMem())
-	defer n.Close()
+	t.Run("fs=os", func(t *testing.T) {
+		n, err := partlog.Open(t.TempDir())
+		require.NoError(t, err)
+		fdsBefore := openFiles(t)
+		testTCPProducerConsumer(t, n)
+		require.NoError(t, n.Close())
+		require.LessOrEqual(t, openFiles(t), fdsBefore, "file ranges sent with sendfile are closed")
+	})
+	t.Run("fs=mem", func(t *testing.T) {
+		n := openNode(t, vfs.NewMem())
+		defer n.Close()
+		testTCPProducerConsumer(t, n)
+	})
+}
+
+// openFiles counts the process's open file descriptors.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(fds)
+}
+
+func testTCPProducerConsumer(t *testing.T, n *partlog.Node) {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 3}))
 	c, err := transport.Dial(ctx, serveNode(t, n), transport.DialOptions{})
@@ -123,4 +150,74 @@ func TestTCPKafkaClient(t *testing.T) {
 	for i := range total {
 		require.True(t, got[fmt.Sprintf("hello %d", i)])
 	}
+}
+
+// BenchmarkTCPFetch reads a partition of 1 KiB records, from the page
+// cache, through a consumer that reaches the node over loopback TCP: with
+// the records sent by sendfile, and read into memory and written.
+func BenchmarkTCPFetch(b *testing.B) {
+	const records, size = 200_000, 1024
+	n, err := partlog.Open(b.TempDir())
+	require.NoError(b, err)
+	defer n.Close()
+	ctx := context.Background()
+	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
+		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
+	p, err := producer.New(n, producer.Acks(transport.AcksLeader), producer.BatchSize(1<<20))
+	require.NoError(b, err)
+	value := make([]byte, size)
+	for range records {
+		p.Produce(ctx, &producer.Record{Topic: "bench", Value: value}, nil)
+	}
+	require.NoError(b, p.Close())
+	for _, copyRecords := range []bool{false, true} {
+		name := "sendfile"
+		if copyRecords {
+			name = "copy"
+		}
+		b.Run(name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(b, err)
+			s := transport.NewServer(n, transport.ServerOptions{CopyRecords: copyRecords})
+			go s.Serve(ln)
+			defer s.Close()
+			c, err := transport.Dial(ctx, ln.Addr().String(), transport.DialOptions{})
+			require.NoError(b, err)
+			defer c.Close()
+			b.SetBytes(records * size)
+			b.ResetTimer()
+			for range b.N {
+				for off := int64(0); off < records; {
+					resp, err := c.Fetch(ctx, &transport.FetchRequest{ReplicaID: -1, MaxBytes: 8 << 20, Topics: []transport.FetchTopic{{Topic: "bench",
+						Partitions: []transport.FetchPartition{{FetchOffset: off, MaxBytes: 8 << 20}}}}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					pr := resp.Topics[0].Partitions[0]
+					if pr.Err != nil || len(pr.Records) == 0 {
+						b.Fatalf("fetch at %d: %v, %d bytes", off, pr.Err, len(pr.Records))
+					}
+					h, err := record.ParseHeader(pr.Records[len(pr.Records)-lastBatchSize(b, pr.Records):])
+					if err != nil {
+						b.Fatal(err)
+					}
+					off = h.NextOffset()
+				}
+			}
+		})
+	}
+}
+
+// lastBatchSize returns the size of the last batch in data.
+func lastBatchSize(b *testing.B, data []byte) int {
+	last := 0
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = h.Size()
+		data = data[last:]
+	}
+	return last
 }

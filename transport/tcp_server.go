@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,6 +31,10 @@ type ServerOptions struct {
 	IdleTimeout time.Duration
 	// Logger receives connection errors. Nil discards them.
 	Logger *slog.Logger
+	// CopyRecords makes the server send fetched records from memory,
+	// read by the node, rather than from their segment files with
+	// sendfile: for comparing the two.
+	CopyRecords bool
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -155,6 +160,11 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 	if advertised == "" {
 		advertised = local.String()
 	}
+	// Fetch answers go out with sendfile where the connection is a socket.
+	sc, _ := c.(syscall.Conn)
+	if s.opts.CopyRecords {
+		sc = nil
+	}
 	var out []byte
 	for {
 		c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
@@ -169,7 +179,8 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
-		out, err = s.answer(out[:0], frame, advertised)
+		var files []filePiece
+		out, files, err = s.answer(out[:0], frame, advertised, sc)
 		if err != nil {
 			// Kafka closes a connection whose request it cannot parse.
 			s.opts.Logger.Warn("transport: bad request", "remote", c.RemoteAddr(), "err", err)
@@ -178,7 +189,16 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		if len(out) == 0 {
 			continue // acks=0: no answer
 		}
-		if _, err := w.Write(out); err != nil {
+		if len(files) > 0 {
+			err = writeFrameWithFiles(w, sc, out, files)
+			for _, f := range files {
+				f.file.Close()
+			}
+		} else {
+			_, err = w.Write(out)
+		}
+		if err != nil {
+			s.opts.Logger.Debug("transport: write answer", "remote", c.RemoteAddr(), "err", err)
 			return
 		}
 		if r.Buffered() == 0 { // no pipelined request waiting: send now
@@ -213,30 +233,42 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 }
 
 // answer handles one request frame and appends its response frame to out,
-// or nothing for a request that gets none.
-func (s *Server) answer(out, frame []byte, advertised string) ([]byte, error) {
+// or nothing for a request that gets none. A Fetch answer on a socket
+// (sc not nil) leaves its records in their files: the pieces say where
+// they go in the frame, and the caller closes them.
+func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) ([]byte, []filePiece, error) {
 	h, req, body, err := parseRequestHeader(frame)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
-		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(h.apiVersion)), nil
+		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(h.apiVersion)), nil, nil
 	}
 	rng, ok := supportedRange(h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
-		return nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion)
+		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion)
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d: %v", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
+		return nil, nil, fmt.Errorf("%w: %s v%d: %v", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
+	}
+	if fr, ok := req.(*kmsg.FetchRequest); ok {
+		r := fetchFromWire(fr)
+		r.FileRecords = sc != nil
+		resp, err := s.handler.Fetch(s.ctx, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
+		return out, pieces, nil
 	}
 	resp, err := s.dispatch(req, h.apiVersion, advertised)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp == nil {
-		return out, nil
+		return out, nil, nil
 	}
-	return appendResponseFrame(out, h.correlationID, resp), nil
+	return appendResponseFrame(out, h.correlationID, resp), nil, nil
 }
 
 // dispatch calls the handler for one decoded request.
@@ -255,12 +287,6 @@ func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (k
 			return nil, nil
 		}
 		return produceResponseToWire(resp, version), nil
-	case *kmsg.FetchRequest:
-		resp, err := s.handler.Fetch(ctx, fetchFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return fetchResponseToWire(resp, version), nil
 	case *kmsg.ListOffsetsRequest:
 		resp, err := s.handler.ListOffsets(ctx, listOffsetsFromWire(req))
 		if err != nil {

@@ -159,7 +159,7 @@ func TestTCPRoundTrip(t *testing.T) {
 	require.Equal(t, &FetchRequest{ReplicaID: ConsumerReplicaID, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
 		Isolation: ReadCommitted, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{
 			{Partition: 3, CurrentLeaderEpoch: 4, FetchOffset: 17, LastFetchedEpoch: 2, LogStartOffset: -1, MaxBytes: 4096},
-		}}}}, f.fetches[0])
+		}}}, FileRecords: true}, f.fetches[0], "a server on a socket asks for records in files")
 	fp := fresp.Topics[0].Partitions[0]
 	require.Equal(t, FetchPartitionResponse{Partition: 3, HighWatermark: 100, LastStableOffset: 90, LogStartOffset: 3,
 		Records: []byte("records of t-3 from 17")}, fp)
