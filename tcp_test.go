@@ -221,3 +221,49 @@ func lastBatchSize(b *testing.B, data []byte) int {
 	}
 	return last
 }
+
+// TestTCPAdmin creates, describes and deletes topics over TCP, with the
+// node's typed errors arriving as Kafka's codes.
+func TestTCPAdmin(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx := context.Background()
+	c, err := transport.Dial(ctx, serveNode(t, n), transport.DialOptions{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	cresp, err := c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{
+		{Name: "orders", Partitions: 3, Configs: map[string]string{"retention.ms": "60000"}},
+		{Name: "bad name!", Partitions: 1},
+		{Name: "zero", Partitions: -2},
+	}})
+	require.NoError(t, err)
+	require.Len(t, cresp.Topics, 3)
+	require.NoError(t, cresp.Topics[0].Err)
+	require.ErrorIs(t, cresp.Topics[1].Err, transport.ErrInvalidTopic)
+	require.ErrorIs(t, cresp.Topics[2].Err, transport.ErrInvalidPartitions)
+	cresp, err = c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{Name: "orders"}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, cresp.Topics[0].Err, transport.ErrTopicAlreadyExists)
+
+	d, err := n.DescribeTopics("orders")
+	require.NoError(t, err)
+	require.Len(t, d[0].Partitions, 3)
+
+	dc, err := c.DescribeConfigs(ctx, &transport.DescribeConfigsRequest{Topics: []string{"orders", "nope"}})
+	require.NoError(t, err)
+	require.NoError(t, dc.Topics[0].Err)
+	configs := map[string]transport.ConfigEntry{}
+	for _, e := range dc.Topics[0].Configs {
+		configs[e.Name] = e
+	}
+	require.Equal(t, transport.ConfigEntry{Name: "retention.ms", Value: "60000"}, configs["retention.ms"])
+	require.Equal(t, transport.ConfigEntry{Name: "cleanup.policy", Value: "delete", IsDefault: true}, configs["cleanup.policy"])
+	require.ErrorIs(t, dc.Topics[1].Err, transport.ErrUnknownTopicOrPartition)
+
+	dresp, err := c.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{"orders", "nope"}})
+	require.NoError(t, err)
+	require.NoError(t, dresp.Topics[0].Err)
+	require.ErrorIs(t, dresp.Topics[1].Err, transport.ErrUnknownTopicOrPartition)
+	require.Empty(t, n.ListTopics())
+}

@@ -27,7 +27,7 @@ func FuzzServerRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rng, ok := supportedRange(h.apiKey)
+		rng, ok := findRange(supportedAPIs, h.apiKey)
 		if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
 			return
 		}

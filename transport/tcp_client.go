@@ -281,6 +281,45 @@ func (c *TCPClient) Metadata(ctx context.Context, req *MetadataRequest) (*Metada
 	return metadataResponseFromWire(resp.(*kmsg.MetadataResponse)), nil
 }
 
+// CreateTopics sends a CreateTopics request.
+func (c *TCPClient) CreateTopics(ctx context.Context, req *CreateTopicsRequest) (*CreateTopicsResponse, error) {
+	v, err := c.version(19)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, createTopicsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return createTopicsResponseFromWire(resp.(*kmsg.CreateTopicsResponse)), nil
+}
+
+// DeleteTopics sends a DeleteTopics request.
+func (c *TCPClient) DeleteTopics(ctx context.Context, req *DeleteTopicsRequest) (*DeleteTopicsResponse, error) {
+	v, err := c.version(20)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, deleteTopicsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return deleteTopicsResponseFromWire(resp.(*kmsg.DeleteTopicsResponse)), nil
+}
+
+// DescribeConfigs sends a DescribeConfigs request.
+func (c *TCPClient) DescribeConfigs(ctx context.Context, req *DescribeConfigsRequest) (*DescribeConfigsResponse, error) {
+	v, err := c.version(32)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, describeConfigsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return describeConfigsResponseFromWire(resp.(*kmsg.DescribeConfigsResponse)), nil
+}
+
 // wireConn is one TCP connection: requests are written under a lock, each
 // with the next correlation id, and a reader goroutine hands each response
 // to the request waiting for it.
@@ -435,4 +474,7 @@ func (wc *wireConn) readLoop() {
 	}
 }
 
-var _ Client = (*TCPClient)(nil)
+var (
+	_ Client      = (*TCPClient)(nil)
+	_ AdminClient = (*TCPClient)(nil)
+)

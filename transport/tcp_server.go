@@ -66,6 +66,7 @@ var ErrServerClosed = errors.New("transport: server closed")
 type Server struct {
 	handler Client
 	opts    ServerOptions
+	apis    []apiRange // what ApiVersions reports
 	ctx     context.Context // ends at Close: handlers stop waiting
 	cancel  context.CancelFunc
 
@@ -80,7 +81,7 @@ type Server struct {
 func NewServer(handler Client, opts ServerOptions) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		handler: handler, opts: opts.withDefaults(), ctx: ctx, cancel: cancel,
+		handler: handler, opts: opts.withDefaults(), apis: apisFor(handler), ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
 	}
 }
@@ -242,9 +243,9 @@ func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) (
 		return nil, nil, err
 	}
 	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
-		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(h.apiVersion)), nil, nil
+		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, h.apiVersion)), nil, nil
 	}
-	rng, ok := supportedRange(h.apiKey)
+	rng, ok := findRange(s.apis, h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
 		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion)
 	}
@@ -301,6 +302,34 @@ func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (k
 		fillAddresses(resp, advertised)
 		return metadataResponseToWire(resp, version), nil
 	}
+	if admin, ok := s.handler.(AdminClient); ok {
+		return s.dispatchAdmin(ctx, admin, req, version)
+	}
+	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// dispatchAdmin calls an AdminClient handler for one decoded request.
+func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Request, version int16) (kmsg.Response, error) {
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp, err := h.CreateTopics(ctx, createTopicsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return createTopicsResponseToWire(resp, version), nil
+	case *kmsg.DeleteTopicsRequest:
+		resp, err := h.DeleteTopics(ctx, deleteTopicsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return deleteTopicsResponseToWire(resp, version), nil
+	case *kmsg.DescribeConfigsRequest:
+		resp, err := h.DescribeConfigs(ctx, describeConfigsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return describeConfigsResponseToWire(req, resp, version), nil
+	}
 	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
@@ -325,14 +354,14 @@ func fillAddresses(resp *MetadataResponse, advertised string) {
 // apiVersionsResponse answers ApiVersions: the APIs and versions the
 // server supports, or UNSUPPORTED_VERSION in a v0 answer when the client
 // asked in a version newer than the server knows (KIP-511).
-func apiVersionsResponse(version int16) kmsg.Response {
+func apiVersionsResponse(apis []apiRange, version int16) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	if rng, _ := supportedRange(18); version > rng.max || version < 0 {
+	if rng, _ := findRange(apis, 18); version > rng.max || version < 0 {
 		version = 0
 		resp.ErrorCode = 35 // UNSUPPORTED_VERSION
 	}
 	resp.Version = version
-	for _, r := range supportedAPIs {
+	for _, r := range apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
 		resp.ApiKeys = append(resp.ApiKeys, k)

@@ -20,8 +20,9 @@ type apiRange struct {
 	min, max int16
 }
 
-// supportedAPIs are the APIs and versions partlog's TCP server answers and
-// its client sends, as ApiVersions reports them. The minimums are the first
+// supportedAPIs are the APIs and versions partlog's TCP client sends and
+// its server answers (the admin APIs only for a handler that is an
+// AdminClient), as ApiVersions reports them. The minimums are the first
 // versions that carry RecordBatch v2 (magic 2); the maximums the last that
 // name topics rather than topic ids.
 var supportedAPIs = []apiRange{
@@ -30,11 +31,29 @@ var supportedAPIs = []apiRange{
 	{key: 2, min: 1, max: 7},  // ListOffsets
 	{key: 3, min: 1, max: 12}, // Metadata
 	{key: 18, min: 0, max: 3}, // ApiVersions
+	{key: 19, min: 2, max: 7}, // CreateTopics
+	{key: 20, min: 1, max: 5}, // DeleteTopics
+	{key: 32, min: 1, max: 4}, // DescribeConfigs
 }
 
-// supportedRange returns the versions of the API key the server answers.
-func supportedRange(key int16) (apiRange, bool) {
+// adminAPIs are the keys of the AdminClient's APIs.
+var adminAPIs = map[int16]bool{19: true, 20: true, 32: true}
+
+// apisFor returns the APIs a server with handler h answers.
+func apisFor(h Client) []apiRange {
+	_, admin := h.(AdminClient)
+	var apis []apiRange
 	for _, r := range supportedAPIs {
+		if !adminAPIs[r.key] || admin {
+			apis = append(apis, r)
+		}
+	}
+	return apis
+}
+
+// findRange returns the versions of the API key in apis.
+func findRange(apis []apiRange, key int16) (apiRange, bool) {
+	for _, r := range apis {
 		if r.key == key {
 			return r, true
 		}
