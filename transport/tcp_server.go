@@ -66,7 +66,7 @@ var ErrServerClosed = errors.New("transport: server closed")
 type Server struct {
 	handler Client
 	opts    ServerOptions
-	apis    []apiRange // what ApiVersions reports
+	apis    []apiRange      // what ApiVersions reports
 	ctx     context.Context // ends at Close: handlers stop waiting
 	cancel  context.CancelFunc
 
