@@ -39,7 +39,31 @@ const flushBytes = 1 << 20
 // stays, when the run is one segment from which nothing would go.
 func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*segment.Segment, error) {
 	l := c.l
-	out, err := segment.CreateWithSuffix(l.fs, l.dir, group[0].BaseOffset(), c.now, l.opts.segmentOptions(), segment.CleanedSuffix)
+	if len(group) == 1 {
+		// Most segments of a clean section change on no clean: find out
+		// cheaply, without creating files and syncing them.
+		change, err := c.wouldChange(group[0])
+		if err != nil || !change {
+			return nil, err
+		}
+	}
+	// The cleaned segment is no larger than the group (but for a few bytes
+	// of delete horizons): its indexes need no more room than the group's
+	// bytes call for, which spares preallocating segment.index.bytes.
+	var groupBytes int64
+	for _, s := range group {
+		groupBytes += s.Size()
+	}
+	so := l.opts.segmentOptions()
+	interval := int64(max(so.IndexIntervalBytes, 1))
+	if so.IndexIntervalBytes == 0 {
+		interval = 4096
+	}
+	need := (groupBytes/interval + 16) * 12
+	if so.MaxIndexBytes == 0 || need < int64(so.MaxIndexBytes) {
+		so.MaxIndexBytes = int(need)
+	}
+	out, err := segment.CreateWithSuffix(l.fs, l.dir, group[0].BaseOffset(), c.now, so, segment.CleanedSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("log: clean %s: %w", l.dir, err)
 	}
@@ -92,6 +116,29 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 		return fail(err)
 	}
 	return out, nil
+}
+
+// wouldChange reports whether cleaning would change the segment, reading
+// it up to the first batch that changes.
+func (c *cleaner) wouldChange(s *segment.Segment) (bool, error) {
+	saved := *c.stats
+	defer func() { *c.stats = saved }()
+	size := s.Size()
+	sc := segment.NewScanner(s.File(), 0, size, segment.ScanVerified)
+	for sc.Next() {
+		h := sc.Header()
+		_, same, err := c.filter(h, sc.Batch(), sc.Pos()+int64(h.Size()) == size)
+		if err != nil {
+			return false, fmt.Errorf("log: clean %s: segment %d at %d: %w", c.l.dir, s.BaseOffset(), sc.Pos(), err)
+		}
+		if !same {
+			return true, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, fmt.Errorf("log: clean %s: %w", c.l.dir, err)
+	}
+	return false, nil
 }
 
 // write appends the buffered batches to the cleaned segment.

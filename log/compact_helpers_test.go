@@ -2,13 +2,18 @@ package log_test
 
 import (
 	"fmt"
-	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	plog "github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 )
+
+// tb is what the helpers need of a *testing.T or *rapid.T.
+type tb interface {
+	require.TestingT
+	Helper()
+}
 
 // kv is one record of a compacted topic; tomb makes it a tombstone.
 type kv struct {
@@ -51,12 +56,12 @@ func keyedBatch(opts record.BatchOptions, ts int64, kvs ...kv) []byte {
 type history []written
 
 // appendKV appends kvs as one batch and records them.
-func (h *history) appendKV(t testing.TB, l *plog.Log, ts int64, kvs ...kv) plog.AppendInfo {
+func (h *history) appendKV(t tb, l *plog.Log, ts int64, kvs ...kv) plog.AppendInfo {
 	t.Helper()
 	return h.appendWith(t, l, record.DefaultBatchOptions(), ts, kvs...)
 }
 
-func (h *history) appendWith(t testing.TB, l *plog.Log, opts record.BatchOptions, ts int64, kvs ...kv) plog.AppendInfo {
+func (h *history) appendWith(t tb, l *plog.Log, opts record.BatchOptions, ts int64, kvs ...kv) plog.AppendInfo {
 	t.Helper()
 	info, err := l.Append(keyedBatch(opts, ts, kvs...))
 	require.NoError(t, err)
@@ -107,7 +112,7 @@ func (h history) at(offset int64) (written, bool) {
 
 // readKV reads every record of the log from its start, checking that
 // offsets increase.
-func readKV(t testing.TB, l *plog.Log) []written {
+func readKV(t tb, l *plog.Log) []written {
 	t.Helper()
 	var out []written
 	last := int64(-1)
@@ -140,7 +145,7 @@ func readKV(t testing.TB, l *plog.Log) []written {
 // history, whatever the cleans did: each record read is the one appended at
 // its offset; each key's latest record is there, unless it is a tombstone
 // (which may have expired); and no key's value is older than the latest.
-func requireConsistent(t testing.TB, h history, got []written, what string) {
+func requireConsistent(t tb, h history, got []written, what string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, w := range got {
