@@ -29,11 +29,11 @@ func cleanCrashFixture(t *testing.T) (*vfs.MemFS, history, plog.Options) {
 	require.NoError(t, err)
 	var h history
 	rng := rand.New(rand.NewPCG(11, 12))
-	fill(t, l, &h, rng, 60, 8, 1)
+	fill(t, l, &h, rng, 40, 8, 1)
 	h.appendKV(t, l, 1, del("k1"), del("k2"))
-	fill(t, l, &h, rng, 60, 8, 1)
+	fill(t, l, &h, rng, 40, 8, 1)
 	h.appendKV(t, l, 1, del("k3"))
-	fill(t, l, &h, rng, 30, 6, 1)
+	fill(t, l, &h, rng, 25, 6, 1)
 	require.NoError(t, d.Close())
 	return base, h, opts
 }
