@@ -74,7 +74,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	changed := len(group) > 1
 	c.out, c.headers = c.out[:0], c.headers[:0]
 	for i, s := range group {
-		if err := ctx.Err(); err != nil {
+		if err := c.l.cleanCheck(ctx); err != nil {
 			return fail(err)
 		}
 		size := s.Size()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partlog/partlog/segment"
 )
@@ -156,9 +157,11 @@ func (l *Log) FirstDirtyOffset() int64 {
 // Each cleaned segment is written aside (".cleaned"), made durable, then
 // swapped in crash-safely (see Open): appends and reads go on meanwhile,
 // blocked only while the segment list changes. Clean returns ctx's error
-// when ctx ends first, and ErrCleanAborted when retention or truncation
-// changed the segments under it. A failure while swapping fails the log
-// (ErrStorage); Open then completes the swap.
+// when ctx ends first, ErrClosed when the log is closed meanwhile (Close
+// stops the clean and waits for it), and ErrCleanAborted when retention or
+// truncation changed the segments under it. Before a swap commits, an
+// error leaves the log as it was, its .cleaned files removed; a failure
+// while swapping fails the log (ErrStorage), and Open completes the swap.
 func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	if !l.opts.CleanupPolicy.Compacts() {
 		return CleanStats{}, nil
@@ -181,18 +184,18 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	st.Cleaned = true
 	c := newCleaner(l, now, &st)
 	if err := c.buildOffsetMap(ctx, p.cleanable[p.dirty:]); err != nil {
-		return st, err
+		return st, l.cleanFailed(p, err)
 	}
 	if err := c.findProducerTails(ctx, p.all); err != nil {
-		return st, err
+		return st, l.cleanFailed(p, err)
 	}
 	for _, group := range groupSegments(p.cleanable, l.opts.SegmentBytes) {
-		if err := ctx.Err(); err != nil {
+		if err := l.cleanCheck(ctx); err != nil {
 			return st, err
 		}
 		cleaned, err := c.cleanGroup(ctx, group)
 		if err != nil {
-			return st, err
+			return st, l.cleanFailed(p, err)
 		}
 		if cleaned == nil {
 			continue // nothing to remove: the segment stays as it is
@@ -231,6 +234,23 @@ type cleaning struct {
 	// generation counts truncations, which invalidate a clean in progress
 	// (a segment it rewrites may have been cut). Changed under appendMu.
 	generation uint64
+	// closing tells a clean in progress to stop: Close waits for it.
+	closing atomic.Bool
+}
+
+// stopCleaning makes a clean in progress stop at its next segment and waits
+// for it, leaving cleaning.mu held. Close calls it.
+func (l *Log) stopCleaning() {
+	l.cleaning.closing.Store(true)
+	l.cleaning.mu.Lock()
+}
+
+// cleanCheck says whether a clean may go on.
+func (l *Log) cleanCheck(ctx context.Context) error {
+	if l.cleaning.closing.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
 }
 
 // noteTruncation records that the log was cut at offset: nothing at or
@@ -241,6 +261,25 @@ func (l *Log) noteTruncation(offset int64) {
 	l.cleaning.generation++
 	l.cleaning.firstDirty = min(l.cleaning.firstDirty, offset)
 	l.mu.Unlock()
+}
+
+// cleanFailed explains an error that stopped a clean: when retention or
+// truncation changed the segments under it (closing the ones it read), the
+// clean was aborted.
+func (l *Log) cleanFailed(p cleanPlan, err error) error {
+	if errors.Is(err, ErrClosed) || l.cleanCheck(context.Background()) != nil {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	changed := l.cleaning.generation != p.generation
+	for _, s := range p.cleanable {
+		changed = changed || !slices.Contains(l.segments, s)
+	}
+	if changed {
+		return fmt.Errorf("%w (%v)", ErrCleanAborted, err)
+	}
+	return err
 }
 
 // cleanPlan is what a clean works on.

@@ -228,6 +228,8 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // Close flushes everything, closes the files and releases the directory.
 // A log that failed (ErrStorage) is closed without flushing.
 func (l *Log) Close() error {
+	l.stopCleaning()
+	defer l.cleaning.mu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.isClosed() {

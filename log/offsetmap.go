@@ -42,7 +42,7 @@ func (m *offsetMap) superseded(key []byte, offset int64) bool {
 // are never kept, so neither goes in.
 func (c *cleaner) buildOffsetMap(ctx context.Context, dirty []*segment.Segment) error {
 	for _, s := range dirty {
-		if err := ctx.Err(); err != nil {
+		if err := c.l.cleanCheck(ctx); err != nil {
 			return err
 		}
 		sc := segment.NewScanner(s.File(), 0, s.Size(), segment.ScanBatches)
@@ -75,7 +75,7 @@ func (c *cleaner) buildOffsetMap(ctx context.Context, dirty []*segment.Segment) 
 // from the header of its last batch, as Kafka's cleaner keeps them.
 func (c *cleaner) findProducerTails(ctx context.Context, segs []*segment.Segment) error {
 	for _, s := range segs {
-		if err := ctx.Err(); err != nil {
+		if err := c.l.cleanCheck(ctx); err != nil {
 			return err
 		}
 		sc := segment.NewScanner(s.File(), 0, s.Size(), segment.ScanHeaders)
