@@ -49,7 +49,7 @@ func produceKeyed(t *testing.T, n *partlog.Node, topic string, rounds int) []kvR
 	}
 	var out []kvRecord
 	for i, r := range recs {
-		require.Equal(t, int64(i), r.Offset)
+		require.Equal(t, recs[0].Offset+int64(i), r.Offset)
 		out = append(out, kvRecord{offset: r.Offset, key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil})
 	}
 	return out
@@ -208,4 +208,66 @@ func TestNodeBackgroundCleaner(t *testing.T) {
 	defer n.Close()
 	got := consumeAll(t, n, "profiles")
 	requireCompacted(t, written, got)
+}
+
+// TestNodeCompactedTopicTombstonesAndRetention checks the topic configs
+// end to end: with delete.retention.ms=0 a tombstone survives the clean
+// that first keeps it and goes at the next; compact,delete applies
+// retention.bytes while compact alone does not.
+func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.LogCleanerInterval(0))
+	defer n.Close()
+	ctx := context.Background()
+	configs := map[string]string{"delete.retention.ms": "0"}
+	for k, v := range compactConfigs {
+		configs[k] = v
+	}
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "profiles", Configs: configs}))
+	written := produceKeyed(t, n, "profiles", 10)
+	require.NoError(t, n.CleanNow(ctx))
+	got := consumeAll(t, n, "profiles")
+	requireCompacted(t, written, got)
+	tombstones := func(recs []kvRecord) (keys []string) {
+		for _, r := range recs {
+			if r.tombstone {
+				keys = append(keys, r.key)
+			}
+		}
+		return keys
+	}
+	require.Equal(t, []string{"k3", "k7"}, tombstones(got))
+	// Other keys' records seal the tombstones' segment; a clean stamps
+	// their delete horizon (now, with delete.retention.ms=0) and keeps
+	// them; the next clean of their segment removes them.
+	filler := func() {
+		p, err := producer.New(n)
+		require.NoError(t, err)
+		defer p.Close()
+		for i := range 20 {
+			r := &producer.Record{Topic: "profiles", Key: fmt.Appendf(nil, "f%d", i%3), Value: []byte("filler-filler-filler")}
+			require.NoError(t, p.ProduceSync(ctx, r).FirstErr())
+		}
+	}
+	filler()
+	require.NoError(t, n.CleanNow(ctx))
+	require.Equal(t, []string{"k3", "k7"}, tombstones(consumeAll(t, n, "profiles")), "kept by the clean that stamps their horizon")
+	filler()
+	require.NoError(t, n.CleanNow(ctx))
+	for _, r := range consumeAll(t, n, "profiles") {
+		require.NotContains(t, []string{"k3", "k7"}, r.key, "%v outlived delete.retention.ms=0", r)
+	}
+
+	for _, tc := range []struct {
+		policy  string
+		retains bool
+	}{{"compact", false}, {"compact,delete", true}} {
+		name := "t-" + tc.policy[:7] + fmt.Sprint(tc.retains)
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: name, Configs: map[string]string{
+			"cleanup.policy": tc.policy, "segment.bytes": "1024", "retention.bytes": "1024"}}))
+		produceKeyed(t, n, name, 20)
+		require.NoError(t, n.EnforceRetention())
+		d, err := n.DescribeTopics(name)
+		require.NoError(t, err)
+		require.Equal(t, tc.retains, d[0].Partitions[0].LogStartOffset > 0, tc.policy)
+	}
 }
