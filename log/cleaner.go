@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
 )
@@ -59,10 +60,11 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	if so.IndexIntervalBytes == 0 {
 		interval = 4096
 	}
-	need := (groupBytes/interval + 16) * 12
-	if so.MaxIndexBytes == 0 || need < int64(so.MaxIndexBytes) {
-		so.MaxIndexBytes = int(need)
+	limit := int64(so.MaxIndexBytes)
+	if limit == 0 {
+		limit = index.DefaultMaxBytes
 	}
+	so.MaxIndexBytes = int(min((groupBytes/interval+16)*12, limit))
 	out, err := segment.CreateWithSuffix(l.fs, l.dir, group[0].BaseOffset(), c.now, so, segment.CleanedSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("log: clean %s: %w", l.dir, err)
