@@ -174,6 +174,7 @@ func (c topicConfig) logOptions() log.Options {
 	if o.IndexIntervalBytes == 0 {
 		o.IndexIntervalBytes = 1 // an entry per batch
 	}
+	c.cleanerOptions(&o)
 	switch flush := c.long(ConfigFlushMessages); {
 	case flush == 1:
 		o.SyncBeforeAck = true
@@ -192,5 +193,6 @@ func (c topicConfig) partitionOptions() partition.Options {
 		MinInsyncReplicas:    int(c.long(ConfigMinInsyncReplicas)),
 		DurableHighWatermark: c.long(ConfigFlushMessages) == 1,
 		LogAppendTime:        c.values[ConfigTimestampType] == "LogAppendTime",
+		Compacted:            c.compacted(),
 	}
 }

@@ -86,6 +86,7 @@ func Open(dir string, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n.runEvery(o.retentionInterval, n.enforceRetention)
+	n.startCleaner()
 	n.runEvery(o.checkpointInterval, func() {
 		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
 			n.logger.Error("writing checkpoints failed", "err", err)

@@ -23,6 +23,7 @@ type nodeOptions struct {
 	now                func() time.Time
 	retentionInterval  time.Duration
 	checkpointInterval time.Duration
+	cleanerInterval    time.Duration
 	topicDefaults      map[string]string
 }
 
@@ -34,6 +35,7 @@ func defaultNodeOptions() nodeOptions {
 		now:                time.Now,
 		retentionInterval:  5 * time.Minute,
 		checkpointInterval: time.Minute,
+		cleanerInterval:    defaultCleanerInterval,
 	}
 }
 

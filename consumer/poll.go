@@ -98,6 +98,12 @@ func (c *Consumer) collect() (Fetches, <-chan struct{}, error) {
 		}
 		taken = append(taken, r.p)
 		recs, err := c.decodeRun(&r, max-n, n == 0)
+		if len(recs) == 0 && err == nil {
+			// Batches without records for us (a compacted topic's
+			// emptied batches and gaps) moved the position only: take
+			// from the partition again, and let startLocked fetch on.
+			taken = taken[:len(taken)-1]
+		}
 		if len(recs) > 0 {
 			out = append(out, FetchPartition{
 				Topic: r.tp.Topic, Partition: r.tp.Partition,

@@ -19,6 +19,9 @@ const (
 	RecoveryPointFileName  = "recovery-point-offset-checkpoint"
 	LogStartOffsetFileName = "log-start-offset-checkpoint"
 	CleanShutdownFileName  = ".kafka_cleanshutdown"
+	// CleanerOffsetFileName holds each compacted log's first dirty offset:
+	// where the next Clean's dirty section starts.
+	CleanerOffsetFileName = "cleaner-offset-checkpoint"
 )
 
 // TopicPartition names a partition.
@@ -72,6 +75,7 @@ type Dir struct {
 	// the logs that are not open.
 	recoveryPoints  map[string]int64
 	logStartOffsets map[string]int64
+	firstDirty      map[string]int64
 	logs            map[string]*Log
 	closed          bool
 }
@@ -114,6 +118,11 @@ func (d *Dir) load() error {
 	if err != nil {
 		d.logger.Warn("ignoring log start offset checkpoint", "err", err)
 		d.logStartOffsets = map[string]int64{}
+	}
+	d.firstDirty, err = readOffsetCheckpoint(d.fs, path.Join(d.path, CleanerOffsetFileName))
+	if err != nil {
+		d.logger.Warn("ignoring cleaner offset checkpoint", "err", err)
+		d.firstDirty = map[string]int64{}
 	}
 	marker := path.Join(d.path, CleanShutdownFileName)
 	if _, err := d.fs.Stat(marker); err == nil {
@@ -174,6 +183,7 @@ func (d *Dir) Open(tp TopicPartition, opts Options) (*Log, error) {
 	if start, ok := d.logStartOffsets[name]; ok {
 		opts.LogStartOffset = start
 	}
+	opts.FirstDirtyOffset = d.firstDirty[name]
 	if opts.Logger == nil {
 		opts.Logger = d.logger
 	}
@@ -198,6 +208,7 @@ func (d *Dir) Remove(tp TopicPartition) error {
 	}
 	delete(d.recoveryPoints, name)
 	delete(d.logStartOffsets, name)
+	delete(d.firstDirty, name)
 	if err := d.fs.RemoveAll(path.Join(d.path, name)); err != nil {
 		return fmt.Errorf("log: remove %s: %w", name, err)
 	}
@@ -222,9 +233,18 @@ func (d *Dir) Checkpoint() error {
 func (d *Dir) checkpointLocked() error {
 	rps := maps(d.recoveryPoints)
 	starts := maps(d.logStartOffsets)
+	dirty := maps(d.firstDirty)
 	for name, l := range d.logs {
 		rps[name] = l.RecoveryPoint()
 		starts[name] = l.LogStartOffset()
+		if l.opts.CleanupPolicy.Compacts() {
+			dirty[name] = l.FirstDirtyOffset()
+		}
+	}
+	if len(dirty) > 0 {
+		if err := writeOffsetCheckpoint(d.fs, path.Join(d.path, CleanerOffsetFileName), dirty); err != nil {
+			return err
+		}
 	}
 	if err := writeOffsetCheckpoint(d.fs, path.Join(d.path, RecoveryPointFileName), rps); err != nil {
 		return err

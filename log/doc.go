@@ -40,6 +40,17 @@
 // cache. A Dir remembers recovery points and clean shutdowns for the logs
 // under one directory, as Kafka's log directory does.
 //
+// # Compaction
+//
+// A log whose CleanupPolicy includes compact is compacted by Clean, as
+// Kafka's log cleaner does it: the latest record of each key stays at its
+// offset and older ones go, tombstones go DeleteRetentionMs after the clean
+// that first kept them, and control batches and each producer's last batch
+// stay. A cleaned segment replaces the ones it came from crash-safely
+// through ".cleaned", ".swap" and ".deleted" files, which Open finishes or
+// rolls back. A Dir keeps each log's first dirty offset in Kafka's
+// cleaner-offset-checkpoint.
+//
 // # Concurrency
 //
 // A Log is safe for concurrent use. Appends are serialised; reads run in

@@ -12,6 +12,9 @@ import (
 // load opens the segments found in the directory, recovering those the
 // Options say may be damaged, and sets the log's offsets.
 func (l *Log) load() error {
+	if err := l.completeSwaps(); err != nil {
+		return err
+	}
 	bases, err := l.scanDir()
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ type Log struct {
 
 	flush  flusher
 	groups writeGroups
+
+	// cleaning is the log cleaner's state (compact.go).
+	cleaning cleaning
 }
 
 // Open opens the log in dir, creating the directory if needed, and locks
@@ -66,6 +69,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.lock = lock
 	l.epochs = newEpochCache(l.fs, l.dir)
+	l.cleaning.firstDirty = opts.FirstDirtyOffset
 	if err := l.load(); err != nil {
 		for _, s := range l.segments {
 			s.Close()
@@ -73,6 +77,9 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
+	// Records past the end of the log when the checkpoint was written may
+	// have been lost since; what is appended there is dirty.
+	l.cleaning.firstDirty = min(l.cleaning.firstDirty, l.leo.Load())
 	l.flush.init(l)
 	return l, nil
 }
@@ -221,6 +228,8 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // Close flushes everything, closes the files and releases the directory.
 // A log that failed (ErrStorage) is closed without flushing.
 func (l *Log) Close() error {
+	l.stopCleaning()
+	defer l.cleaning.mu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.isClosed() {

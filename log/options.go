@@ -65,6 +65,27 @@ type Options struct {
 	// open (it can be above the first segment's base after
 	// DeleteRecordsBefore). It is also the first offset of a new log.
 	LogStartOffset int64
+
+	// CleanupPolicy is cleanup.policy: whether DeleteRetained applies
+	// retention.ms and retention.bytes, and whether Clean compacts. The
+	// zero value is CleanupDelete, Kafka's default.
+	CleanupPolicy CleanupPolicy
+	// DeleteRetentionMs is delete.retention.ms: how long a tombstone (a
+	// record with a null value) stays after the clean that first kept it
+	// as the latest value of its key. Zero means 1 day; negative means
+	// none, so the next clean removes it.
+	DeleteRetentionMs time.Duration
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: Clean compacts
+	// only once the dirty bytes are at least this share of the cleanable
+	// bytes. Zero means 0.5; negative means 0 (any dirty byte).
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms: a segment whose newest
+	// record is younger than this stays dirty. Zero means 0.
+	MinCompactionLagMs time.Duration
+	// FirstDirtyOffset is the log's entry in the cleaner checkpoint when
+	// it was last open: the offset below which Clean had compacted it. A
+	// Dir supplies it. Zero means the whole log is dirty.
+	FirstDirtyOffset int64
 }
 
 const (
@@ -72,6 +93,8 @@ const (
 	defaultSegmentMs       = 7 * 24 * time.Hour
 	defaultRetentionMs     = 7 * 24 * time.Hour
 	defaultMaxMessageBytes = 1048588
+	defaultDeleteRetention = 24 * time.Hour
+	defaultDirtyRatio      = 0.5
 	minSegmentBytes        = 1024
 )
 
@@ -111,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxIndexBytes != 0 && o.MaxIndexBytes < 4*12 {
 		return o, fmt.Errorf("log: MaxIndexBytes %d is below the minimum %d", o.MaxIndexBytes, 4*12)
+	}
+	if err := o.cleanerDefaults(); err != nil {
+		return o, err
 	}
 	if o.RecoveryPoint < 0 || o.LogStartOffset < 0 {
 		return o, fmt.Errorf("log: RecoveryPoint %d and LogStartOffset %d must not be negative", o.RecoveryPoint, o.LogStartOffset)

@@ -9,7 +9,8 @@ import (
 // DeleteRetained removes the oldest segments that retention lets go: those
 // wholly below the log start offset, those whose newest record is older than
 // RetentionMs, and, while the log is larger than RetentionBytes, the oldest.
-// The active segment always stays. It returns how many segments went.
+// Under CleanupCompact only the first kind goes. The active segment always
+// stays. It returns how many segments went.
 func (l *Log) DeleteRetained() (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -24,8 +25,9 @@ func (l *Log) DeleteRetained() (int, error) {
 	n := 0
 	for _, s := range l.segments[:len(l.segments)-1] {
 		byStart := s.NextOffset() <= l.logStartOffset
-		byTime := l.opts.RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > l.opts.RetentionMs.Milliseconds()
-		bySize := l.opts.RetentionBytes > 0 && total-s.Size() >= l.opts.RetentionBytes
+		deletes := l.opts.CleanupPolicy.Deletes() // compact alone keeps every segment but by log start offset
+		byTime := deletes && l.opts.RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > l.opts.RetentionMs.Milliseconds()
+		bySize := deletes && l.opts.RetentionBytes > 0 && total-s.Size() >= l.opts.RetentionBytes
 		if !byStart && !byTime && !bySize {
 			break
 		}

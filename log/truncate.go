@@ -23,6 +23,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < l.logStartOffset {
 		return l.truncateFullyLocked(offset)
 	}
+	l.noteTruncation(offset)
 	return l.flush.withToken(func() error {
 		i := l.floor(offset)
 		gone := append([]*segment.Segment(nil), l.segments[i+1:]...)
@@ -87,6 +88,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // which becomes both log start and log end offset. The caller holds
 // appendMu and the sync token.
 func (l *Log) restartLocked(offset int64) error {
+	l.noteTruncation(offset)
 	if err := l.restartEmptyAt(offset); err != nil {
 		// The old segments are closed: nothing sound is left to append to.
 		return l.flush.fail(err)

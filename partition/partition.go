@@ -27,6 +27,10 @@ type Options struct {
 	LogAppendTime bool
 	// Now is the clock for LogAppendTime. Nil means time.Now.
 	Now func() time.Time
+	// Compacted rejects records without a key with
+	// transport.ErrInvalidRecord, as Kafka does for a topic whose
+	// cleanup.policy includes compact.
+	Compacted bool
 }
 
 // Partition is one replica of a partition. It is safe for concurrent use.
@@ -122,6 +126,7 @@ type AppendResult struct {
 // acks=all it first checks that enough replicas are in sync.
 //
 // Errors are Kafka's: transport.ErrMessageTooLarge, ErrCorruptMessage,
+// ErrInvalidRecord (a record without a key in a compacted topic),
 // ErrNotEnoughReplicas, ErrKafkaStorage (which also matches the log's
 // ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
 func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, error) {
@@ -147,6 +152,11 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 		}
 	} else if _, err := record.ParseHeader(batch); err != nil {
 		return res, kafkaError(err) // too short to stamp; the log says why
+	}
+	if p.opts.Compacted {
+		if err := p.checkKeys(batch); err != nil {
+			return res, err
+		}
 	}
 	record.SetPartitionLeaderEpoch(batch, epoch)
 	if p.opts.LogAppendTime {

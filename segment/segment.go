@@ -43,6 +43,10 @@ type Segment struct {
 	dir  string
 	base int64
 	opts Options
+	// extra follows each file name's usual suffix while the segment is
+	// being swapped in by the log cleaner (".cleaned", ".swap"); empty
+	// otherwise. See CreateWithSuffix.
+	extra string
 
 	log         vfs.File
 	offsetIndex *index.OffsetIndex
@@ -255,7 +259,9 @@ func (s *Segment) Activate() error {
 }
 
 // Path returns the path of the segment's file with the given suffix.
-func (s *Segment) Path(suffix string) string { return path.Join(s.dir, FileName(s.base, suffix)) }
+func (s *Segment) Path(suffix string) string {
+	return path.Join(s.dir, FileName(s.base, suffix)+s.extra)
+}
 
 // File returns the segment's open log file, for zero-copy reads of a byte
 // range. Bytes past Size are not part of the segment.
