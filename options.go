@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -24,6 +25,7 @@ type nodeOptions struct {
 	retentionInterval  time.Duration
 	checkpointInterval time.Duration
 	topicDefaults      map[string]string
+	groups             group.Options
 }
 
 func defaultNodeOptions() nodeOptions {
