@@ -160,3 +160,5 @@ func subscribedTopics(members []GroupMember, partitions map[string]int32) []stri
 	slices.Sort(out)
 	return out
 }
+
+func sortTPs(tps []TopicPartition) { slices.SortFunc(tps, compareTP) }

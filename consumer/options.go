@@ -94,6 +94,8 @@ type config struct {
 	retryBackoff           time.Duration
 	retryBackoffMax        time.Duration
 	retryTimeout           time.Duration
+
+	grp groupConfig
 }
 
 func defaultConfig() config {
@@ -111,6 +113,7 @@ func defaultConfig() config {
 		retryBackoff:           100 * time.Millisecond,
 		retryBackoffMax:        time.Second,
 		retryTimeout:           time.Minute,
+		grp:                    defaultGroupConfig(),
 	}
 }
 
@@ -143,6 +146,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("consumer: RetryBackoff %v must be positive and at most RetryBackoffMax %v", c.retryBackoff, c.retryBackoffMax)
 	case c.retryTimeout <= 0:
 		return fmt.Errorf("consumer: RetryTimeout %v is not positive", c.retryTimeout)
+	}
+	if err := c.validateGroup(); err != nil {
+		return err
 	}
 	for _, t := range c.topics {
 		if t == "" {
