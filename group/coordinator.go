@@ -42,12 +42,17 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	closed bool
+	// commitLocks orders each group's commits: a commit holds its group's
+	// lock from its checks to its cache update, and the coordinator's
+	// lock only around them, not while its records are written, so that
+	// the commits of different groups share fsyncs.
+	commitLocks map[string]*sync.Mutex
 }
 
 // New returns a coordinator that writes to log. Load replays what log holds
 // before requests come in.
 func New(log Log, opts Options) *Coordinator {
-	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}}
+	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*sync.Mutex{}}
 }
 
 // Partitions returns the number of partitions of __consumer_offsets.
@@ -475,7 +480,16 @@ func (c *Coordinator) Tick() {
 // is written to the group's partition before the answer.
 func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.OffsetCommitResponse {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	lock := c.commitLocks[req.Group]
+	if lock == nil {
+		lock = new(sync.Mutex)
+		c.commitLocks[req.Group] = lock
+	}
+	c.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
+
+	c.mu.Lock()
 	err := c.checkCommitLocked(req)
 	now := c.opts.Now()
 	resp := &transport.OffsetCommitResponse{Topics: make([]transport.OffsetCommitTopicResponse, len(req.Topics))}
@@ -503,14 +517,18 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 		}
 	}
 	if len(recs) == 0 {
+		c.mu.Unlock()
 		return resp
 	}
-	g := c.groups[req.Group]
-	if g == nil {
-		g = newGroup(req.Group, c.PartitionFor(req.Group), now)
-		c.groups[req.Group] = g
+	if m := c.groups[req.Group].memberOrNil(req.MemberID); m != nil {
+		m.lastHeartbeat = now
 	}
-	if werr := c.log.Append(g.partition, recs); werr != nil {
+	partition := c.PartitionFor(req.Group)
+	c.mu.Unlock()
+
+	// Written without the coordinator's lock; the group's commit lock
+	// keeps its commits in order in the log and in the cache.
+	if werr := c.log.Append(partition, recs); werr != nil {
 		werr = fmt.Errorf("%w: writing offsets failed: %v", transport.ErrCoordinatorNotAvailable, werr)
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {
@@ -521,11 +539,15 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 		}
 		return resp
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[req.Group]
+	if g == nil {
+		g = newGroup(req.Group, partition, now)
+		c.groups[req.Group] = g
+	}
 	for i, k := range keys {
 		g.offsets[k] = values[i]
-	}
-	if m := g.member(req.MemberID); m != nil {
-		m.lastHeartbeat = now
 	}
 	return resp
 }

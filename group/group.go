@@ -83,6 +83,14 @@ func (g *group) member(id string) *member {
 	return nil
 }
 
+// memberOrNil is member, on a group that may be nil.
+func (g *group) memberOrNil(id string) *member {
+	if g == nil {
+		return nil
+	}
+	return g.member(id)
+}
+
 func (g *group) memberByInstance(instanceID string) *member {
 	if instanceID == "" {
 		return nil
