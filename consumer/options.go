@@ -174,8 +174,9 @@ func (c *config) validate() error {
 // AutoOffsetReset says.
 //
 // A consumer either subscribes (Topics) or is assigned partitions
-// (Partitions, PartitionsAt). Consumer groups, which share a subscription
-// between consumers, will come as a Group option.
+// (Partitions, PartitionsAt). With Group, the subscription is shared
+// between the group's members, and the partitions come from the group's
+// assignment rather than from metadata.
 func Topics(names ...string) Option {
 	return optionFunc(func(c *config) {
 		c.subscribing = true
