@@ -266,6 +266,12 @@ func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroups
 	return resp, err
 }
 
+// DeleteGroups deletes groups without members, with their offsets.
+func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (resp *transport.DeleteGroupsResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Delete(req); return nil })
+	return resp, err
+}
+
 // ListGroups lists the groups the node coordinates.
 func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (resp *transport.ListGroupsResponse, err error) {
 	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.List(req); return nil })

@@ -509,7 +509,10 @@ func (g *groupMember) leave() {
 	if gen >= 0 && len(owned) > 0 && g.cfg.onRevoked != nil {
 		g.cfg.onRevoked(ctx, g.c, owned)
 	}
-	if id != "" {
+	// A static member does not leave: its instance may come back within
+	// the session timeout and take its partitions back without a
+	// rebalance (KIP-345).
+	if id != "" && g.cfg.instanceID == "" {
 		g.gc.LeaveGroup(ctx, &transport.LeaveGroupRequest{Group: g.cfg.group, Members: []transport.LeaveGroupMember{{
 			MemberID: id, GroupInstanceID: g.cfg.instanceID, Reason: "the consumer is closing",
 		}}})

@@ -62,7 +62,9 @@ func Group(id string) Option {
 
 // GroupInstanceID makes the consumer a static member (group.instance.id,
 // KIP-345): a new consumer with the same instance id takes the old one's
-// place and fences it. Default: none, a dynamic member.
+// place and assignment, without a rebalance, and fences it. Close does not
+// leave the group: the partitions wait for the instance to come back, up
+// to SessionTimeout. Default: none, a dynamic member.
 func GroupInstanceID(id string) Option {
 	return optionFunc(func(c *config) { c.grp.instanceID = id })
 }

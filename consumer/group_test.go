@@ -498,3 +498,36 @@ func TestGroupExactlyOnceUnderChurn(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupStaticMemberRestart: a static member (group.instance.id) that
+// closes and comes back within its session timeout takes its partitions
+// back without a rebalance; the records in between are not lost.
+func TestGroupStaticMemberRestart(t *testing.T) {
+	n := groupNode(t)
+	const parts = 4
+	createTopic(t, n, "study", parts, nil)
+	out := make(chan got, 1000)
+	changed := make(chan struct{}, 1)
+	opts := append(fastGroup("lzl", "study"), consumer.DisableAutoCommit())
+	a := startMember(t, n, "a", out, changed, append(opts, consumer.GroupInstanceID("a"))...)
+	waitOwners(t, changed, parts, a) // a leads; a static leader's return rebalances
+	b := startMember(t, n, "b", out, changed, append(opts, consumer.GroupInstanceID("b"))...)
+	owners := waitOwners(t, changed, parts, a, b)
+	gen := a.c.GroupMetadata().Generation
+	rebalances := a.c.GroupMetadata().Rebalances
+	produceRound(t, n, "study", parts, 0)
+	recs := collect(t, out, parts)
+
+	b.close() // a static member does not leave
+	produceRound(t, n, "study", parts, 1)
+	recs = append(recs, collect(t, out, parts/2)...) // a's half
+	b = startMember(t, n, "b", out, changed, append(opts, consumer.GroupInstanceID("b"))...)
+	again := waitOwners(t, changed, parts, a, b)
+	require.Equal(t, owners, again, "b has its partitions back")
+	recs = append(recs, collect(t, out, parts/2)...) // b's half of round 1
+	requireExactlyOnce(t, recs, 2*parts)
+	require.Equal(t, gen, b.c.GroupMetadata().Generation, "no rebalance")
+	require.Equal(t, rebalances, a.c.GroupMetadata().Rebalances, "a never rebalanced")
+	require.NoError(t, a.error())
+	require.NoError(t, b.error())
+}

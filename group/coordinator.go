@@ -136,8 +136,15 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	}
 	if req.MemberID == "" {
 		if old := g.memberByInstance(req.GroupInstanceID); old != nil {
-			// A static member restarted: the new instance fences the old.
-			c.removeMemberLocked(g, old, fmt.Errorf("%w: instance %q rejoined", transport.ErrFencedInstanceID, old.instanceID), now)
+			fenced := fmt.Errorf("%w: instance %q rejoined", transport.ErrFencedInstanceID, old.instanceID)
+			if g.state == Stable && old.id != g.leader && old.sameProtocols(req.Protocols) {
+				// A static member restarted (KIP-345): it takes its place
+				// and assignment back under a new member id, which fences
+				// the old instance, and the group does not rebalance.
+				c.replaceStaticMemberLocked(g, old, req, rebalanceTimeout, respond, fenced, now)
+				return
+			}
+			c.removeMemberLocked(g, old, fenced, now)
 		}
 		if c.opts.MaxSize > 0 && len(g.members) >= c.opts.MaxSize {
 			fail(fmt.Errorf("%w: %d members", transport.ErrGroupMaxSizeReached, len(g.members)))
@@ -189,6 +196,34 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	default:
 		fail(fmt.Errorf("%w: group %q is %v", transport.ErrUnknownMemberID, g.id, g.state))
 	}
+}
+
+// replaceStaticMemberLocked gives a static member's place to its new
+// instance, as Kafka's updateStaticMemberAndRebalance does when nothing
+// else changed.
+func (c *Coordinator) replaceStaticMemberLocked(g *group, m *member, req *transport.JoinGroupRequest, rebalanceTimeout time.Duration,
+	respond func(*transport.JoinGroupResponse), fenced error, now time.Time) {
+	if m.joinWait != nil {
+		m.joinWait(&transport.JoinGroupResponse{Err: fenced, MemberID: m.id, GenerationID: transport.NoGeneration})
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait(&transport.SyncGroupResponse{Err: fenced})
+		m.syncWait = nil
+	}
+	oldID := m.id
+	m.id = c.opts.NewMemberID(req.ClientID)
+	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	m.sessionTimeout, m.rebalanceTimeout = req.SessionTimeout, rebalanceTimeout
+	m.lastHeartbeat = now
+	if err := c.storeGroupLocked(g); err != nil {
+		m.id = oldID
+		respond(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: writing the group failed: %v", transport.ErrCoordinatorNotAvailable, err),
+			GenerationID: transport.NoGeneration})
+		return
+	}
+	c.logger(g).Info("static member rejoined", "instance", m.instanceID, "member", m.id, "was", oldID)
+	respond(c.joinResponseLocked(g, m))
 }
 
 // prepareRebalanceLocked starts a rebalance, unless one is being prepared.
@@ -695,6 +730,48 @@ func (c *Coordinator) List(req *transport.ListGroupsRequest) *transport.ListGrou
 		}
 		return 0
 	})
+	return resp
+}
+
+// Delete handles a DeleteGroups: a group without members is deleted with
+// its offsets — tombstones for its offset and group metadata keys are
+// written to its partition, so that it stays deleted after a reload and
+// compaction drops its records. A group with members is refused with
+// transport.ErrNonEmptyGroup, an unknown one with ErrGroupIDNotFound.
+func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.DeleteGroupsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &transport.DeleteGroupsResponse{}
+	for _, id := range req.Groups {
+		r := transport.DeletedGroup{Group: id}
+		g := c.groups[id]
+		switch {
+		case c.closed:
+			r.Err = errClosed
+		case g == nil:
+			r.Err = fmt.Errorf("%w: %q", transport.ErrGroupIDNotFound, id)
+		case len(g.members) > 0:
+			r.Err = fmt.Errorf("%w: group %q has %d members", transport.ErrNonEmptyGroup, id, len(g.members))
+		default:
+			tps := make([]TopicPartition, 0, len(g.offsets))
+			for tp := range g.offsets {
+				tps = append(tps, tp)
+			}
+			slices.SortFunc(tps, compareTP)
+			recs := make([]Record, 0, len(tps)+1)
+			for _, tp := range tps {
+				recs = append(recs, Record{Key: OffsetKey(id, tp.Topic, tp.Partition).Encode()})
+			}
+			recs = append(recs, Record{Key: GroupKey(id).Encode()})
+			if err := c.log.Append(g.partition, recs); err != nil {
+				r.Err = fmt.Errorf("%w: writing the tombstones failed: %v", transport.ErrCoordinatorNotAvailable, err)
+				break
+			}
+			g.transition(Dead, c.opts.Now())
+			delete(c.groups, id)
+		}
+		resp.Results = append(resp.Results, r)
+	}
 	return resp
 }
 

@@ -338,3 +338,66 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	require.ErrorIs(t, j.answered(t).Err, transport.ErrNotCoordinator)
 	require.ErrorIs(t, h.heartbeat("g", "c-1", 2), transport.ErrNotCoordinator)
 }
+
+func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
+	h := newHarness(t)
+	join := func(member, instance string) pendingJoin {
+		ch := make(pendingJoin, 1)
+		h.c.Join(&transport.JoinGroupRequest{Group: "g", MemberID: member, GroupInstanceID: instance, ClientID: "c", ProtocolType: "consumer",
+			SessionTimeout: 10 * time.Second, Protocols: []transport.JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}},
+			func(r *transport.JoinGroupResponse) { ch <- r })
+		return ch
+	}
+	j1 := join("", "a")
+	r1 := j1.answered(t)
+	j2 := join("", "b")
+	join(r1.MemberID, "a").answered(t)
+	r2 := j2.answered(t)
+	require.Equal(t, int32(2), r2.GenerationID)
+	h.sync("g", r1.MemberID, 2, map[string]string{r1.MemberID: "p0", r2.MemberID: "p1"})
+	h.sync("g", r2.MemberID, 2, nil)
+	require.Equal(t, "Stable", h.state("g"))
+
+	// Instance b restarts: same place, new member id, no rebalance.
+	r3 := join("", "b").answered(t)
+	require.NoError(t, r3.Err)
+	require.Equal(t, int32(2), r3.GenerationID)
+	require.NotEqual(t, r2.MemberID, r3.MemberID)
+	require.Equal(t, "Stable", h.state("g"))
+	require.Equal(t, "p1", string(h.sync("g", r3.MemberID, 2, nil).answered(t).Assignment))
+	// The old instance is fenced.
+	require.ErrorIs(t, h.heartbeat("g", r2.MemberID, 2), transport.ErrUnknownMemberID)
+	require.NoError(t, h.heartbeat("g", r3.MemberID, 2))
+}
+
+func TestDeleteGroupWritesTombstones(t *testing.T) {
+	h := newHarness(t)
+	h.twoMembers("busy")
+	require.NoError(t, h.commit("idle", "", -1, "t", 0, 5))
+	require.NoError(t, h.commit("idle", "", -1, "t", 1, 6))
+	resp := h.c.Delete(&transport.DeleteGroupsRequest{Groups: []string{"idle", "busy", "nobody"}})
+	require.NoError(t, resp.Results[0].Err)
+	require.ErrorIs(t, resp.Results[1].Err, transport.ErrNonEmptyGroup)
+	require.ErrorIs(t, resp.Results[2].Err, transport.ErrGroupIDNotFound)
+	require.Equal(t, int64(-1), h.committed("idle", "t", 0))
+	require.Equal(t, "Dead", h.state("idle"))
+
+	// After a reload the group stays deleted.
+	recs := h.log.parts[PartitionFor("idle", 5)]
+	require.Nil(t, recs[len(recs)-1].Value, "a tombstone")
+	c2 := h.open()
+	for p, recs := range h.log.parts {
+		require.NoError(t, c2.Load(p, func(yield func(Record) bool) error {
+			for _, r := range recs {
+				if !yield(r) {
+					break
+				}
+			}
+			return nil
+		}))
+	}
+	h.c = c2
+	require.Equal(t, int64(-1), h.committed("idle", "t", 1))
+	require.Equal(t, "Dead", h.state("idle"))
+	require.Equal(t, "Stable", h.state("busy"))
+}

@@ -3,7 +3,7 @@
 // Metadata, with Kafka's error codes — and the Client interface through
 // which clients send them. Consumer groups use the optional GroupClient
 // interface (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, DescribeGroups, ListGroups, FindCoordinator), found by a type
+// OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, FindCoordinator), found by a type
 // assertion on a Client.
 //
 // A Node in the same process implements Client directly: a request is a Go

@@ -24,6 +24,7 @@ type GroupClient interface {
 	OffsetFetch(ctx context.Context, req *OffsetFetchRequest) (*OffsetFetchResponse, error)
 	DescribeGroups(ctx context.Context, req *DescribeGroupsRequest) (*DescribeGroupsResponse, error)
 	ListGroups(ctx context.Context, req *ListGroupsRequest) (*ListGroupsResponse, error)
+	DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) (*DeleteGroupsResponse, error)
 }
 
 // CoordinatorType says what a FindCoordinator key names.
@@ -323,4 +324,22 @@ type ListedGroup struct {
 	Group        string
 	ProtocolType string
 	State        string
+}
+
+// DeleteGroupsRequest deletes groups without members, with their committed
+// offsets (Kafka's DeleteGroups).
+type DeleteGroupsRequest struct {
+	Groups []string
+}
+
+// DeleteGroupsResponse says, group by group, whether it was deleted.
+type DeleteGroupsResponse struct {
+	Results []DeletedGroup
+}
+
+// DeletedGroup is the outcome for one group: nil, ErrGroupIDNotFound or
+// ErrNonEmptyGroup.
+type DeletedGroup struct {
+	Group string
+	Err   error
 }

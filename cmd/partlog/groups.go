@@ -19,7 +19,7 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-const groupsHelp = `Usage: partlog groups <list|describe|reset-offsets> --dir DIR [flags]
+const groupsHelp = `Usage: partlog groups <list|describe|reset-offsets|delete> --dir DIR [flags]
 
 Groups lists and describes consumer groups and resets their committed
 offsets, as Kafka's kafka-consumer-groups.sh does:
@@ -28,6 +28,7 @@ offsets, as Kafka's kafka-consumer-groups.sh does:
   partlog groups describe --dir D --group G [--members | --state]
   partlog groups reset-offsets --dir D --group G --topic T
           (--to-earliest | --to-latest | --to-offset N) [--dry-run | --execute]
+  partlog groups delete --dir D --group G
 
 Describe prints, for each partition the group has a committed offset for or
 a member is assigned, the committed offset (CURRENT-OFFSET), the log end
@@ -42,6 +43,9 @@ prints the new offsets unless --execute is given, and it refuses a group
 that has members: offsets can only be reset while the group is inactive
 (Empty). A group whose consumers crashed keeps their membership until their
 session timeout passes on a running node.
+
+Delete deletes a group without members and its committed offsets, writing
+tombstones to __consumer_offsets.
 `
 
 // runGroups runs "partlog groups".
@@ -62,7 +66,7 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(operands) != 1 {
-		return usageErrorf("groups", "say one of list, describe, reset-offsets")
+		return usageErrorf("groups", "say one of list, describe, reset-offsets, delete")
 	}
 	action := operands[0]
 	switch action {
@@ -73,6 +77,10 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 		}
 		if *members && *state {
 			return usageErrorf("groups", "--members and --state cannot both be given")
+		}
+	case "delete":
+		if *group == "" {
+			return usageErrorf("groups", "delete needs --group")
 		}
 	case "reset-offsets":
 		n := 0
@@ -90,7 +98,7 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("groups", "--dry-run and --execute cannot both be given")
 		}
 	default:
-		return usageErrorf("groups", "unknown action %q; say list, describe or reset-offsets", action)
+		return usageErrorf("groups", "unknown action %q; say list, describe, reset-offsets or delete", action)
 	}
 	n, err := openNode("groups", *dir)
 	if err != nil {
@@ -103,6 +111,13 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 		err = listGroups(ctx, n, stdout)
 	case "describe":
 		err = describeGroup(ctx, n, *group, *members, *state, stdout)
+	case "delete":
+		var resp *transport.DeleteGroupsResponse
+		if resp, err = n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{*group}}); err == nil {
+			if err = resp.Results[0].Err; err == nil {
+				fmt.Fprintf(stdout, "Deletion of requested consumer groups ('%s') was successful.\n", *group)
+			}
+		}
 	case "reset-offsets":
 		to := resetTo{earliest: *toEarliest, latest: *toLatest, offset: *toOffset}
 		if !*execute {

@@ -73,6 +73,14 @@ func TestGroupsConsumeDescribeReset(t *testing.T) {
 	_, stderr, code = cli(t, "groups", "describe", "--dir", dir, "--group", "nobody")
 	require.Equal(t, exitFailure, code)
 	require.Contains(t, stderr, "GROUP_ID_NOT_FOUND")
+
+	stdout, stderr, code = cli(t, "groups", "delete", "--dir", dir, "--group", "g")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Deletion of requested consumer groups ('g') was successful.\n", stdout)
+	stdout, stderr, code = cli(t, "groups", "list", "--dir", dir)
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stdout, "the group stays deleted after a restart")
+	require.Equal(t, "a\nb\nc\nd\ne\n", consume(), "a deleted group starts over")
 }
 
 func TestGroupsUsage(t *testing.T) {
@@ -80,6 +88,7 @@ func TestGroupsUsage(t *testing.T) {
 		{"groups"},
 		{"groups", "frobnicate", "--dir", "x"},
 		{"groups", "describe", "--dir", "x"},
+		{"groups", "delete", "--dir", "x"},
 		{"groups", "reset-offsets", "--dir", "x", "--group", "g", "--topic", "t"},
 		{"groups", "reset-offsets", "--dir", "x", "--group", "g", "--topic", "t", "--to-earliest", "--to-latest"},
 		{"groups", "reset-offsets", "--dir", "x", "--group", "g", "--topic", "t", "--to-earliest", "--dry-run", "--execute"},
