@@ -3,6 +3,7 @@ package partlog_test
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -115,4 +116,57 @@ func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 		h.ch <- struct{}{}
 	}
 	return nil
+}
+
+// TestNodeOffsetsReloadEqualAcked is the failover half of reliability
+// tests 24 and 26: random commits and group deletions, then a crash that
+// keeps only synced bytes at a random point; the offsets a restarted node
+// reloads from __consumer_offsets are exactly the last acknowledged
+// commits, and deleted groups stay deleted.
+func TestNodeOffsetsReloadEqualAcked(t *testing.T) {
+	for seed := range uint64(5) {
+		r := rand.New(rand.NewPCG(seed, 26))
+		mem := vfs.NewMem()
+		n := openNode(t, mem, partlog.OffsetsTopicPartitions(3))
+		ctx := context.Background()
+		type key struct {
+			group string
+			p     int32
+		}
+		want := map[key]int64{}
+		groups := []string{"a", "b", "c", "d", "e"}
+		steps := 50 + r.IntN(150)
+		for range steps {
+			g := groups[r.IntN(len(groups))]
+			if r.IntN(20) == 0 {
+				resp, err := n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{g}})
+				require.NoError(t, err)
+				if resp.Results[0].Err == nil {
+					for k := range want {
+						if k.group == g {
+							delete(want, k)
+						}
+					}
+				}
+				continue
+			}
+			k := key{g, int32(r.IntN(4))}
+			off := r.Int64N(1000)
+			require.NoError(t, commitOffset(t, n, g, "", -1, "study", k.p, off))
+			want[k] = off
+		}
+		crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone})
+		require.NoError(t, n.Close())
+		n = openNode(t, crashed, partlog.OffsetsTopicPartitions(3))
+		for _, g := range groups {
+			for p := range int32(4) {
+				off, ok := want[key{g, p}]
+				if !ok {
+					off = -1
+				}
+				require.Equal(t, off, committedOffset(t, n, g, "study", p), "seed %d group %s partition %d", seed, g, p)
+			}
+		}
+		require.NoError(t, n.Close())
+	}
 }
