@@ -273,6 +273,11 @@ func (c *Consumer) startLocked() {
 // its goroutine to return, and makes Poll and the other calls return
 // ErrClosed. A Poll waiting in another goroutine returns ErrClosed. Close
 // does not close the client. Closing again returns ErrClosed.
+//
+// A member of a group first commits its positions (unless
+// DisableAutoCommit), calls OnPartitionsRevoked with its partitions and
+// leaves the group, so that the others take them over at once; a static
+// member (GroupInstanceID) does not leave.
 func (c *Consumer) Close() error {
 	if c.grp != nil {
 		c.grp.leave()
