@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -43,11 +44,17 @@ type groupMember struct {
 	joining bool
 	leaving bool
 	// lastPoll is when Poll was last called, for MaxPollInterval.
-	lastPoll         time.Time
-	nextAutoCommit   time.Time
-	cancelRebalance  context.CancelFunc
-	rebalances       int
-	lastRebalanceErr error
+	lastPoll        time.Time
+	nextAutoCommit  time.Time
+	cancelRebalance context.CancelFunc
+	rebalances      int
+	// leader says the consumer leads the group's generation; partitions
+	// holds the partition counts it assigned, which it checks every
+	// MetadataMaxAge (from metadataDue) to rebalance when a subscribed
+	// topic appears, goes or grows.
+	leader      bool
+	partitions  map[string]int32
+	metadataDue time.Time
 
 	async  sync.WaitGroup // CommitAsync's goroutines
 	hbStop chan struct{}
@@ -130,6 +137,7 @@ func (g *groupMember) heartbeats() {
 		case <-t.C:
 		}
 		g.heartbeat()
+		g.checkMetadata(g.c.ctx, time.Now())
 	}
 }
 
@@ -192,6 +200,50 @@ func (g *groupMember) poll(ctx context.Context) error {
 		return g.rebalance(ctx)
 	}
 	return nil
+}
+
+// checkMetadata, on the leader, reads the subscribed topics' metadata
+// every MetadataMaxAge and makes the group rebalance when their partitions
+// differ from those it assigned, as Kafka's leader does. The heartbeat
+// goroutine calls it, so that a Poll waiting for records is woken.
+func (g *groupMember) checkMetadata(ctx context.Context, now time.Time) {
+	g.mu.Lock()
+	due := g.member && g.leader && !g.joining && !g.rejoin && g.generation >= 0 && !now.Before(g.metadataDue)
+	if due {
+		g.metadataDue = now.Add(g.c.cfg.metadataMaxAge)
+	}
+	assigned := g.partitions
+	g.mu.Unlock()
+	if !due {
+		return
+	}
+	current, err := g.partitionCounts(ctx, g.c.cfg.topics)
+	if err != nil {
+		return // looked at again after MetadataMaxAge
+	}
+	if !maps.Equal(current, assigned) {
+		g.setRejoin("the subscribed topics' partitions changed")
+		g.wake()
+	}
+}
+
+// partitionCounts returns the partition count of each of topics that
+// exists.
+func (g *groupMember) partitionCounts(ctx context.Context, topics []string) (map[string]int32, error) {
+	out := map[string]int32{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	md, err := g.c.client.Metadata(ctx, &transport.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range md.Topics {
+		if t.Err == nil {
+			out[t.Topic] = int32(len(t.Partitions))
+		}
+	}
+	return out, nil
 }
 
 // rebalance rejoins the group until the consumer has an assignment in a
@@ -339,6 +391,7 @@ func (g *groupMember) joinAndSync(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	g.generation = jr.GenerationID
+	g.leader = jr.Leader == jr.MemberID
 	g.rebalances++
 	g.mu.Unlock()
 	return g.apply(ctx, a.Partitions)
@@ -401,18 +454,14 @@ func (g *groupMember) assign(ctx context.Context, jr *transport.JoinGroupRespons
 		}
 	}
 	slices.Sort(topics)
-	partitions := map[string]int32{}
-	if len(topics) > 0 {
-		md, err := g.c.client.Metadata(ctx, &transport.MetadataRequest{Topics: topics})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range md.Topics {
-			if t.Err == nil {
-				partitions[t.Topic] = int32(len(t.Partitions))
-			}
-		}
+	partitions, err := g.partitionCounts(ctx, topics)
+	if err != nil {
+		return nil, err
 	}
+	ours, _ := g.partitionCounts(ctx, g.c.cfg.topics)
+	g.mu.Lock()
+	g.partitions, g.metadataDue = ours, time.Now().Add(g.c.cfg.metadataMaxAge)
+	g.mu.Unlock()
 	result := assignor.Assign(members, partitions)
 	out := make([]transport.SyncGroupAssignment, 0, len(members))
 	for _, m := range members {

@@ -531,3 +531,30 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	require.NoError(t, a.error())
 	require.NoError(t, b.error())
 }
+
+// TestGroupLeaderNoticesNewTopic: the group's leader reads the subscribed
+// topics' metadata every MetadataMaxAge and rebalances when one appears, so
+// that its partitions are consumed too.
+func TestGroupLeaderNoticesNewTopic(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "a", 1, nil)
+	c := newConsumer(t, n, append(fastGroup("lzl", "a", "b"), consumer.MetadataMaxAge(20*time.Millisecond))...)
+	ctx := context.Background()
+	produceValues(t, n, "a", 0, "a0")
+	require.Equal(t, []string{"a0"}, values(pollN(t, c, 1)))
+	require.Equal(t, []consumer.TopicPartition{tp("a", 0)}, c.Assignment())
+	gen := c.GroupMetadata().Generation
+
+	createTopic(t, n, "b", 2, nil)
+	produceValues(t, n, "b", 1, "b0")
+	var got []string
+	for len(got) == 0 {
+		fs, err := c.Poll(ctx, pollTimeout)
+		require.NoError(t, err)
+		require.False(t, fs.Empty(), "b's record never came")
+		fs.EachRecord(func(r *consumer.Record) { got = append(got, string(r.Value)) })
+	}
+	require.Equal(t, []string{"b0"}, got)
+	require.Equal(t, []consumer.TopicPartition{tp("a", 0), tp("b", 0), tp("b", 1)}, c.Assignment())
+	require.Greater(t, c.GroupMetadata().Generation, gen)
+}
