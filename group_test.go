@@ -44,6 +44,7 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d[0].Partitions, 50)
 	require.Equal(t, "compact", d[0].Effective[partlog.ConfigCleanupPolicy])
+	require.ErrorIs(t, n.DeleteTopic(ctx, group.OffsetsTopic), transport.ErrInvalidTopic, "internal topics stay")
 
 	join, err := n.JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "c", ProtocolType: "consumer",
 		SessionTimeout: 10 * time.Second, Protocols: []transport.JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}})

@@ -364,6 +364,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
 	}
+	if strings.HasPrefix(name, "__") {
+		return fmt.Errorf("%w: %q is an internal topic", transport.ErrInvalidTopic, name)
+	}
 	// Forget the topic durably first: a crash from here on removes what is
 	// left of it at the next Open.
 	if err := n.md.put(name, nil); err != nil {

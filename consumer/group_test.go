@@ -225,11 +225,11 @@ func waitOwners(tb testing.TB, changed <-chan struct{}, partitions int32, ms ...
 	}
 }
 
-// TestGroupJoinLeaveCrash: two consumers of group lzl share topic study;
-// a third joins; one leaves politely; one crashes (a member that stops
-// heartbeating). After each change every partition has exactly one owner,
-// and with commit on revoke every record is received exactly once.
-func TestGroupJoinLeaveCrash(t *testing.T) {
+// TestGroupJoinLeave: two consumers of group lzl share topic study;
+// a third joins; one leaves politely. After each change every partition
+// has exactly one owner, and with commit on revoke every record is
+// received exactly once. (A crash is TestGroupCrashedMemberSessionTimeout.)
+func TestGroupJoinLeave(t *testing.T) {
 	for _, a := range []consumer.Assignor{consumer.Range(), consumer.RoundRobin(), consumer.CooperativeSticky()} {
 		t.Run(a.Name(), func(t *testing.T) {
 			n := groupNode(t)

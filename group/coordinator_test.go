@@ -401,3 +401,27 @@ func TestDeleteGroupWritesTombstones(t *testing.T) {
 	require.Equal(t, "Dead", h.state("idle"))
 	require.Equal(t, "Stable", h.state("busy"))
 }
+
+// TestMemberThatNeverSyncsExpires: a member that got its JoinGroup answer
+// and never sends SyncGroup or a heartbeat is dropped at its session
+// timeout, and the group rebalances without it.
+func TestMemberThatNeverSyncsExpires(t *testing.T) {
+	h := newHarness(t)
+	j1 := h.join("g", "")
+	j1.answered(t)
+	h.sync("g", "c-1", 1, map[string]string{"c-1": "all"}).answered(t)
+	j2 := h.join("g", "")
+	r1 := h.join("g", "c-1").answered(t)
+	j2.answered(t) // c-2 joined generation 2 and went silent
+	s1 := h.sync("g", "c-1", r1.GenerationID, map[string]string{"c-1": "a", "c-2": "b"})
+	require.Equal(t, "a", string(s1.answered(t).Assignment))
+	for range 3 {
+		h.clock.Advance(4 * time.Second)
+		require.NoError(t, h.heartbeat("g", "c-1", 2))
+		h.c.Tick()
+	}
+	require.Equal(t, "PreparingRebalance", h.state("g"))
+	r := h.join("g", "c-1").answered(t)
+	require.Equal(t, int32(3), r.GenerationID)
+	require.Len(t, r.Members, 1)
+}
