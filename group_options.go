@@ -27,3 +27,10 @@ func GroupMaxSessionTimeout(d time.Duration) Option {
 func GroupMaxSize(n int) Option {
 	return optionFunc(func(o *nodeOptions) { o.groups.MaxSize = n })
 }
+
+// OffsetsRetention sets how long a group without members keeps its
+// committed offsets after its last commit (Kafka's
+// offsets.retention.minutes); the default is 7 days.
+func OffsetsRetention(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.OffsetsRetention = d })
+}

@@ -486,8 +486,9 @@ func (c *Coordinator) Leave(req *transport.LeaveGroupRequest) *transport.LeaveGr
 
 // Tick expires what is due: a member not heard from for its session
 // timeout (unless it waits in a JoinGroup or SyncGroup) leaves its group,
-// and a rebalance whose timeout passed completes without the members that
-// did not rejoin. A driver calls it every so often.
+// a rebalance whose timeout passed completes without the members that did
+// not rejoin, and a group Empty for OffsetsRetention is deleted with its
+// offsets. A driver calls it every so often.
 func (c *Coordinator) Tick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -506,6 +507,7 @@ func (c *Coordinator) Tick() {
 		if g.state == PreparingRebalance && !now.Before(g.rebalanceDeadline) {
 			c.tryCompleteJoinLocked(g, now)
 		}
+		c.expireLocked(g, now)
 	}
 }
 
@@ -753,26 +755,59 @@ func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.Dele
 		case len(g.members) > 0:
 			r.Err = fmt.Errorf("%w: group %q has %d members", transport.ErrNonEmptyGroup, id, len(g.members))
 		default:
-			tps := make([]TopicPartition, 0, len(g.offsets))
-			for tp := range g.offsets {
-				tps = append(tps, tp)
-			}
-			slices.SortFunc(tps, compareTP)
-			recs := make([]Record, 0, len(tps)+1)
-			for _, tp := range tps {
-				recs = append(recs, Record{Key: OffsetKey(id, tp.Topic, tp.Partition).Encode()})
-			}
-			recs = append(recs, Record{Key: GroupKey(id).Encode()})
-			if err := c.log.Append(g.partition, recs); err != nil {
-				r.Err = fmt.Errorf("%w: writing the tombstones failed: %v", transport.ErrCoordinatorNotAvailable, err)
-				break
-			}
-			g.transition(Dead, c.opts.Now())
-			delete(c.groups, id)
+			r.Err = c.deleteGroupLocked(g)
 		}
 		resp.Results = append(resp.Results, r)
 	}
 	return resp
+}
+
+// deleteGroupLocked writes tombstones for g's offsets and metadata, and
+// forgets g.
+func (c *Coordinator) deleteGroupLocked(g *group) error {
+	tps := make([]TopicPartition, 0, len(g.offsets))
+	for tp := range g.offsets {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, compareTP)
+	recs := make([]Record, 0, len(tps)+1)
+	for _, tp := range tps {
+		recs = append(recs, Record{Key: OffsetKey(g.id, tp.Topic, tp.Partition).Encode()})
+	}
+	recs = append(recs, Record{Key: GroupKey(g.id).Encode()})
+	if err := c.log.Append(g.partition, recs); err != nil {
+		return fmt.Errorf("%w: writing the tombstones failed: %v", transport.ErrCoordinatorNotAvailable, err)
+	}
+	g.transition(Dead, c.opts.Now())
+	delete(c.groups, g.id)
+	return nil
+}
+
+// expireLocked deletes g when it has been Empty for OffsetsRetention with
+// no commit meanwhile, as Kafka expires offsets (KIP-211).
+func (c *Coordinator) expireLocked(g *group, now time.Time) {
+	if g.state != Empty || len(g.members) > 0 {
+		return
+	}
+	last := g.stateTime
+	for _, v := range g.offsets {
+		if t := time.UnixMilli(v.CommitTimestamp); t.After(last) {
+			last = t
+		}
+	}
+	if now.Sub(last) < c.opts.OffsetsRetention {
+		return
+	}
+	if lock := c.commitLocks[g.id]; lock != nil && !lock.TryLock() {
+		return // a commit is on its way: not idle
+	} else if lock != nil {
+		defer lock.Unlock()
+	}
+	if err := c.deleteGroupLocked(g); err != nil {
+		c.logger(g).Error("expiring the group's offsets failed", "err", err)
+		return
+	}
+	c.logger(g).Info("group expired: empty for offsets.retention.minutes", "retention", c.opts.OffsetsRetention)
 }
 
 // Load replays one partition of __consumer_offsets, read in offset order
@@ -831,10 +866,12 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 				g.members = append(g.members, m)
 			}
 			g.state = Empty
+			g.stateTime = now
 			if len(g.members) > 0 {
 				g.state = Stable
+			} else if v.CurrentStateTimestamp > 0 {
+				g.stateTime = time.UnixMilli(v.CurrentStateTimestamp) // for OffsetsRetention
 			}
-			g.stateTime = now
 			return true
 		}
 		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}

@@ -425,3 +425,34 @@ func TestMemberThatNeverSyncsExpires(t *testing.T) {
 	require.Equal(t, int32(3), r.GenerationID)
 	require.Len(t, r.Members, 1)
 }
+
+// TestOffsetsRetention: a group Empty for offsets.retention.minutes, with
+// no commit meanwhile, is deleted with its offsets; a group with members
+// keeps them however old they are.
+func TestOffsetsRetention(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.commit("idle", "", -1, "t", 0, 5))
+	h.twoMembers("busy")
+	require.NoError(t, h.commit("busy", "c-1", 2, "t", 0, 9))
+	h.clock.Advance(6 * 24 * time.Hour)
+	require.NoError(t, h.commit("idle", "", -1, "t", 1, 6)) // activity: the clock restarts
+	keepAlive := func(d time.Duration) {
+		for step := time.Duration(0); step < d; step += 5 * time.Second {
+			h.clock.Advance(5 * time.Second)
+			h.heartbeat("busy", "c-1", 2)
+			h.heartbeat("busy", "c-2", 2)
+			h.c.Tick()
+		}
+	}
+	h.clock.Advance(6 * 24 * time.Hour)
+	keepAlive(time.Minute)
+	require.Equal(t, int64(6), h.committed("idle", "t", 1), "not yet: 6 days since the last commit")
+	h.clock.Advance(24 * time.Hour)
+	keepAlive(time.Minute)
+	require.Equal(t, int64(-1), h.committed("idle", "t", 0))
+	require.Equal(t, int64(-1), h.committed("idle", "t", 1))
+	require.Equal(t, "Dead", h.state("idle"))
+	require.Equal(t, int64(9), h.committed("busy", "t", 0), "a group with members keeps its offsets")
+	recs := h.log.parts[PartitionFor("idle", 5)]
+	require.Nil(t, recs[len(recs)-1].Value)
+}

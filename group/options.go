@@ -24,6 +24,10 @@ type Options struct {
 	// MaxMetadataBytes is offset.metadata.max.bytes, the longest metadata
 	// string of a committed offset; zero means 4096.
 	MaxMetadataBytes int
+	// OffsetsRetention is offsets.retention.minutes: a group that has been
+	// Empty this long, with no commit meanwhile, has its offsets and
+	// metadata deleted (tombstones in its partition); zero means 7 days.
+	OffsetsRetention time.Duration
 	// Now is the clock; nil means time.Now. Timeouts are checked against
 	// it by Tick only, so that a test can drive time by hand.
 	Now func() time.Time
@@ -43,6 +47,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessionTimeout <= 0 {
 		o.MaxSessionTimeout = 30 * time.Minute
+	}
+	if o.OffsetsRetention <= 0 {
+		o.OffsetsRetention = 7 * 24 * time.Hour
 	}
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = 4096
