@@ -34,8 +34,12 @@
 //   - A data directory is open in one Node at a time; a second Open, in this
 //     process or another, fails with ErrLocked.
 //
-// Exactly-once (idempotent producers, transactions), consumer groups and
-// replication across nodes are the project's next steps.
+// Consumer groups share a topic's partitions between consumers
+// (consumer.Group); a group's committed offsets, fenced by generation, live
+// in the compacted internal topic __consumer_offsets and survive crashes.
+//
+// Exactly-once (idempotent producers, transactions) and replication across
+// nodes are the project's next steps.
 //
 // # Packages, bottom up
 //
@@ -49,11 +53,14 @@
 //	           the Client interface a Node implements in process
 //	partition  one partition: log, high watermark, leader epoch, long polls
 //	producer   partitioners, batching, acks, retries
-//	consumer   assign or subscribe, long-poll Poll, iteration, seeks
+//	group      the group coordinator: membership, generations, offsets in
+//	           __consumer_offsets
+//	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
+//	           assignors, commits
 //	partlog    the Node that wires them: topics, configs, requests
 //
 // The command partlog (cmd/partlog) is Kafka's console tools for a data
-// directory: topics, produce, consume, perf, dump-log.
+// directory: topics, produce, consume, groups, perf, dump-log.
 //
 // # On disk
 //

@@ -40,6 +40,7 @@ type Node struct {
 	meta   metaProperties
 	logs   *log.Dir
 	md     *metadataLog
+	groups *groupHost
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
@@ -83,6 +84,10 @@ func Open(dir string, opts ...Option) (*Node, error) {
 	n := &Node{dir: path.Clean(dir), opts: o, logger: o.logger, logs: logs, topics: map[string]*topic{}, stop: make(chan struct{})}
 	if err := n.load(); err != nil {
 		logs.Close()
+		return nil, err
+	}
+	if err := n.startGroups(); err != nil {
+		n.Close()
 		return nil, err
 	}
 	n.runEvery(o.retentionInterval, n.enforceRetention)
@@ -260,6 +265,7 @@ func (n *Node) Close() error {
 		t.close()
 	}
 	n.mu.RUnlock()
+	n.stopGroups()
 	n.requests.Lock()
 	defer n.requests.Unlock()
 	close(n.stop)
@@ -358,6 +364,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	t, ok := n.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+	}
+	if strings.HasPrefix(name, "__") {
+		return fmt.Errorf("%w: %q is an internal topic", transport.ErrInvalidTopic, name)
 	}
 	// Forget the topic durably first: a crash from here on removes what is
 	// left of it at the next Open.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -25,6 +26,7 @@ type nodeOptions struct {
 	checkpointInterval time.Duration
 	cleanerInterval    time.Duration
 	topicDefaults      map[string]string
+	groups             group.Options
 }
 
 func defaultNodeOptions() nodeOptions {

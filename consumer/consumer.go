@@ -61,6 +61,9 @@ type Consumer struct {
 	cancel  context.CancelFunc
 	donec   chan struct{} // closed when the fetcher has returned
 
+	// grp is the consumer's part in its group; nil without Group.
+	grp *groupMember
+
 	// pollMu keeps Polls from running at once: pollScratch, Poll's buffer
 	// for decoding batches, is theirs.
 	pollMu      sync.Mutex
@@ -104,6 +107,8 @@ type partState struct {
 	// resets counts the resets in a row after an offset out of range,
 	// with no records fetched between: from the second on, they back off.
 	resets int
+	// highWatermark is the last one a fetch reported, or -1.
+	highWatermark int64
 	// err is the error that stopped the partition; pending an error for
 	// Poll to report.
 	err     error
@@ -168,6 +173,14 @@ func New(client transport.Client, opts ...Option) (*Consumer, error) {
 			p.state, p.position, p.fetchOffset = posReady, off, off
 		}
 	}
+	if cfg.grp.group != "" {
+		g, err := newGroupMember(c)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		c.grp = g
+	}
 	go c.run()
 	return c, nil
 }
@@ -177,7 +190,7 @@ func (c *Consumer) addLocked(tp TopicPartition) *partState {
 	if p := c.parts[tp]; p != nil {
 		return p
 	}
-	p := &partState{tp: tp, state: posReset, reset: c.cfg.reset}
+	p := &partState{tp: tp, state: posReset, reset: c.cfg.reset, highWatermark: -1}
 	c.parts[tp] = p
 	c.order = append(c.order, p)
 	slices.SortFunc(c.order, func(a, b *partState) int {
@@ -260,7 +273,15 @@ func (c *Consumer) startLocked() {
 // its goroutine to return, and makes Poll and the other calls return
 // ErrClosed. A Poll waiting in another goroutine returns ErrClosed. Close
 // does not close the client. Closing again returns ErrClosed.
+//
+// A member of a group first commits its positions (unless
+// DisableAutoCommit), calls OnPartitionsRevoked with its partitions and
+// leaves the group, so that the others take them over at once; a static
+// member (GroupInstanceID) does not leave.
 func (c *Consumer) Close() error {
+	if c.grp != nil {
+		c.grp.leave()
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

@@ -17,9 +17,9 @@
 // A consumer subscribes to topics (Topics: every partition of each,
 // found from the cluster's metadata and looked for again every
 // MetadataMaxAge, so that added partitions are consumed too), or is
-// assigned partitions (Partitions, PartitionsAt). Consumer groups, in
-// which several consumers share a subscription, will add a Group option
-// to the subscribing form; nothing here changes for it.
+// assigned partitions (Partitions, PartitionsAt). With Group, a subscribing
+// consumer shares the topics' partitions with the other members of its
+// consumer group instead (see Consumer groups below).
 //
 // # Positions
 //
@@ -76,6 +76,45 @@
 //   - Retriable errors (a leader moving, a topic whose metadata is
 //     catching up) are retried with backoff and reported only once they
 //     last RetryTimeout.
+//
+// # Consumer groups
+//
+// Group("lzl") with Topics makes the consumer a member of group lzl, as
+// Kafka's subscribe with a group.id: the members share the partitions, each
+// partition read by one member at a time. The group's coordinator (the
+// node leading the group's partition of __consumer_offsets; see package
+// group) runs membership with Kafka's classic protocol: JoinGroup,
+// SyncGroup, heartbeats every HeartbeatInterval, removal after
+// SessionTimeout without one. The group's leader assigns partitions with
+// the first Assignor every member supports — Range, RoundRobin,
+// CooperativeSticky or the user's own — encoded in Kafka's consumer
+// protocol.
+//
+// A rebalance runs inside Poll (or the Records loop), as in Kafka's poll:
+// the heartbeat goroutine only notices that one is due and wakes Poll,
+// which gives partitions up — calling OnPartitionsRevoked first, the place
+// to Commit — rejoins, and takes its new partitions, each at the group's
+// committed offset (or as AutoOffsetReset says when there is none), then
+// calls OnPartitionsAssigned. With Eager assignors (Range, RoundRobin) a
+// member gives up everything before it rejoins; with CooperativeSticky it
+// keeps its partitions and gives up only those that move, which a second
+// rebalance hands over (KIP-429). A member that does not Poll for
+// MaxPollInterval leaves the group, and its partitions are lost
+// (OnPartitionsLost): its commits are refused with ErrCommitFailed.
+//
+// Commits go through an OffsetStore — by default the coordinator, which
+// fences them by generation — synchronously (Commit, CommitOffsets),
+// asynchronously (CommitAsync) or automatically (every
+// AutoCommitInterval, at the start of a Poll, before a revocation and on
+// Close; DisableAutoCommit turns it off). Committed reads committed
+// offsets, Lag the records left per partition. Close commits (with
+// auto-commit), revokes and leaves the group at once, so the others take
+// its partitions over without waiting for its session to time out.
+//
+// With commit on revoke and commits of what was processed, every record is
+// processed exactly once across polite rebalances (joins, leaves); a crash
+// redelivers what was processed after the last commit, never skips a
+// record.
 //
 // Isolation level read_committed is not supported yet: the consumer reads
 // every record below the high watermark (read_uncommitted), aborted

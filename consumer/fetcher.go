@@ -96,7 +96,7 @@ func (c *Consumer) planLocked(now time.Time) step {
 		s.until = c.requests.until
 		return s
 	}
-	if c.cfg.subscribing {
+	if c.cfg.subscribing && c.grp == nil {
 		if !now.Before(c.metadataDue) {
 			s.metadata = true
 			return s
@@ -420,6 +420,7 @@ func (c *Consumer) applyLocked(t target, a *transport.FetchPartitionResponse, ch
 	switch {
 	case a.Err == nil:
 		p.retry = retry{}
+		p.highWatermark = a.HighWatermark
 		if ch == nil {
 			return // nothing new
 		}

@@ -64,6 +64,11 @@ func (c *Consumer) take(ctx context.Context) (run, error) {
 		return run{}, err
 	}
 	for {
+		if c.grp != nil {
+			if err := c.grp.poll(ctx); err != nil {
+				return run{}, err
+			}
+		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()

@@ -94,6 +94,8 @@ type config struct {
 	retryBackoff           time.Duration
 	retryBackoffMax        time.Duration
 	retryTimeout           time.Duration
+
+	grp groupConfig
 }
 
 func defaultConfig() config {
@@ -111,6 +113,7 @@ func defaultConfig() config {
 		retryBackoff:           100 * time.Millisecond,
 		retryBackoffMax:        time.Second,
 		retryTimeout:           time.Minute,
+		grp:                    defaultGroupConfig(),
 	}
 }
 
@@ -144,6 +147,9 @@ func (c *config) validate() error {
 	case c.retryTimeout <= 0:
 		return fmt.Errorf("consumer: RetryTimeout %v is not positive", c.retryTimeout)
 	}
+	if err := c.validateGroup(); err != nil {
+		return err
+	}
 	for _, t := range c.topics {
 		if t == "" {
 			return errors.New("consumer: Topics names an empty topic")
@@ -168,8 +174,9 @@ func (c *config) validate() error {
 // AutoOffsetReset says.
 //
 // A consumer either subscribes (Topics) or is assigned partitions
-// (Partitions, PartitionsAt). Consumer groups, which share a subscription
-// between consumers, will come as a Group option.
+// (Partitions, PartitionsAt). With Group, the subscription is shared
+// between the group's members, and the partitions come from the group's
+// assignment rather than from metadata.
 func Topics(names ...string) Option {
 	return optionFunc(func(c *config) {
 		c.subscribing = true

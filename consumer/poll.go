@@ -45,6 +45,11 @@ func (c *Consumer) Poll(ctx context.Context, timeout time.Duration) (Fetches, er
 	}
 	var expired <-chan time.Time
 	for {
+		if c.grp != nil {
+			if err := c.grp.poll(ctx); err != nil {
+				return nil, err
+			}
+		}
 		fs, ready, err := c.collect()
 		if len(fs) > 0 || err != nil || timeout <= 0 {
 			return fs, err

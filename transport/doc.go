@@ -1,7 +1,10 @@
 // Package transport holds the requests and responses that producers,
 // consumers and nodes exchange — Kafka's Produce, Fetch, ListOffsets and
 // Metadata, with Kafka's error codes — and the Client interface through
-// which clients send them.
+// which clients send them. Consumer groups use the optional GroupClient
+// interface (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+// OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, FindCoordinator), found by a type
+// assertion on a Client.
 //
 // A Node in the same process implements Client directly: a request is a Go
 // value handed over and answered with no encoding. Between processes the

@@ -53,6 +53,25 @@ var (
 	ErrProducerFenced           = &Error{90, "PRODUCER_FENCED", false, "a newer producer with the same transactional id fenced this one"}
 	ErrUnknownTopicID           = &Error{100, "UNKNOWN_TOPIC_ID", true, "unknown topic id"}
 	ErrInconsistentTopicID      = &Error{103, "INCONSISTENT_TOPIC_ID", true, "topic id does not match the partition's"}
+
+	// The group coordinator's errors.
+	ErrOffsetMetadataTooLarge    = &Error{12, "OFFSET_METADATA_TOO_LARGE", false, "offset metadata longer than offset.metadata.max.bytes"}
+	ErrCoordinatorLoadInProgress = &Error{14, "COORDINATOR_LOAD_IN_PROGRESS", true, "the coordinator is loading the group's state"}
+	ErrCoordinatorNotAvailable   = &Error{15, "COORDINATOR_NOT_AVAILABLE", true, "the group coordinator is not available"}
+	ErrNotCoordinator            = &Error{16, "NOT_COORDINATOR", true, "this node is not the group's coordinator"}
+	ErrIllegalGeneration         = &Error{22, "ILLEGAL_GENERATION", false, "the generation id is not the group's current one"}
+	ErrInconsistentGroupProtocol = &Error{23, "INCONSISTENT_GROUP_PROTOCOL", false, "the member's protocol type or protocols do not match the group's"}
+	ErrInvalidGroupID            = &Error{24, "INVALID_GROUP_ID", false, "invalid group id"}
+	ErrUnknownMemberID           = &Error{25, "UNKNOWN_MEMBER_ID", false, "the coordinator does not know this member id"}
+	ErrInvalidSessionTimeout     = &Error{26, "INVALID_SESSION_TIMEOUT", false, "session timeout outside group.min.session.timeout.ms and group.max.session.timeout.ms"}
+	ErrRebalanceInProgress       = &Error{27, "REBALANCE_IN_PROGRESS", false, "the group is rebalancing; rejoin it"}
+	ErrInvalidCommitOffsetSize   = &Error{28, "INVALID_COMMIT_OFFSET_SIZE", false, "the offset commit was too large"}
+	ErrNonEmptyGroup             = &Error{68, "NON_EMPTY_GROUP", false, "the group has members"}
+	ErrGroupIDNotFound           = &Error{69, "GROUP_ID_NOT_FOUND", false, "the group does not exist"}
+	ErrMemberIDRequired          = &Error{79, "MEMBER_ID_REQUIRED", false, "the member must rejoin with the member id given"}
+	ErrGroupMaxSizeReached       = &Error{81, "GROUP_MAX_SIZE_REACHED", false, "the group has group.max.size members already"}
+	ErrFencedInstanceID          = &Error{82, "FENCED_INSTANCE_ID", false, "another member took over this group instance id"}
+	ErrUnstableOffsetCommit      = &Error{88, "UNSTABLE_OFFSET_COMMIT", true, "the partition has pending transactional offsets"}
 )
 
 var (
@@ -70,6 +89,11 @@ func init() {
 		ErrOutOfOrderSequence, ErrDuplicateSequence, ErrInvalidProducerEpoch, ErrKafkaStorage,
 		ErrUnknownProducerID, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrInvalidRecord,
 		ErrProducerFenced, ErrUnknownTopicID, ErrInconsistentTopicID,
+		ErrOffsetMetadataTooLarge, ErrCoordinatorLoadInProgress, ErrCoordinatorNotAvailable,
+		ErrNotCoordinator, ErrIllegalGeneration, ErrInconsistentGroupProtocol, ErrInvalidGroupID,
+		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,
+		ErrNonEmptyGroup, ErrGroupIDNotFound, ErrMemberIDRequired, ErrGroupMaxSizeReached,
+		ErrFencedInstanceID, ErrUnstableOffsetCommit,
 	} {
 		errorsByCode[e.Code] = e
 	}

@@ -46,6 +46,13 @@ so that --print-partition --print-offset --print-key prints lines such as
 A null key or value prints as null. Keys and values are written byte for
 byte: a value holding a newline spans lines.
 
+--group G makes the consumer a member of consumer group G: the group's
+members share the topic's partitions, each partition starts at the group's
+committed offset (or as --from-beginning says, when it has none), and the
+offsets of the records printed are committed after each batch and when the
+command ends, so that the next run goes on from there. With --partition it
+reads that partition only and commits for the group.
+
 --partition P reads that partition only, from --offset O when it is given:
 an offset, earliest or latest. An offset outside the partition starts at its
 end, as Kafka's auto.offset.reset=latest does. Without --partition every
@@ -62,6 +69,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	offset := fs.String("offset", "", "the `offset` in --partition to start at: a number, earliest or latest")
 	maxMessages := fs.Int64("max-messages", 0, "exit after printing `N` records; 0 means no limit")
 	timeout := fs.Duration("timeout", 0, "exit when no record came for this `duration` (as 500ms, 10s); 0 means never")
+	group := fs.String("group", "", "the consumer `group` to consume in, committing its offsets")
 	var f recordFormat
 	fs.BoolVar(&f.timestamp, "print-timestamp", false, "print each record's timestamp type and timestamp")
 	fs.BoolVar(&f.partition, "print-partition", false, "print each record's partition")
@@ -126,7 +134,13 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	c, err := consumer.New(n, assign, consumer.AutoOffsetReset(reset))
+	opts := []consumer.Option{assign, consumer.AutoOffsetReset(reset)}
+	if *group != "" {
+		// Commit exactly what was printed, not what Poll fetched beyond
+		// --max-messages.
+		opts = append(opts, consumer.Group(*group), consumer.ClientID("console-consumer"), consumer.DisableAutoCommit())
+	}
+	c, err := consumer.New(n, opts...)
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -141,10 +155,20 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	prog := newProgress(stderr, "consumed", time.Now())
 	var (
-		count int64
-		line  []byte
-		errs  []error
+		count   int64
+		line    []byte
+		errs    []error
+		printed = map[consumer.TopicPartition]consumer.CommittedOffset{}
 	)
+	commit := func() {
+		if *group == "" || len(printed) == 0 {
+			return
+		}
+		if err := c.CommitOffsets(context.Background(), printed); err != nil {
+			errs = append(errs, fmt.Errorf("consume: commit: %w", err))
+		}
+		clear(printed)
+	}
 poll:
 	for *maxMessages == 0 || count < *maxMessages {
 		fetches, err := c.Poll(ctx, wait)
@@ -165,21 +189,25 @@ poll:
 				if *maxMessages > 0 && count == *maxMessages {
 					break poll
 				}
-				line = f.append(line[:0], &fetches[i].Records[j])
+				r := &fetches[i].Records[j]
+				line = f.append(line[:0], r)
 				out.Write(line)
 				count++
+				printed[r.TopicPartition()] = consumer.CommittedOffset{Offset: r.Offset + 1, LeaderEpoch: -1}
 			}
 		}
 		if err := out.Flush(); err != nil {
 			errs = append(errs, fmt.Errorf("consume: write output: %w", err))
 			break
 		}
+		commit()
 		prog.report(time.Now(), count)
 	}
 	stop()
 	if err := out.Flush(); err != nil && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("consume: write output: %w", err))
 	}
+	commit()
 	fmt.Fprintf(stderr, "Processed a total of %d messages\n", count)
 	if err := c.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("consume: %w", err))

@@ -11,6 +11,7 @@
 //	topics     create, list, describe and delete topics
 //	produce    produce a record per line of standard input
 //	consume    print records on standard output
+//	groups     list and describe consumer groups, reset their offsets
 //	perf       measure producing and consuming speed
 //	serve      answer Kafka protocol requests for a data directory on TCP
 //	dump-log   print the batches, records and index entries of segment files
@@ -70,6 +71,7 @@ var commands = []command{
 	{"topics", "create, list, describe and delete topics", runTopics},
 	{"produce", "produce a record per line of standard input", runProduce},
 	{"consume", "print records on standard output", runConsume},
+	{"groups", "list and describe consumer groups, reset their offsets", runGroups},
 	{"perf", "measure producing and consuming speed", runPerf},
 	{"serve", "answer Kafka protocol requests for a data directory on TCP", runServe},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},

@@ -34,6 +34,7 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Contains(t, stdout, "\n\ttopics     create, list, describe and delete topics\n"+
 			"\tproduce    produce a record per line of standard input\n"+
 			"\tconsume    print records on standard output\n"+
+			"\tgroups     list and describe consumer groups, reset their offsets\n"+
 			"\tperf       measure producing and consuming speed\n"+
 			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
 			"\tdump-log   print the batches, records and index entries of segment files\n")

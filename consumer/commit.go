@@ -1,0 +1,177 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/partlog/partlog/transport"
+)
+
+// ErrNoGroup means a call needs a consumer group and the consumer has
+// none (no Group option).
+var ErrNoGroup = errors.New("consumer: no group: the consumer was made without Group")
+
+// Commit commits the position of every assigned partition that has one —
+// the offset after the last record Poll returned for it — and waits for
+// the answer (Kafka's commitSync). A commit the group refuses because it
+// rebalanced matches ErrCommitFailed; the consumer then rejoins at its
+// next Poll.
+func (c *Consumer) Commit(ctx context.Context) error {
+	return c.commitPositions(ctx, nil)
+}
+
+// commitPositions commits the positions of tps, or of every assigned
+// partition when tps is nil.
+func (c *Consumer) commitPositions(ctx context.Context, tps []TopicPartition) error {
+	c.mu.Lock()
+	offsets := map[TopicPartition]CommittedOffset{}
+	for _, p := range c.order {
+		if p.state == posReady && (tps == nil || containsTP(tps, p.tp)) {
+			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
+		}
+	}
+	c.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	return c.CommitOffsets(ctx, offsets)
+}
+
+func containsTP(tps []TopicPartition, tp TopicPartition) bool {
+	for _, t := range tps {
+		if t == tp {
+			return true
+		}
+	}
+	return false
+}
+
+// CommitOffsets commits offsets for the group — each the offset of the
+// next record to consume — and waits for the answer. A member commits in
+// its generation; see Commit for a refused commit.
+func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]CommittedOffset) error {
+	g := c.grp
+	if g == nil {
+		return ErrNoGroup
+	}
+	for tp, o := range offsets {
+		if o.Offset < 0 {
+			return fmt.Errorf("consumer: commit %v: negative offset %d", tp, o.Offset)
+		}
+	}
+	g.mu.Lock()
+	gen := Generation{ID: transport.NoGeneration, InstanceID: g.cfg.instanceID}
+	if g.member {
+		if g.generation < 0 {
+			g.mu.Unlock()
+			return fmt.Errorf("%w: not a member of a generation", ErrCommitFailed)
+		}
+		gen.ID, gen.MemberID = g.generation, g.memberID
+	}
+	g.mu.Unlock()
+	err := g.store.CommitOffsets(ctx, g.cfg.group, gen, offsets)
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, transport.ErrUnknownMemberID), errors.Is(err, transport.ErrIllegalGeneration), errors.Is(err, transport.ErrFencedInstanceID):
+		if g.member {
+			g.mu.Lock()
+			if g.generation == gen.ID && g.memberID == gen.MemberID {
+				g.resetLocked("commit refused: " + err.Error())
+			}
+			g.mu.Unlock()
+			g.wake()
+		}
+	case errors.Is(err, transport.ErrRebalanceInProgress):
+		if g.member {
+			g.setRejoin("the group is rebalancing")
+			g.wake()
+		}
+	default:
+		return fmt.Errorf("consumer: commit: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrCommitFailed, err)
+}
+
+// CommitAsync commits the positions of every assigned partition, as
+// Commit does, without waiting; done, if not nil, is called with the
+// offsets and the outcome, from another goroutine. Close waits for the
+// commits in flight.
+func (c *Consumer) CommitAsync(ctx context.Context, done func(map[TopicPartition]CommittedOffset, error)) {
+	g := c.grp
+	c.mu.Lock()
+	offsets := map[TopicPartition]CommittedOffset{}
+	for _, p := range c.order {
+		if p.state == posReady {
+			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
+		}
+	}
+	c.mu.Unlock()
+	if g == nil {
+		if done != nil {
+			done(offsets, ErrNoGroup)
+		}
+		return
+	}
+	g.async.Go(func() {
+		err := c.CommitOffsets(ctx, offsets)
+		if done != nil {
+			done(offsets, err)
+		}
+	})
+}
+
+// Committed returns the group's committed offsets for tps, or for every
+// assigned partition when none is named; a partition without one is left
+// out.
+func (c *Consumer) Committed(ctx context.Context, tps ...TopicPartition) (map[TopicPartition]CommittedOffset, error) {
+	g := c.grp
+	if g == nil {
+		return nil, ErrNoGroup
+	}
+	if len(tps) == 0 {
+		tps = c.Assignment()
+		if len(tps) == 0 {
+			return map[TopicPartition]CommittedOffset{}, nil
+		}
+	}
+	return g.store.FetchOffsets(ctx, g.cfg.group, tps)
+}
+
+// Lag returns, for each assigned partition with a position and a high
+// watermark known from a fetch, how many records are left to consume: the
+// high watermark minus the position.
+func (c *Consumer) Lag() map[TopicPartition]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[TopicPartition]int64{}
+	for _, p := range c.order {
+		if p.state == posReady && p.highWatermark >= 0 {
+			out[p.tp] = max(p.highWatermark-p.position, 0)
+		}
+	}
+	return out
+}
+
+// GroupMetadata is a consumer's place in its group.
+type GroupMetadata struct {
+	Group      string
+	MemberID   string
+	Generation int32
+	// Rebalances counts the rebalances the consumer completed.
+	Rebalances int
+}
+
+// GroupMetadata returns the consumer's member id and generation; the zero
+// value without a group.
+func (c *Consumer) GroupMetadata() GroupMetadata {
+	g := c.grp
+	if g == nil {
+		return GroupMetadata{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return GroupMetadata{Group: g.cfg.group, MemberID: g.memberID, Generation: g.generation, Rebalances: g.rebalances}
+}

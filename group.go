@@ -1,0 +1,279 @@
+package partlog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
+)
+
+// The Node coordinates the consumer groups of the partitions of
+// __consumer_offsets it leads: on a single node, every group.
+var _ transport.GroupClient = (*Node)(nil)
+
+// groupTickInterval is how often the node expires group sessions and
+// rebalance timeouts.
+const groupTickInterval = 50 * time.Millisecond
+
+// offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes.
+const offsetsTopicSegmentBytes = 100 << 20
+
+// groupHost runs the node's group coordinator. The coordinator starts with
+// the node when __consumer_offsets exists, and otherwise on first use,
+// which creates the topic (as Kafka does on the first FindCoordinator).
+type groupHost struct {
+	n *Node
+
+	mu    sync.Mutex
+	coord *group.Coordinator
+}
+
+// startGroups loads the group coordinator if __consumer_offsets exists,
+// and starts its ticks.
+func (n *Node) startGroups() error {
+	n.groups = &groupHost{n: n}
+	if n.topic(group.OffsetsTopic) != nil {
+		if _, err := n.groups.coordinator(); err != nil {
+			return err
+		}
+	}
+	n.runEvery(groupTickInterval, func() {
+		n.groups.mu.Lock()
+		c := n.groups.coord
+		n.groups.mu.Unlock()
+		if c != nil {
+			c.Tick()
+		}
+	})
+	return nil
+}
+
+// stopGroups answers the group requests that wait, so that Close need not
+// wait for them.
+func (n *Node) stopGroups() {
+	if n.groups == nil {
+		return
+	}
+	n.groups.mu.Lock()
+	defer n.groups.mu.Unlock()
+	if n.groups.coord != nil {
+		n.groups.coord.Close()
+	}
+}
+
+// coordinator returns the group coordinator, creating __consumer_offsets
+// and loading it first if need be.
+func (h *groupHost) coordinator() (*group.Coordinator, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.coord != nil {
+		return h.coord, nil
+	}
+	n := h.n
+	opts := n.opts.groups
+	opts.Now, opts.Logger = n.opts.now, n.logger.With("component", "group-coordinator")
+	t, err := n.offsetsTopic(opts.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	opts.Partitions = int32(len(t.partitions))
+	c := group.New(offsetsLog{t}, opts)
+	for _, p := range t.partitions {
+		l := p.Log()
+		if err := c.Load(p.ID(), func(yield func(group.Record) bool) error { return replay(l, p.HighWatermark(), yield) }); err != nil {
+			return nil, fmt.Errorf("partlog: %w", err)
+		}
+	}
+	h.coord = c
+	return c, nil
+}
+
+// offsetsTopic returns __consumer_offsets, creating it with partitions
+// (offsets.topic.num.partitions) if it does not exist, compacted as Kafka's
+// is.
+func (n *Node) offsetsTopic(partitions int32) (*topic, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t, ok := n.topics[group.OffsetsTopic]; ok {
+		return t, nil
+	}
+	if partitions <= 0 {
+		partitions = group.DefaultOffsetsTopicPartitions
+	}
+	rec := topicRecord{ID: newUUID(), Partitions: partitions, ReplicationFactor: 1, Configs: map[string]string{
+		ConfigCleanupPolicy: "compact",
+		ConfigSegmentBytes:  strconv.Itoa(offsetsTopicSegmentBytes),
+	}}
+	if err := n.md.put(group.OffsetsTopic, &rec); err != nil {
+		return nil, err
+	}
+	if err := n.openTopic(group.OffsetsTopic, rec); err != nil {
+		return nil, err
+	}
+	n.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", partitions)
+	return n.topics[group.OffsetsTopic], nil
+}
+
+// replay yields the records of l below end, in offset order.
+func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
+	for off := l.LogStartOffset(); off < end; {
+		data, err := l.Read(nil, off, end, 1<<20)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		for len(data) > 0 {
+			h, err := record.ParseHeader(data)
+			if err != nil {
+				return err
+			}
+			b, err := record.Decode(data[:h.Size()])
+			if err != nil {
+				return err
+			}
+			if !h.Attributes.IsControl() {
+				for _, r := range b.Records {
+					if r.Offset >= off && !yield(group.Record{Key: r.Key, Value: r.Value}) {
+						return nil
+					}
+				}
+			}
+			off = h.NextOffset()
+			data = data[h.Size():]
+		}
+	}
+	return nil
+}
+
+// offsetsLog writes the coordinator's records to __consumer_offsets, each
+// call as one batch appended with acks=all.
+type offsetsLog struct{ t *topic }
+
+func (o offsetsLog) Append(p int32, recs []group.Record) error {
+	if p < 0 || int(p) >= len(o.t.partitions) {
+		return fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, group.OffsetsTopic, p)
+	}
+	b := record.NewBuilder(record.DefaultBatchOptions())
+	now := time.Now().UnixMilli()
+	for _, r := range recs {
+		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
+	}
+	_, err := o.t.partitions[p].Append(b.Build(), transport.AcksAll)
+	return err
+}
+
+// groupRequest runs fn with the coordinator inside a request.
+func (n *Node) groupRequest(fn func(*group.Coordinator) error) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	c, err := n.groups.coordinator()
+	if err != nil {
+		return err
+	}
+	return fn(c)
+}
+
+// FindCoordinator names this node as the coordinator of every group.
+func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
+	resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
+	err := n.groupRequest(func(c *group.Coordinator) error {
+		if req.KeyType != transport.CoordinatorGroup {
+			resp.Err = fmt.Errorf("%w: only group coordinators so far", transport.ErrCoordinatorNotAvailable)
+			return nil
+		}
+		resp.NodeID = n.meta.NodeID
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// JoinGroup joins a group, and waits until the rebalance it starts or
+// takes part in has every member, or ctx ends.
+func (n *Node) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
+	ch := make(chan *transport.JoinGroupResponse, 1)
+	if err := n.groupRequest(func(c *group.Coordinator) error {
+		c.Join(req, func(r *transport.JoinGroupResponse) { ch <- r })
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// SyncGroup sends the leader's assignment, or waits for it, and answers
+// the member's own.
+func (n *Node) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
+	ch := make(chan *transport.SyncGroupResponse, 1)
+	if err := n.groupRequest(func(c *group.Coordinator) error {
+		c.Sync(req, func(r *transport.SyncGroupResponse) { ch <- r })
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Heartbeat keeps a member's session alive.
+func (n *Node) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (resp *transport.HeartbeatResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Heartbeat(req); return nil })
+	return resp, err
+}
+
+// LeaveGroup takes members out of a group.
+func (n *Node) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (resp *transport.LeaveGroupResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Leave(req); return nil })
+	return resp, err
+}
+
+// OffsetCommit commits a group's offsets to __consumer_offsets.
+func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (resp *transport.OffsetCommitResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Commit(req); return nil })
+	return resp, err
+}
+
+// OffsetFetch answers a group's committed offsets.
+func (n *Node) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (resp *transport.OffsetFetchResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Fetch(req); return nil })
+	return resp, err
+}
+
+// DescribeGroups describes groups: state, protocol, members, assignments.
+func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (resp *transport.DescribeGroupsResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Describe(req); return nil })
+	return resp, err
+}
+
+// DeleteGroups deletes groups without members, with their offsets.
+func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (resp *transport.DeleteGroupsResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Delete(req); return nil })
+	return resp, err
+}
+
+// ListGroups lists the groups the node coordinates.
+func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (resp *transport.ListGroupsResponse, err error) {
+	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.List(req); return nil })
+	return resp, err
+}

@@ -1,0 +1,899 @@
+package group
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/transport"
+)
+
+// Record is a record of __consumer_offsets: a key and a value as this
+// package encodes them. A nil Value is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Log is where the coordinator keeps its state: the partitions of
+// __consumer_offsets.
+type Log interface {
+	// Append writes recs, in order, to a partition of __consumer_offsets
+	// and returns once they are as durable as an acks=all produce.
+	Append(partition int32, recs []Record) error
+}
+
+// Coordinator is Kafka's group coordinator for the partitions of
+// __consumer_offsets one node leads: it runs each group's membership
+// state machine (see State), fences commits by generation, and keeps
+// committed offsets, writing every change to the group's partition before
+// it answers.
+//
+// It has no goroutine and reads no clock but Options.Now: a driver calls
+// Tick to expire sessions and rebalance timeouts. Join and Sync may answer
+// later, from another call or from Tick, through the callback they are
+// given. Callbacks run with the coordinator's lock held: they must not
+// block or call the coordinator. A Coordinator is safe for concurrent use.
+type Coordinator struct {
+	log  Log
+	opts Options
+
+	mu     sync.Mutex
+	groups map[string]*group
+	closed bool
+	// commitLocks orders each group's commits: a commit holds its group's
+	// lock from its checks to its cache update, and the coordinator's
+	// lock only around them, not while its records are written, so that
+	// the commits of different groups share fsyncs.
+	commitLocks map[string]*sync.Mutex
+}
+
+// New returns a coordinator that writes to log. Load replays what log holds
+// before requests come in.
+func New(log Log, opts Options) *Coordinator {
+	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*sync.Mutex{}}
+}
+
+// Partitions returns the number of partitions of __consumer_offsets.
+func (c *Coordinator) Partitions() int32 { return c.opts.Partitions }
+
+// PartitionFor returns the partition of __consumer_offsets that holds
+// group.
+func (c *Coordinator) PartitionFor(group string) int32 { return PartitionFor(group, c.opts.Partitions) }
+
+// Close answers every JoinGroup and SyncGroup that waits with
+// transport.ErrNotCoordinator, as Kafka does when a coordinator unloads
+// its groups, and makes later calls answer the same.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	err := fmt.Errorf("%w: the coordinator closed", transport.ErrNotCoordinator)
+	for _, g := range c.groups {
+		for _, m := range g.members {
+			if m.joinWait != nil {
+				m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
+				m.joinWait = nil
+			}
+			if m.syncWait != nil {
+				m.syncWait(&transport.SyncGroupResponse{Err: err})
+				m.syncWait = nil
+			}
+		}
+	}
+}
+
+func (c *Coordinator) logger(g *group) *slog.Logger {
+	return c.opts.Logger.With("group", g.id)
+}
+
+// errClosed is the answer to a request after Close.
+var errClosed = fmt.Errorf("%w: the coordinator closed", transport.ErrNotCoordinator)
+
+// Join handles a JoinGroup. respond is called once, now or when the
+// rebalance the member joins completes.
+func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transport.JoinGroupResponse)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fail := func(err error) {
+		respond(&transport.JoinGroupResponse{Err: err, MemberID: req.MemberID, GenerationID: transport.NoGeneration})
+	}
+	switch {
+	case c.closed:
+		fail(errClosed)
+		return
+	case req.Group == "":
+		fail(fmt.Errorf("%w: empty group id", transport.ErrInvalidGroupID))
+		return
+	case req.SessionTimeout < c.opts.MinSessionTimeout || req.SessionTimeout > c.opts.MaxSessionTimeout:
+		fail(fmt.Errorf("%w: %v is not within %v and %v", transport.ErrInvalidSessionTimeout, req.SessionTimeout, c.opts.MinSessionTimeout, c.opts.MaxSessionTimeout))
+		return
+	case req.ProtocolType == "" || len(req.Protocols) == 0:
+		fail(fmt.Errorf("%w: no protocol type or no protocols", transport.ErrInconsistentGroupProtocol))
+		return
+	}
+	now := c.opts.Now()
+	g := c.groups[req.Group]
+	if g == nil {
+		if req.MemberID != "" {
+			fail(fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, req.Group))
+			return
+		}
+		g = newGroup(req.Group, c.PartitionFor(req.Group), now)
+		c.groups[req.Group] = g
+	}
+	if len(g.members) > 0 && req.ProtocolType != g.protocolType || !g.supports(req.Protocols) {
+		fail(fmt.Errorf("%w: group %q uses protocol type %q and protocols %v", transport.ErrInconsistentGroupProtocol, g.id, g.protocolType, g.candidates()))
+		return
+	}
+	rebalanceTimeout := req.RebalanceTimeout
+	if rebalanceTimeout <= 0 {
+		rebalanceTimeout = req.SessionTimeout
+	}
+	if req.MemberID == "" {
+		if old := g.memberByInstance(req.GroupInstanceID); old != nil {
+			fenced := fmt.Errorf("%w: instance %q rejoined", transport.ErrFencedInstanceID, old.instanceID)
+			if g.state == Stable && old.id != g.leader && old.sameProtocols(req.Protocols) {
+				// A static member restarted (KIP-345): it takes its place
+				// and assignment back under a new member id, which fences
+				// the old instance, and the group does not rebalance.
+				c.replaceStaticMemberLocked(g, old, req, rebalanceTimeout, respond, fenced, now)
+				return
+			}
+			c.removeMemberLocked(g, old, fenced, now)
+		}
+		if c.opts.MaxSize > 0 && len(g.members) >= c.opts.MaxSize {
+			fail(fmt.Errorf("%w: %d members", transport.ErrGroupMaxSizeReached, len(g.members)))
+			return
+		}
+		m := &member{
+			id: c.opts.NewMemberID(req.ClientID), instanceID: req.GroupInstanceID,
+			clientID: req.ClientID, clientHost: req.ClientHost,
+			sessionTimeout: req.SessionTimeout, rebalanceTimeout: rebalanceTimeout,
+			protocols: slices.Clone(req.Protocols), lastHeartbeat: now, joinWait: respond,
+		}
+		if len(g.members) == 0 {
+			g.protocolType = req.ProtocolType
+		}
+		g.members = append(g.members, m)
+		c.prepareRebalanceLocked(g, "member "+m.id+" joined", now)
+		c.tryCompleteJoinLocked(g, now)
+		return
+	}
+	m := g.member(req.MemberID)
+	if m == nil {
+		fail(fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, req.MemberID))
+		return
+	}
+	if m.instanceID != req.GroupInstanceID {
+		fail(fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID))
+		return
+	}
+	m.lastHeartbeat = now
+	m.sessionTimeout, m.rebalanceTimeout = req.SessionTimeout, rebalanceTimeout
+	changed := !m.sameProtocols(req.Protocols)
+	m.protocols = slices.Clone(req.Protocols)
+	switch g.state {
+	case PreparingRebalance:
+		if m.joinWait != nil {
+			m.joinWait(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: the member joined again", transport.ErrRebalanceInProgress), MemberID: m.id, GenerationID: transport.NoGeneration})
+		}
+		m.joinWait = respond
+		c.tryCompleteJoinLocked(g, now)
+	case CompletingRebalance, Stable:
+		if !changed && (g.state == CompletingRebalance || m.id != g.leader) {
+			// Nothing changed: the member lost the answer; send it again.
+			respond(c.joinResponseLocked(g, m))
+			return
+		}
+		m.joinWait = respond
+		c.prepareRebalanceLocked(g, "member "+m.id+" rejoined with new metadata", now)
+		c.tryCompleteJoinLocked(g, now)
+	default:
+		fail(fmt.Errorf("%w: group %q is %v", transport.ErrUnknownMemberID, g.id, g.state))
+	}
+}
+
+// replaceStaticMemberLocked gives a static member's place to its new
+// instance, as Kafka's updateStaticMemberAndRebalance does when nothing
+// else changed.
+func (c *Coordinator) replaceStaticMemberLocked(g *group, m *member, req *transport.JoinGroupRequest, rebalanceTimeout time.Duration,
+	respond func(*transport.JoinGroupResponse), fenced error, now time.Time) {
+	if m.joinWait != nil {
+		m.joinWait(&transport.JoinGroupResponse{Err: fenced, MemberID: m.id, GenerationID: transport.NoGeneration})
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait(&transport.SyncGroupResponse{Err: fenced})
+		m.syncWait = nil
+	}
+	oldID := m.id
+	m.id = c.opts.NewMemberID(req.ClientID)
+	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	m.sessionTimeout, m.rebalanceTimeout = req.SessionTimeout, rebalanceTimeout
+	m.lastHeartbeat = now
+	if err := c.storeGroupLocked(g); err != nil {
+		m.id = oldID
+		respond(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: writing the group failed: %v", transport.ErrCoordinatorNotAvailable, err),
+			GenerationID: transport.NoGeneration})
+		return
+	}
+	c.logger(g).Info("static member rejoined", "instance", m.instanceID, "member", m.id, "was", oldID)
+	respond(c.joinResponseLocked(g, m))
+}
+
+// prepareRebalanceLocked starts a rebalance, unless one is being prepared.
+func (c *Coordinator) prepareRebalanceLocked(g *group, reason string, now time.Time) {
+	if g.state == PreparingRebalance {
+		return
+	}
+	if g.state == CompletingRebalance {
+		for _, m := range g.members {
+			m.assignment = nil
+			if m.syncWait != nil {
+				m.syncWait(&transport.SyncGroupResponse{Err: fmt.Errorf("%w: %s", transport.ErrRebalanceInProgress, reason)})
+				m.syncWait = nil
+			}
+		}
+	}
+	var timeout time.Duration
+	for _, m := range g.members {
+		timeout = max(timeout, m.rebalanceTimeout)
+	}
+	g.rebalanceDeadline = now.Add(timeout)
+	g.transition(PreparingRebalance, now)
+	c.logger(g).Info("preparing to rebalance", "reason", reason, "generation", g.generation, "members", len(g.members))
+}
+
+// tryCompleteJoinLocked completes the join phase when every member has
+// rejoined, or when the rebalance timeout has passed (dropping the members
+// that did not rejoin).
+func (c *Coordinator) tryCompleteJoinLocked(g *group, now time.Time) {
+	if g.state != PreparingRebalance {
+		return
+	}
+	if !now.Before(g.rebalanceDeadline) {
+		for _, m := range slices.Clone(g.members) {
+			if m.joinWait == nil {
+				c.logger(g).Info("member did not rejoin in time", "member", m.id)
+				c.dropMemberLocked(g, m, fmt.Errorf("%w: did not rejoin within the rebalance timeout", transport.ErrUnknownMemberID))
+			}
+		}
+	}
+	for _, m := range g.members {
+		if m.joinWait == nil {
+			return
+		}
+	}
+	c.completeJoinLocked(g, now)
+}
+
+// completeJoinLocked starts the next generation and answers every member's
+// JoinGroup: the leader gets the members to assign to.
+func (c *Coordinator) completeJoinLocked(g *group, now time.Time) {
+	g.generation++
+	if len(g.members) == 0 {
+		g.protocol, g.leader = "", ""
+		g.transition(Empty, now)
+		if err := c.storeGroupLocked(g); err != nil {
+			c.logger(g).Error("writing the empty group failed", "err", err)
+		}
+		c.logger(g).Info("group is empty", "generation", g.generation)
+		return
+	}
+	g.protocol = g.selectProtocol()
+	if g.member(g.leader) == nil {
+		g.leader = g.members[0].id
+	}
+	g.transition(CompletingRebalance, now)
+	c.logger(g).Info("rebalance: generation joined", "generation", g.generation, "protocol", g.protocol, "leader", g.leader, "members", len(g.members))
+	for _, m := range g.members {
+		m.lastHeartbeat = now
+		m.assignment = nil
+		respond := m.joinWait
+		m.joinWait = nil
+		respond(c.joinResponseLocked(g, m))
+	}
+}
+
+func (c *Coordinator) joinResponseLocked(g *group, m *member) *transport.JoinGroupResponse {
+	r := &transport.JoinGroupResponse{
+		GenerationID: g.generation, ProtocolType: g.protocolType, ProtocolName: g.protocol,
+		Leader: g.leader, MemberID: m.id,
+	}
+	if m.id == g.leader {
+		for _, o := range g.members {
+			r.Members = append(r.Members, transport.JoinGroupMember{MemberID: o.id, GroupInstanceID: o.instanceID, Metadata: o.metadata(g.protocol)})
+		}
+	}
+	return r
+}
+
+// dropMemberLocked takes m out of g, answering what it waits for with err.
+func (c *Coordinator) dropMemberLocked(g *group, m *member, err error) {
+	i := slices.Index(g.members, m)
+	g.members = slices.Delete(g.members, i, i+1)
+	if m.joinWait != nil {
+		m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait(&transport.SyncGroupResponse{Err: err})
+		m.syncWait = nil
+	}
+	if g.leader == m.id {
+		g.leader = ""
+	}
+}
+
+// removeMemberLocked takes m out of g and rebalances what is left.
+func (c *Coordinator) removeMemberLocked(g *group, m *member, err error, now time.Time) {
+	c.dropMemberLocked(g, m, err)
+	switch g.state {
+	case Stable, CompletingRebalance:
+		c.prepareRebalanceLocked(g, "member "+m.id+" left: "+err.Error(), now)
+		c.tryCompleteJoinLocked(g, now)
+	case PreparingRebalance:
+		c.tryCompleteJoinLocked(g, now)
+	}
+}
+
+// Sync handles a SyncGroup. respond is called once, now or when the
+// leader's assignment arrives.
+func (c *Coordinator) Sync(req *transport.SyncGroupRequest, respond func(*transport.SyncGroupResponse)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fail := func(err error) { respond(&transport.SyncGroupResponse{Err: err}) }
+	if c.closed {
+		fail(errClosed)
+		return
+	}
+	g, m, err := c.memberLocked(req.Group, req.MemberID, req.GroupInstanceID, req.GenerationID)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if req.ProtocolType != "" && req.ProtocolType != g.protocolType || req.ProtocolName != "" && req.ProtocolName != g.protocol {
+		fail(fmt.Errorf("%w: the group's protocol is %s/%s", transport.ErrInconsistentGroupProtocol, g.protocolType, g.protocol))
+		return
+	}
+	now := c.opts.Now()
+	m.lastHeartbeat = now
+	switch g.state {
+	case PreparingRebalance:
+		fail(fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, g.id))
+	case Stable:
+		respond(&transport.SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: m.assignment})
+	case CompletingRebalance:
+		m.syncWait = respond
+		if m.id != g.leader {
+			return
+		}
+		for _, mm := range g.members {
+			mm.assignment = nil
+		}
+		for _, a := range req.Assignments {
+			if mm := g.member(a.MemberID); mm != nil {
+				mm.assignment = a.Assignment
+			}
+		}
+		g.transition(Stable, now)
+		if err := c.storeGroupLocked(g); err != nil {
+			// As Kafka: the members learn of it and the group rebalances.
+			err = fmt.Errorf("%w: writing the group failed: %v", transport.ErrCoordinatorNotAvailable, err)
+			for _, mm := range g.members {
+				if mm.syncWait != nil {
+					mm.syncWait(&transport.SyncGroupResponse{Err: err})
+					mm.syncWait = nil
+				}
+			}
+			g.transition(CompletingRebalance, now)
+			c.prepareRebalanceLocked(g, "writing the group failed", now)
+			return
+		}
+		c.logger(g).Info("rebalance: generation stable", "generation", g.generation)
+		for _, mm := range g.members {
+			if mm.syncWait != nil {
+				mm.syncWait(&transport.SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: mm.assignment})
+				mm.syncWait = nil
+			}
+		}
+	}
+}
+
+// memberLocked finds a member of a group in the given generation.
+func (c *Coordinator) memberLocked(groupID, memberID, instanceID string, generation int32) (*group, *member, error) {
+	g := c.groups[groupID]
+	if g == nil || g.state == Empty || g.state == Dead {
+		return nil, nil, fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, groupID)
+	}
+	m := g.member(memberID)
+	if m == nil {
+		if instanceID != "" && g.memberByInstance(instanceID) != nil {
+			return nil, nil, fmt.Errorf("%w: instance %q", transport.ErrFencedInstanceID, instanceID)
+		}
+		return nil, nil, fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, memberID)
+	}
+	if generation != g.generation {
+		return nil, nil, fmt.Errorf("%w: generation %d, the group is at %d", transport.ErrIllegalGeneration, generation, g.generation)
+	}
+	return g, m, nil
+}
+
+// storeGroupLocked writes g's metadata to its partition.
+func (c *Coordinator) storeGroupLocked(g *group) error {
+	return c.log.Append(g.partition, []Record{{Key: GroupKey(g.id).Encode(), Value: g.value().Encode()}})
+}
+
+// Heartbeat handles a Heartbeat. ErrRebalanceInProgress in the answer tells
+// the member to rejoin.
+func (c *Coordinator) Heartbeat(req *transport.HeartbeatRequest) *transport.HeartbeatResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &transport.HeartbeatResponse{Err: errClosed}
+	}
+	g, m, err := c.memberLocked(req.Group, req.MemberID, req.GroupInstanceID, req.GenerationID)
+	if err != nil {
+		return &transport.HeartbeatResponse{Err: err}
+	}
+	m.lastHeartbeat = c.opts.Now()
+	if g.state == PreparingRebalance {
+		return &transport.HeartbeatResponse{Err: fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, g.id)}
+	}
+	return &transport.HeartbeatResponse{}
+}
+
+// Leave handles a LeaveGroup: the members leave at once, and the group
+// rebalances.
+func (c *Coordinator) Leave(req *transport.LeaveGroupRequest) *transport.LeaveGroupResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &transport.LeaveGroupResponse{Err: errClosed}
+	}
+	g := c.groups[req.Group]
+	resp := &transport.LeaveGroupResponse{}
+	now := c.opts.Now()
+	for _, lm := range req.Members {
+		r := transport.LeaveGroupMemberResponse{MemberID: lm.MemberID, GroupInstanceID: lm.GroupInstanceID}
+		var m *member
+		if g != nil {
+			if m = g.member(lm.MemberID); m == nil && lm.MemberID == "" {
+				m = g.memberByInstance(lm.GroupInstanceID)
+			}
+		}
+		switch {
+		case m == nil:
+			r.Err = fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, lm.MemberID)
+		case lm.GroupInstanceID != "" && m.instanceID != lm.GroupInstanceID:
+			r.Err = fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID)
+		default:
+			reason := lm.Reason
+			if reason == "" {
+				reason = "the member left the group"
+			}
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: %s", transport.ErrUnknownMemberID, reason), now)
+		}
+		resp.Members = append(resp.Members, r)
+	}
+	return resp
+}
+
+// Tick expires what is due: a member not heard from for its session
+// timeout (unless it waits in a JoinGroup or SyncGroup) leaves its group,
+// a rebalance whose timeout passed completes without the members that did
+// not rejoin, and a group Empty for OffsetsRetention is deleted with its
+// offsets. A driver calls it every so often.
+func (c *Coordinator) Tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	now := c.opts.Now()
+	for _, g := range c.groups {
+		for _, m := range slices.Clone(g.members) {
+			if m.joinWait != nil || m.syncWait != nil || now.Sub(m.lastHeartbeat) < m.sessionTimeout {
+				continue
+			}
+			c.logger(g).Info("member session expired", "member", m.id, "session_timeout", m.sessionTimeout)
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", transport.ErrUnknownMemberID), now)
+		}
+		if g.state == PreparingRebalance && !now.Before(g.rebalanceDeadline) {
+			c.tryCompleteJoinLocked(g, now)
+		}
+		c.expireLocked(g, now)
+	}
+}
+
+// Commit handles an OffsetCommit. A member commits in its generation; a
+// client outside group membership commits with transport.NoGeneration and
+// no member id, which only a group without members accepts. Each offset
+// is written to the group's partition before the answer.
+func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.OffsetCommitResponse {
+	c.mu.Lock()
+	lock := c.commitLocks[req.Group]
+	if lock == nil {
+		lock = new(sync.Mutex)
+		c.commitLocks[req.Group] = lock
+	}
+	c.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
+
+	c.mu.Lock()
+	err := c.checkCommitLocked(req)
+	now := c.opts.Now()
+	resp := &transport.OffsetCommitResponse{Topics: make([]transport.OffsetCommitTopicResponse, len(req.Topics))}
+	var recs []Record
+	var values []OffsetValue
+	var keys []TopicPartition
+	for i, t := range req.Topics {
+		tr := &resp.Topics[i]
+		tr.Topic = t.Topic
+		tr.Partitions = make([]transport.OffsetCommitPartitionResponse, len(t.Partitions))
+		for j, p := range t.Partitions {
+			pr := &tr.Partitions[j]
+			pr.Partition = p.Partition
+			switch {
+			case err != nil:
+				pr.Err = err
+			case len(p.Metadata) > c.opts.MaxMetadataBytes:
+				pr.Err = fmt.Errorf("%w: %d bytes, the most is %d", transport.ErrOffsetMetadataTooLarge, len(p.Metadata), c.opts.MaxMetadataBytes)
+			default:
+				v := OffsetValue{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
+				recs = append(recs, Record{Key: OffsetKey(req.Group, t.Topic, p.Partition).Encode(), Value: v.Encode()})
+				values = append(values, v)
+				keys = append(keys, TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
+		}
+	}
+	if len(recs) == 0 {
+		c.mu.Unlock()
+		return resp
+	}
+	if m := c.groups[req.Group].memberOrNil(req.MemberID); m != nil {
+		m.lastHeartbeat = now
+	}
+	partition := c.PartitionFor(req.Group)
+	c.mu.Unlock()
+
+	// Written without the coordinator's lock; the group's commit lock
+	// keeps its commits in order in the log and in the cache.
+	if werr := c.log.Append(partition, recs); werr != nil {
+		werr = fmt.Errorf("%w: writing offsets failed: %v", transport.ErrCoordinatorNotAvailable, werr)
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if pr := &resp.Topics[i].Partitions[j]; pr.Err == nil {
+					pr.Err = werr
+				}
+			}
+		}
+		return resp
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[req.Group]
+	if g == nil {
+		g = newGroup(req.Group, partition, now)
+		c.groups[req.Group] = g
+	}
+	for i, k := range keys {
+		g.offsets[k] = values[i]
+	}
+	return resp
+}
+
+// checkCommitLocked says whether a commit may go ahead, as Kafka's
+// handleCommitOffsets does.
+func (c *Coordinator) checkCommitLocked(req *transport.OffsetCommitRequest) error {
+	if c.closed {
+		return errClosed
+	}
+	if req.Group == "" {
+		return fmt.Errorf("%w: empty group id", transport.ErrInvalidGroupID)
+	}
+	g := c.groups[req.Group]
+	simple := req.GenerationID < 0 && req.MemberID == ""
+	switch {
+	case g == nil || g.state == Empty && len(g.members) == 0:
+		if simple {
+			return nil
+		}
+		if g == nil {
+			return fmt.Errorf("%w: group %q has no generation %d", transport.ErrIllegalGeneration, req.Group, req.GenerationID)
+		}
+		return fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, req.Group)
+	case g.state == CompletingRebalance:
+		return fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, req.Group)
+	}
+	m := g.member(req.MemberID)
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, req.MemberID)
+	case req.GroupInstanceID != "" && m.instanceID != req.GroupInstanceID:
+		return fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID)
+	case req.GenerationID != g.generation:
+		return fmt.Errorf("%w: generation %d, the group is at %d", transport.ErrIllegalGeneration, req.GenerationID, g.generation)
+	}
+	return nil
+}
+
+// Fetch handles an OffsetFetch: the committed offsets of the partitions
+// asked for (-1 where there is none), or of every partition with one.
+func (c *Coordinator) Fetch(req *transport.OffsetFetchRequest) *transport.OffsetFetchResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &transport.OffsetFetchResponse{Err: errClosed}
+	}
+	g := c.groups[req.Group]
+	resp := &transport.OffsetFetchResponse{}
+	if req.Topics == nil {
+		if g == nil {
+			return resp
+		}
+		tps := make([]TopicPartition, 0, len(g.offsets))
+		for tp := range g.offsets {
+			tps = append(tps, tp)
+		}
+		slices.SortFunc(tps, compareTP)
+		for _, tp := range tps {
+			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
+				resp.Topics = append(resp.Topics, transport.OffsetFetchTopicResponse{Topic: tp.Topic})
+			}
+			t := &resp.Topics[len(resp.Topics)-1]
+			t.Partitions = append(t.Partitions, offsetFetched(tp.Partition, g.offsets[tp]))
+		}
+		return resp
+	}
+	for _, t := range req.Topics {
+		tr := transport.OffsetFetchTopicResponse{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			v, ok := OffsetValue{}, false
+			if g != nil {
+				v, ok = g.offsets[TopicPartition{Topic: t.Topic, Partition: p}]
+			}
+			if !ok {
+				tr.Partitions = append(tr.Partitions, transport.OffsetFetchPartitionResponse{Partition: p, Offset: -1, LeaderEpoch: -1})
+				continue
+			}
+			tr.Partitions = append(tr.Partitions, offsetFetched(p, v))
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp
+}
+
+func offsetFetched(p int32, v OffsetValue) transport.OffsetFetchPartitionResponse {
+	return transport.OffsetFetchPartitionResponse{Partition: p, Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata}
+}
+
+func compareTP(a, b TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition - b.Partition)
+}
+
+// Describe handles a DescribeGroups. A group the coordinator does not know
+// is described as Dead, as Kafka does.
+func (c *Coordinator) Describe(req *transport.DescribeGroupsRequest) *transport.DescribeGroupsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &transport.DescribeGroupsResponse{}
+	for _, id := range req.Groups {
+		d := transport.DescribedGroup{Group: id, State: Dead.String(), GenerationID: transport.NoGeneration}
+		if c.closed {
+			d.Err = errClosed
+		} else if g := c.groups[id]; g != nil {
+			d.State, d.ProtocolType, d.Protocol, d.GenerationID, d.Leader = g.state.String(), g.protocolType, g.protocol, g.generation, g.leader
+			for _, m := range g.members {
+				d.Members = append(d.Members, transport.DescribedMember{
+					MemberID: m.id, GroupInstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
+					Metadata: m.metadata(g.protocol), Assignment: m.assignment,
+				})
+			}
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+// List handles a ListGroups: every group, sorted by id, or those in the
+// states asked for.
+func (c *Coordinator) List(req *transport.ListGroupsRequest) *transport.ListGroupsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &transport.ListGroupsResponse{Err: errClosed}
+	}
+	resp := &transport.ListGroupsResponse{}
+	for _, g := range c.groups {
+		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, g.state.String()) {
+			continue
+		}
+		resp.Groups = append(resp.Groups, transport.ListedGroup{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+	}
+	slices.SortFunc(resp.Groups, func(a, b transport.ListedGroup) int {
+		switch {
+		case a.Group < b.Group:
+			return -1
+		case a.Group > b.Group:
+			return 1
+		}
+		return 0
+	})
+	return resp
+}
+
+// Delete handles a DeleteGroups: a group without members is deleted with
+// its offsets — tombstones for its offset and group metadata keys are
+// written to its partition, so that it stays deleted after a reload and
+// compaction drops its records. A group with members is refused with
+// transport.ErrNonEmptyGroup, an unknown one with ErrGroupIDNotFound.
+func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.DeleteGroupsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &transport.DeleteGroupsResponse{}
+	for _, id := range req.Groups {
+		r := transport.DeletedGroup{Group: id}
+		g := c.groups[id]
+		switch {
+		case c.closed:
+			r.Err = errClosed
+		case g == nil:
+			r.Err = fmt.Errorf("%w: %q", transport.ErrGroupIDNotFound, id)
+		case len(g.members) > 0:
+			r.Err = fmt.Errorf("%w: group %q has %d members", transport.ErrNonEmptyGroup, id, len(g.members))
+		default:
+			r.Err = c.deleteGroupLocked(g)
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp
+}
+
+// deleteGroupLocked writes tombstones for g's offsets and metadata, and
+// forgets g.
+func (c *Coordinator) deleteGroupLocked(g *group) error {
+	tps := make([]TopicPartition, 0, len(g.offsets))
+	for tp := range g.offsets {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, compareTP)
+	recs := make([]Record, 0, len(tps)+1)
+	for _, tp := range tps {
+		recs = append(recs, Record{Key: OffsetKey(g.id, tp.Topic, tp.Partition).Encode()})
+	}
+	recs = append(recs, Record{Key: GroupKey(g.id).Encode()})
+	if err := c.log.Append(g.partition, recs); err != nil {
+		return fmt.Errorf("%w: writing the tombstones failed: %v", transport.ErrCoordinatorNotAvailable, err)
+	}
+	g.transition(Dead, c.opts.Now())
+	delete(c.groups, g.id)
+	return nil
+}
+
+// expireLocked deletes g when it has been Empty for OffsetsRetention with
+// no commit meanwhile, as Kafka expires offsets (KIP-211).
+func (c *Coordinator) expireLocked(g *group, now time.Time) {
+	if g.state != Empty || len(g.members) > 0 {
+		return
+	}
+	last := g.stateTime
+	for _, v := range g.offsets {
+		if t := time.UnixMilli(v.CommitTimestamp); t.After(last) {
+			last = t
+		}
+	}
+	if now.Sub(last) < c.opts.OffsetsRetention {
+		return
+	}
+	if lock := c.commitLocks[g.id]; lock != nil && !lock.TryLock() {
+		return // a commit is on its way: not idle
+	} else if lock != nil {
+		defer lock.Unlock()
+	}
+	if err := c.deleteGroupLocked(g); err != nil {
+		c.logger(g).Error("expiring the group's offsets failed", "err", err)
+		return
+	}
+	c.logger(g).Info("group expired: empty for offsets.retention.minutes", "retention", c.opts.OffsetsRetention)
+}
+
+// Load replays one partition of __consumer_offsets, read in offset order
+// through recs, into the coordinator's state: the latest offset of each
+// group and partition, and the latest metadata of each group. A group
+// loaded with members is Stable, and each member's session starts now;
+// one without is Empty. Call it for each partition before requests come
+// in, as Kafka loads a partition when it becomes its coordinator.
+func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.opts.Now()
+	groupOf := func(id string) *group {
+		g := c.groups[id]
+		if g == nil {
+			g = newGroup(id, partition, now)
+			c.groups[id] = g
+		}
+		return g
+	}
+	var bad error
+	err := recs(func(r Record) bool {
+		k, err := DecodeKey(r.Key)
+		if err != nil {
+			bad = err
+			return false
+		}
+		if k.IsGroup() {
+			if r.Value == nil {
+				if g := c.groups[k.Group]; g != nil {
+					g.members, g.state, g.protocol, g.leader = nil, Empty, "", ""
+					if len(g.offsets) == 0 {
+						delete(c.groups, k.Group)
+					}
+				}
+				return true
+			}
+			v, err := DecodeGroupValue(r.Value)
+			if err != nil {
+				bad = err
+				return false
+			}
+			g := groupOf(k.Group)
+			g.protocolType, g.generation, g.protocol, g.leader = v.ProtocolType, v.Generation, v.Protocol, v.Leader
+			g.members = g.members[:0]
+			for _, mv := range v.Members {
+				m := &member{
+					id: mv.MemberID, instanceID: mv.GroupInstanceID, clientID: mv.ClientID, clientHost: mv.ClientHost,
+					sessionTimeout:   time.Duration(mv.SessionTimeout) * time.Millisecond,
+					rebalanceTimeout: time.Duration(mv.RebalanceTimeout) * time.Millisecond,
+					assignment:       mv.Assignment, lastHeartbeat: now,
+				}
+				if v.Protocol != "" {
+					m.protocols = []transport.JoinGroupProtocol{{Name: v.Protocol, Metadata: mv.Subscription}}
+				}
+				g.members = append(g.members, m)
+			}
+			g.state = Empty
+			g.stateTime = now
+			if len(g.members) > 0 {
+				g.state = Stable
+			} else if v.CurrentStateTimestamp > 0 {
+				g.stateTime = time.UnixMilli(v.CurrentStateTimestamp) // for OffsetsRetention
+			}
+			return true
+		}
+		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
+		if r.Value == nil {
+			if g := c.groups[k.Group]; g != nil {
+				delete(g.offsets, tp)
+			}
+			return true
+		}
+		v, err := DecodeOffsetValue(r.Value)
+		if err != nil {
+			bad = err
+			return false
+		}
+		groupOf(k.Group).offsets[tp] = v
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return fmt.Errorf("group: load %s-%d: %w", OffsetsTopic, partition, err)
+	}
+	return nil
+}

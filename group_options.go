@@ -1,0 +1,36 @@
+package partlog
+
+import "time"
+
+// OffsetsTopicPartitions sets the partitions of __consumer_offsets when the
+// node creates it (Kafka's offsets.topic.num.partitions); the default is
+// 50. A group lives in partition abs(hash(group id)) % n, as in Kafka. It
+// has no effect once the topic exists.
+func OffsetsTopicPartitions(n int32) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.Partitions = n })
+}
+
+// GroupMinSessionTimeout sets the shortest session timeout a group member
+// may ask for (group.min.session.timeout.ms); the default is 6s.
+func GroupMinSessionTimeout(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.MinSessionTimeout = d })
+}
+
+// GroupMaxSessionTimeout sets the longest session timeout a group member
+// may ask for (group.max.session.timeout.ms); the default is 30 minutes.
+func GroupMaxSessionTimeout(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.MaxSessionTimeout = d })
+}
+
+// GroupMaxSize sets the most members a group may have (group.max.size);
+// the default is no limit.
+func GroupMaxSize(n int) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.MaxSize = n })
+}
+
+// OffsetsRetention sets how long a group without members keeps its
+// committed offsets after its last commit (Kafka's
+// offsets.retention.minutes); the default is 7 days.
+func OffsetsRetention(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.groups.OffsetsRetention = d })
+}
