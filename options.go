@@ -24,6 +24,9 @@ type nodeOptions struct {
 	retentionInterval  time.Duration
 	checkpointInterval time.Duration
 	topicDefaults      map[string]string
+
+	producerIDExpiration      time.Duration
+	producerIDExpirationCheck time.Duration
 }
 
 func defaultNodeOptions() nodeOptions {
@@ -34,6 +37,9 @@ func defaultNodeOptions() nodeOptions {
 		now:                time.Now,
 		retentionInterval:  5 * time.Minute,
 		checkpointInterval: time.Minute,
+
+		producerIDExpiration:      24 * time.Hour,
+		producerIDExpirationCheck: 10 * time.Minute,
 	}
 }
 
@@ -75,4 +81,20 @@ func CheckpointInterval(d time.Duration) Option {
 // {"flush.messages": "9223372036854775807"} to leave flushing to the OS.
 func TopicDefaults(configs map[string]string) Option {
 	return optionFunc(func(o *nodeOptions) { o.topicDefaults = configs })
+}
+
+// ProducerIDExpiration sets how long a partition keeps an idempotent
+// producer's state after the timestamp of its last batch
+// (producer.id.expiration.ms); a producer silent for longer is forgotten,
+// and a retry from it is no longer recognised as a duplicate. The default
+// is 24 hours.
+func ProducerIDExpiration(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.producerIDExpiration = d })
+}
+
+// ProducerIDExpirationCheckInterval sets how often expired producers are
+// forgotten (producer.id.expiration.check.interval.ms). The default is 10
+// minutes.
+func ProducerIDExpirationCheckInterval(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.producerIDExpirationCheck = d })
 }

@@ -340,3 +340,29 @@ func TestProducerExpiration(t *testing.T) {
 	require.EqualValues(t, 0, s[0].Batches[len(s[0].Batches)-1].FirstSequence)
 	require.EqualValues(t, 2, s[0].Batches[len(s[0].Batches)-1].FirstOffset)
 }
+
+// TestFollowerKeepsProducerState: batches a follower replicates enter its
+// producer state, so that as leader it answers a retry of one of them as a
+// duplicate — whether its state was loaded before they came or after.
+func TestFollowerKeepsProducerState(t *testing.T) {
+	leader, ll := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
+	for i := range 3 {
+		_, err := leader.Append(idemBatch(4, 0, int32(2*i), 2, 1000), transport.AcksAll)
+		require.NoError(t, err)
+	}
+	replicated, err := ll.Read(nil, 0, ll.LogEndOffset(), 1<<20)
+	require.NoError(t, err)
+	for _, loadedFirst := range []bool{false, true} {
+		f, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
+		if loadedFirst {
+			require.Empty(t, states(t, f))
+		}
+		_, err := f.AppendAsFollower(replicated)
+		require.NoError(t, err)
+		require.Equal(t, states(t, leader), states(t, f))
+		res, err := f.Append(idemBatch(4, 0, 2, 2, 1000), transport.AcksAll)
+		require.NoError(t, err)
+		require.True(t, res.Duplicate)
+		require.EqualValues(t, 2, res.FirstOffset)
+	}
+}

@@ -256,3 +256,31 @@ func (p *Partition) maybeSnapshotOnRoll() {
 	}
 	_ = p.producers.snapshot() // a failed snapshot costs a longer scan, not data
 }
+
+// AppendAsFollower appends batches whose offsets a leader gave (see
+// log.Log.AppendAsFollower), as a follower does, and records their
+// producers in the producer state without checking them, as Kafka's
+// followers do: a follower that becomes leader recognises the retries
+// first sent to the old leader.
+func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
+	info, err := p.log.AppendAsFollower(batches)
+	if err != nil {
+		return info, kafkaError(err)
+	}
+	m := p.producers
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state == nil {
+		return info, nil // a load scans them from the log
+	}
+	for rest := batches; len(rest) >= record.LogOverhead; {
+		h, err := record.ParseHeader(rest)
+		if err != nil || h.Size() > len(rest) {
+			m.state = nil // cannot be: the log took them; reload to be sure
+			break
+		}
+		m.state.apply(&h, h.BaseOffset)
+		rest = rest[h.Size():]
+	}
+	return info, nil
+}
