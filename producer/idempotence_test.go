@@ -1,6 +1,7 @@
 package producer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,12 +46,16 @@ type lossyClient struct {
 	// producer hears of it: a restart goes here.
 	afterDrop func(call int)
 	passed    chan struct{}
+	// sent holds each batch first sent, by base sequence, to compare
+	// its retries with; resent counts those, changed those that differ.
+	sent            map[int32][]byte
+	resent, changed int
 }
 
 var _ transport.ProducerIDClient = (*lossyClient)(nil)
 
 func newLossyClient(n *partlog.Node) *lossyClient {
-	c := &lossyClient{passed: make(chan struct{}, 1)}
+	c := &lossyClient{passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
 	c.cur.Store(&hostedNode{node: n})
 	return c
 }
@@ -72,6 +77,22 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 	hold := c.hold != nil && c.hold(call)
 	if hold {
 		c.held++
+	}
+	for _, tp := range req.Topics {
+		for _, pp := range tp.Partitions {
+			h, err := record.ParseHeader(pp.Records)
+			if err != nil || h.ProducerID < 0 {
+				continue
+			}
+			if first, ok := c.sent[h.BaseSequence]; !ok {
+				c.sent[h.BaseSequence] = bytes.Clone(pp.Records)
+			} else {
+				c.resent++
+				if !bytes.Equal(first, pp.Records) {
+					c.changed++
+				}
+			}
+		}
 	}
 	c.mu.Unlock()
 	if hold {
@@ -184,6 +205,8 @@ func TestIdempotentLostAnswers(t *testing.T) {
 			require.Equal(t, want, fetchValues(t, node, "t", 0), "exactly once, in order")
 			calls, dropped, held := c.stats()
 			require.Greater(t, dropped, 10, "answers were lost (%d calls)", calls)
+			require.GreaterOrEqual(t, c.resent, dropped, "every lost batch was sent again")
+			require.Zero(t, c.changed, "a retry is the same bytes, with the same sequence")
 			if inFlight > 1 {
 				require.Greater(t, held, 5)
 			}
@@ -383,4 +406,23 @@ func TestExpiredProducerStartsOver(t *testing.T) {
 		seqs = append(seqs, b.BaseSequence)
 	}
 	require.Equal(t, []int32{0, 1, 0, 1}, seqs)
+}
+
+// noIDClient refuses InitProducerId for good.
+type noIDClient struct{ *partlog.Node }
+
+func (c noIDClient) InitProducerID(context.Context, *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
+	return &transport.InitProducerIDResponse{Err: fmt.Errorf("%w: no ids today", transport.ErrInvalidRequest), ProducerID: -1, ProducerEpoch: -1}, nil
+}
+
+// TestInitProducerIDRefused: a producer that cannot get an id fails its
+// records with ErrFatal and the reason, and sends nothing.
+func TestInitProducerIDRefused(t *testing.T) {
+	node := openNode(t)
+	createTopic(t, node, "t", 1, nil)
+	p := newProducer(t, noIDClient{node})
+	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t", Value: []byte("x")}).FirstErr()
+	require.ErrorIs(t, err, producer.ErrFatal)
+	require.ErrorIs(t, err, transport.ErrInvalidRequest)
+	require.Empty(t, fetchValues(t, node, "t", 0))
 }

@@ -114,9 +114,9 @@ func noPromise(*Record, error) {}
 // the producer while buffer.memory is used up. A record that fails before it joins a
 // batch — the producer is closed (ErrClosed), the record is too large
 // (ErrRecordTooLarge), the topic or explicit partition does not exist
-// (transport.ErrUnknownTopicOrPartition), or no buffer memory freed in time
-// (ErrBufferFull) — has its promise run before Produce returns, on the
-// caller's goroutine.
+// (transport.ErrUnknownTopicOrPartition), no buffer memory freed in time
+// (ErrBufferFull), or an idempotent producer failed for good (ErrFatal) —
+// has its promise run before Produce returns, on the caller's goroutine.
 //
 // Produce blocks only to wait for buffer memory or for the first metadata
 // of a topic, for up to MaxBlock; ctx ends that wait early. ctx has no
