@@ -159,13 +159,15 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
 			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.opts.MinInsyncReplicas)
 	}
+	var h record.Header
+	var err error
 	if p.opts.LogAppendTime {
 		// Stamping recomputes the CRC: check the producer's first, or a
 		// damaged batch would come out looking sound.
-		if _, err := record.Validate(batch); err != nil {
+		if h, err = record.Validate(batch); err != nil {
 			return res, kafkaError(err)
 		}
-	} else if _, err := record.ParseHeader(batch); err != nil {
+	} else if h, err = record.ParseHeader(batch); err != nil {
 		return res, kafkaError(err) // too short to stamp; the log says why
 	}
 	record.SetPartitionLeaderEpoch(batch, epoch)
@@ -176,7 +178,11 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 	info, err := p.log.AppendChecked(batch, p.producers)
 	var dup *duplicateError
 	if errors.As(err, &dup) {
-		// A retry of a batch the log holds: answer its offsets.
+		// A retry of a batch the log holds: answer its offsets, once the
+		// original is as safe as an acknowledged append.
+		if err := p.confirmDuplicate(&h, dup.batch); err != nil {
+			return res, err
+		}
 		res.FirstOffset, res.LastOffset = dup.batch.FirstOffset, dup.batch.LastOffset
 		res.MaxTimestamp, res.LogStartOffset = dup.batch.Timestamp, p.log.LogStartOffset()
 		res.Records = int(res.LastOffset - res.FirstOffset + 1)

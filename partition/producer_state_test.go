@@ -366,3 +366,22 @@ func TestFollowerKeepsProducerState(t *testing.T) {
 		require.EqualValues(t, 2, res.FirstOffset)
 	}
 }
+
+// TestSnapshotOnRoll: when the log rolls a segment the partition snapshots
+// its producer state, so recovery after a crash scans only from there. The
+// snapshot covers the batch that began the segment (Kafka's is as of the
+// segment's base offset, just before it).
+func TestSnapshotOnRoll(t *testing.T) {
+	fsys := vfs.NewMem()
+	p, l := openPartition(t, fsys, log.Options{SegmentBytes: 1024, MaxIndexBytes: 4096}, partition.Options{})
+	seq := int32(0)
+	for len(l.Segments()) < 3 {
+		_, err := p.Append(idemBatch(3, 0, seq, 4, 1000), transport.AcksAll)
+		require.NoError(t, err)
+		seq += 4
+	}
+	segs := l.Segments()
+	active := segs[len(segs)-1].BaseOffset
+	require.Equal(t, []string{partition.SnapshotFileName(segs[1].BaseOffset + 4), partition.SnapshotFileName(active + 4)}, snapshots(t, fsys),
+		"a snapshot at each roll, as of the end of the batch that began the new segment")
+}

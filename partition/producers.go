@@ -284,3 +284,31 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 	}
 	return info, nil
 }
+
+// confirmDuplicate returns once the original of a duplicate batch is as an
+// acknowledged append would be — durable when the log syncs before it
+// acknowledges — and is in the log: a duplicate may come while its original
+// is still in a write group, whose write can fail. An original the log
+// start offset has passed (retention) is taken as there. An original that
+// is not in the log is transport.ErrKafkaStorage, which the producer
+// retries.
+func (p *Partition) confirmDuplicate(h *record.Header, m BatchMetadata) error {
+	if p.opts.DurableHighWatermark {
+		if err := p.log.WaitDurable(m.LastOffset + 1); err != nil {
+			return kafkaError(err)
+		}
+	}
+	data, err := p.log.Read(nil, m.FirstOffset, m.LastOffset+1, 1)
+	if err != nil {
+		if m.FirstOffset < p.log.LogStartOffset() {
+			return nil
+		}
+		return kafkaError(err)
+	}
+	got, err := record.ParseHeader(data)
+	if err != nil || got.BaseOffset != m.FirstOffset || got.ProducerID != h.ProducerID ||
+		got.ProducerEpoch != h.ProducerEpoch || got.BaseSequence != h.BaseSequence {
+		return fmt.Errorf("%w: %s-%d: the original of a duplicate batch at offset %d is not in the log", transport.ErrKafkaStorage, p.topic, p.partition, m.FirstOffset)
+	}
+	return nil
+}
