@@ -41,6 +41,7 @@ type Node struct {
 	logs   *log.Dir
 	md     *metadataLog
 	groups *groupHost
+	pids   producerIDs
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
@@ -92,6 +93,7 @@ func Open(dir string, opts ...Option) (*Node, error) {
 	}
 	n.runEvery(o.retentionInterval, n.enforceRetention)
 	n.startCleaner()
+	n.runEvery(o.producerIDExpirationCheck, n.removeExpiredProducers)
 	n.runEvery(o.checkpointInterval, func() {
 		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
 			n.logger.Error("writing checkpoints failed", "err", err)
@@ -156,7 +158,7 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 			return fmt.Errorf("partlog: open partition %s: %w", tp, err)
 		}
 		po := t.config.partitionOptions()
-		po.Now = n.opts.now
+		po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
 		if err := n.writePartitionMetadata(tp, rec.ID); err != nil {
 			t.close()

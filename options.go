@@ -27,6 +27,9 @@ type nodeOptions struct {
 	cleanerInterval    time.Duration
 	topicDefaults      map[string]string
 	groups             group.Options
+
+	producerIDExpiration      time.Duration
+	producerIDExpirationCheck time.Duration
 }
 
 func defaultNodeOptions() nodeOptions {
@@ -38,6 +41,9 @@ func defaultNodeOptions() nodeOptions {
 		retentionInterval:  5 * time.Minute,
 		checkpointInterval: time.Minute,
 		cleanerInterval:    defaultCleanerInterval,
+
+		producerIDExpiration:      24 * time.Hour,
+		producerIDExpirationCheck: 10 * time.Minute,
 	}
 }
 
@@ -79,4 +85,20 @@ func CheckpointInterval(d time.Duration) Option {
 // {"flush.messages": "9223372036854775807"} to leave flushing to the OS.
 func TopicDefaults(configs map[string]string) Option {
 	return optionFunc(func(o *nodeOptions) { o.topicDefaults = configs })
+}
+
+// ProducerIDExpiration sets how long a partition keeps an idempotent
+// producer's state after the timestamp of its last batch
+// (producer.id.expiration.ms); a producer silent for longer is forgotten,
+// and a retry from it is no longer recognised as a duplicate. The default
+// is 24 hours.
+func ProducerIDExpiration(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.producerIDExpiration = d })
+}
+
+// ProducerIDExpirationCheckInterval sets how often expired producers are
+// forgotten (producer.id.expiration.check.interval.ms). The default is 10
+// minutes.
+func ProducerIDExpirationCheckInterval(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.producerIDExpirationCheck = d })
 }

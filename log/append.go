@@ -29,13 +29,16 @@ type AppendInfo struct {
 //
 // Append returns once the batch is readable; with SyncBeforeAck, or when
 // FlushMessages is reached, once it is also durable.
-func (l *Log) Append(batch []byte) (AppendInfo, error) {
+func (l *Log) Append(batch []byte) (AppendInfo, error) { return l.appendChecked(batch, nil) }
+
+// appendChecked is Append, with AppendChecked's check when c is not nil.
+func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 	h, err := l.check(batch)
 	if err != nil {
 		return AppendInfo{}, err
 	}
 	if l.opts.SyncBeforeAck {
-		return l.appendGrouped(h, batch)
+		return l.appendGrouped(h, batch, c)
 	}
 	l.appendMu.Lock()
 	if err := l.writable(); err != nil {
@@ -43,8 +46,17 @@ func (l *Log) Append(batch []byte) (AppendInfo, error) {
 		return AppendInfo{}, err
 	}
 	h.BaseOffset = l.leo.Load()
+	if c != nil {
+		if err := c.CheckAppend(h, h.BaseOffset); err != nil {
+			l.appendMu.Unlock()
+			return AppendInfo{}, err
+		}
+	}
 	record.SetBaseOffset(batch, h.BaseOffset)
 	err = l.appendLocked(h, batch)
+	if err != nil && c != nil {
+		c.AppendFailed(h, err)
+	}
 	start := l.logStartOffset
 	l.appendMu.Unlock()
 	if err != nil {

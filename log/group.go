@@ -26,13 +26,18 @@ type groupWriter struct {
 	info  AppendInfo
 	err   error
 	done  bool
+	// check vets the batch as it gets its offsets (AppendChecked);
+	// checked says it passed, refused that it did not.
+	check   AppendCheck
+	checked bool
+	refused bool
 }
 
 // appendGrouped appends one batch as part of a write group and returns once
 // it is durable.
-func (l *Log) appendGrouped(h record.Header, batch []byte) (AppendInfo, error) {
+func (l *Log) appendGrouped(h record.Header, batch []byte, c AppendCheck) (AppendInfo, error) {
 	g := &l.groups
-	w := &groupWriter{h: h, batch: batch}
+	w := &groupWriter{h: h, batch: batch, check: c}
 	g.mu.Lock()
 	if g.cond == nil {
 		g.cond = sync.NewCond(&g.mu)
@@ -96,7 +101,8 @@ func (l *Log) appendRuns(group []*groupWriter) {
 	)
 	s := l.active()
 	write := func(end int) error {
-		if start == end {
+		if len(headers) == 0 { // nothing, or only refused batches
+			start = end
 			return nil
 		}
 		if err := s.AppendBatches(headers, data); err != nil {
@@ -114,6 +120,13 @@ func (l *Log) appendRuns(group []*groupWriter) {
 	now := l.nowMs()
 	for i, w := range group {
 		w.h.BaseOffset = next
+		if w.check != nil {
+			if err := w.check.CheckAppend(w.h, next); err != nil {
+				w.err, w.refused = err, true
+				continue
+			}
+			w.checked = true
+		}
 		record.SetBaseOffset(w.batch, next)
 		if err := l.noteEpoch(w.h); err != nil {
 			if write(i) == nil {
@@ -133,7 +146,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 		}
 		// A run of one batch is written from the caller's bytes; longer
 		// runs are copied together.
-		switch i - start {
+		switch len(headers) {
 		case 0:
 			data = w.batch
 		case 1:
@@ -147,9 +160,16 @@ func (l *Log) appendRuns(group []*groupWriter) {
 	write(len(group))
 }
 
-// failFrom gives the writers that were not written the error.
+// failFrom gives the writers that were not written the error, and tells
+// the checks of those that passed theirs.
 func failFrom(ws []*groupWriter, err error) {
 	for _, w := range ws {
+		if w.refused {
+			continue
+		}
 		w.err = err
+		if w.checked {
+			w.check.AppendFailed(w.h, err)
+		}
 	}
 }

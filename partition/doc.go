@@ -12,4 +12,18 @@
 //
 // Readers wait for the high watermark to move with Notify, which wakes them
 // when it advances: long-poll fetches block on it instead of polling.
+//
+// The leader also keeps the idempotent producers' state (KIP-98): per
+// producer id its epoch and its last BatchesPerProducer batches. Append
+// checks each batch of a producer against it under the log's append lock
+// (log.AppendChecked), so the check and the append are one step: a retry of
+// a batch the log holds is answered with its original offsets
+// (AppendResult.Duplicate) and not appended, a gap is
+// transport.ErrOutOfOrderSequence, an older epoch
+// transport.ErrInvalidProducerEpoch. The state lives in the batch headers,
+// so it is rebuilt from the log — from the newest producer state snapshot
+// (%020d.snapshot, written on roll and on Close) and the batches above it.
+// A follower records the producers of what it replicates
+// (AppendAsFollower), so a new leader still recognises retries first sent
+// to the old one.
 package partition

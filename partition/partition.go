@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog/log"
@@ -25,12 +26,17 @@ type Options struct {
 	// (message.timestamp.type=LogAppendTime) instead of keeping the
 	// producer's timestamps.
 	LogAppendTime bool
-	// Now is the clock for LogAppendTime. Nil means time.Now.
+	// Now is the clock for LogAppendTime and producer expiration. Nil
+	// means time.Now.
 	Now func() time.Time
 	// Compacted rejects records without a key with
 	// transport.ErrInvalidRecord, as Kafka does for a topic whose
 	// cleanup.policy includes compact.
 	Compacted bool
+	// ProducerIDExpiration is producer.id.expiration.ms: how long after
+	// its last batch's timestamp an idempotent producer's state is kept
+	// (see RemoveExpiredProducers). Zero means 24 hours.
+	ProducerIDExpiration time.Duration
 }
 
 // Partition is one replica of a partition. It is safe for concurrent use.
@@ -47,6 +53,11 @@ type Partition struct {
 	isr         []int32
 	waiters     map[chan<- struct{}]struct{}
 	closed      bool
+
+	// producers is the idempotent producers' state (producers.go);
+	// rollBase the active segment's base offset at its last snapshot.
+	producers *producers
+	rollBase  atomic.Int64
 }
 
 // New returns the partition over l, led by this node (nodeID) in
@@ -58,10 +69,15 @@ func New(topic string, partition int32, nodeID int32, leaderEpoch int32, l *log.
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ProducerIDExpiration <= 0 {
+		opts.ProducerIDExpiration = 24 * time.Hour
+	}
 	p := &Partition{
 		topic: topic, partition: partition, nodeID: nodeID, log: l, opts: opts,
 		leaderEpoch: leaderEpoch, isr: []int32{nodeID}, waiters: map[chan<- struct{}]struct{}{},
+		producers: &producers{log: l, fs: l.FS(), expiration: opts.ProducerIDExpiration, now: opts.Now},
 	}
+	p.rollBase.Store(l.ActiveSegmentBaseOffset())
 	p.hw = p.committedOffset()
 	return p
 }
@@ -118,6 +134,10 @@ type AppendResult struct {
 	// LogAppendTime is the timestamp the partition gave the batch, or -1
 	// when the batch keeps its producer's timestamps.
 	LogAppendTime int64
+	// Duplicate says the batch was a retry of one of its idempotent
+	// producer's last batches, already in the log: it was not appended
+	// again, and the offsets are the original's.
+	Duplicate bool
 }
 
 // Append appends one record batch as the leader: it stamps the leader epoch
@@ -144,13 +164,15 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
 			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.opts.MinInsyncReplicas)
 	}
+	var h record.Header
+	var err error
 	if p.opts.LogAppendTime {
 		// Stamping recomputes the CRC: check the producer's first, or a
 		// damaged batch would come out looking sound.
-		if _, err := record.Validate(batch); err != nil {
+		if h, err = record.Validate(batch); err != nil {
 			return res, kafkaError(err)
 		}
-	} else if _, err := record.ParseHeader(batch); err != nil {
+	} else if h, err = record.ParseHeader(batch); err != nil {
 		return res, kafkaError(err) // too short to stamp; the log says why
 	}
 	if p.opts.Compacted {
@@ -163,12 +185,26 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 		res.LogAppendTime = p.opts.Now().UnixMilli()
 		record.SetMaxTimestamp(batch, record.LogAppendTime, res.LogAppendTime)
 	}
-	info, err := p.log.Append(batch)
+	info, err := p.log.AppendChecked(batch, p.producers)
+	var dup *duplicateError
+	if errors.As(err, &dup) {
+		// A retry of a batch the log holds: answer its offsets, once the
+		// original is as safe as an acknowledged append.
+		if err := p.confirmDuplicate(&h, dup.batch); err != nil {
+			return res, err
+		}
+		res.FirstOffset, res.LastOffset = dup.batch.FirstOffset, dup.batch.LastOffset
+		res.MaxTimestamp, res.LogStartOffset = dup.batch.Timestamp, p.log.LogStartOffset()
+		res.Records = int(res.LastOffset - res.FirstOffset + 1)
+		res.LogAppendTime, res.Duplicate = -1, true
+		return res, nil
+	}
 	if err != nil {
 		return res, kafkaError(err)
 	}
 	res.AppendInfo = info
 	p.advanceHighWatermark()
+	p.maybeSnapshotOnRoll()
 	return res, nil
 }
 
@@ -269,8 +305,10 @@ func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, 
 }
 
 // Close wakes every waiting reader; later calls fail with
-// transport.ErrClosed. It does not close the log, which its owner does.
+// transport.ErrClosed. It snapshots the producer state, so that the next
+// open scans nothing, but does not close the log, which its owner does.
 func (p *Partition) Close() {
+	_ = p.producers.snapshot() // without it, recovery scans more of the log
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true

@@ -12,20 +12,36 @@ import (
 // partitionState accumulates one partition's records into batches, as
 // Kafka's RecordAccumulator keeps a deque per partition: the open batch
 // takes records until it is full, then joins the queue of batches waiting
-// for the sender. At most one batch of a partition is in flight.
+// for the sender. At most limit batches of a partition are in flight: one,
+// or with idempotence MaxInFlight.
 type partitionState struct {
 	topic *topicState
 	id    int32
+	// limit bounds the partition's batches in requests at once.
+	limit int
 
 	mu sync.Mutex
 	// open takes new records; nil until the next record comes.
 	open *batch
 	// queue[head:] holds closed batches waiting to be sent, oldest first.
-	// A batch that failed and will be retried goes back to the front.
+	// A batch that failed and will be retried goes back in front of every
+	// batch not sent yet, in the order of outstanding.
 	queue []*batch
 	head  int
-	// sending is the batch in flight, or being failed, or nil.
-	sending *batch
+	// outstanding holds, oldest first, the batches sent at least once (or
+	// failed before they could be) whose promises have not run yet:
+	// promises run in this order, which is the order batches were closed.
+	outstanding []*batch
+	// inRequest counts the partition's batches in requests now.
+	inRequest int
+	// draining is set while a goroutine runs outstanding batches'
+	// promises.
+	draining bool
+	// nextSequence is the sequence number the next batch sent for the
+	// first time starts at (idempotence).
+	nextSequence int32
+	// acked counts the partition's batches acknowledged so far.
+	acked uint64
 }
 
 // queued returns the number of closed batches waiting.
@@ -46,10 +62,94 @@ func (ps *partitionState) lastLocked() *batch {
 	switch {
 	case ps.open != nil:
 		return ps.open
-	case ps.queued() > 0:
-		return ps.queue[len(ps.queue)-1]
+	case ps.queued() > 0 && !ps.queue[len(ps.queue)-1].outstanding:
+		return ps.queue[len(ps.queue)-1] // never sent, so younger than any sent
+	case len(ps.outstanding) > 0:
+		return ps.outstanding[len(ps.outstanding)-1]
 	}
-	return ps.sending
+	return nil
+}
+
+// canSendLocked reports whether the front batch b may go into a request
+// now. A new batch may while fewer than limit batches are outstanding:
+// then no batch has more than limit-1 younger ones that could land before
+// it, and a retry of it is still among the five batches the leader
+// remembers (without idempotence, the limit of 1 waits for the last
+// batch's promises). A retry goes alone, once every earlier attempt has
+// come back, so that it cannot be overtaken again.
+func (ps *partitionState) canSendLocked(b *batch) bool {
+	if b.attempts == 0 {
+		return len(ps.outstanding) < ps.limit
+	}
+	return ps.inRequest == 0
+}
+
+// takeLocked moves the front batch b into a request.
+func (ps *partitionState) takeLocked(b *batch) {
+	ps.popFrontLocked()
+	b.inRequest, b.ackedAtSend = true, ps.acked
+	ps.inRequest++
+	ps.markOutstandingLocked(b)
+}
+
+// markOutstandingLocked adds b to the outstanding batches if it is not
+// there yet; a batch not sent before is younger than every one there.
+func (ps *partitionState) markOutstandingLocked(b *batch) {
+	if !b.outstanding {
+		b.outstanding = true
+		ps.outstanding = append(ps.outstanding, b)
+	}
+}
+
+// leaveRequestLocked notes that b's request came back.
+func (ps *partitionState) leaveRequestLocked(b *batch) {
+	if b.inRequest {
+		b.inRequest = false
+		ps.inRequest--
+	}
+}
+
+// outstandingIndexLocked returns b's position among the outstanding
+// batches, or -1.
+func (ps *partitionState) outstandingIndexLocked(b *batch) int {
+	for i, o := range ps.outstanding {
+		if o == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// requeueLocked puts outstanding batches (consecutive, in order) back in
+// the queue to be sent again: behind the queued retries older than them,
+// in front of everything else.
+func (ps *partitionState) requeueLocked(bs ...*batch) {
+	pos := ps.outstandingIndexLocked(bs[0])
+	at := ps.head
+	for at < len(ps.queue) && ps.queue[at].outstanding && ps.outstandingIndexLocked(ps.queue[at]) < pos {
+		at++
+	}
+	if at == ps.head {
+		ps.pushFrontLocked(bs...)
+		return
+	}
+	q := make([]*batch, 0, ps.queued()+len(bs))
+	q = append(append(append(q, ps.queue[ps.head:at]...), bs...), ps.queue[at:]...)
+	ps.queue, ps.head = q, 0
+}
+
+// earlierPendingLocked reports whether an outstanding batch older than b
+// has no outcome yet.
+func (ps *partitionState) earlierPendingLocked(b *batch) bool {
+	for _, o := range ps.outstanding {
+		if o == b {
+			return false
+		}
+		if !o.settled {
+			return true
+		}
+	}
+	return false
 }
 
 // closeOpenLocked closes the open batch: it joins the queue, to be sent as
@@ -64,7 +164,7 @@ func (ps *partitionState) closeOpenLocked() bool {
 	}
 	ps.queue = append(ps.queue, ps.open)
 	ps.open = nil
-	return ps.sending == nil && ps.queued() == 1
+	return len(ps.outstanding) < ps.limit && ps.queued() == 1
 }
 
 // popFrontLocked removes the front batch (see frontLocked).
@@ -118,6 +218,33 @@ type batch struct {
 	// done, when a Flush wants to know, is closed once the batch is
 	// settled; set and closed under the partition's lock.
 	done chan struct{}
+
+	// Under the partition's lock: outstanding says the batch is in the
+	// partition's outstanding list, inRequest that it is in a request
+	// now, settled that its outcome is known (the result fields) and its
+	// promises may run once every older batch's have.
+	outstanding bool
+	inRequest   bool
+	settled     bool
+	result      batchResult
+
+	// sequenced says the batch has its producer id, epoch and base
+	// sequence (idempotence), set when it is first sent.
+	sequenced    bool
+	baseSequence int32
+	// maybeWritten says an attempt ended without an answer that rules out
+	// that the leader wrote the batch.
+	maybeWritten bool
+	// ackedAtSend is the partition's acked count when the batch was last
+	// sent.
+	ackedAtSend uint64
+}
+
+// batchResult is the outcome of a batch: its base offset and log append
+// time, or the error that failed it.
+type batchResult struct {
+	baseOffset, logAppendTime int64
+	err                       error
 }
 
 // pending is a record of a batch and its promise.
@@ -205,7 +332,7 @@ func (p *Producer) append(ctx context.Context, ps *partitionState, r *Record, re
 		if b == nil && fresh != nil {
 			b, fresh = fresh, nil
 			ps.open = b
-			if ps.sending == nil && ps.queued() == 0 && p.lingerBeforeSender(b.created) {
+			if len(ps.outstanding) < ps.limit && ps.queued() == 0 && p.lingerBeforeSender(b.created) {
 				wake = true // the sender must learn of the new linger deadline
 			}
 		}

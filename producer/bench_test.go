@@ -32,13 +32,11 @@ func benchNode(b *testing.B, configs map[string]string) *partlog.Node {
 // noFlush leaves flushing to the OS: flush.messages at its maximum.
 var noFlush = map[string]string{partlog.ConfigFlushMessages: strconv.FormatInt(1<<63-1, 10)}
 
-// BenchmarkProduce produces b.N records of 100 B and of 1 KiB, acks=1, to a
-// topic that does not fsync (flush.messages at its maximum), from one
-// goroutine calling Produce with a promise, as kafka-producer-perf-test
-// does: records without timestamps or keys, the default linger and
-// batch.size (and, for 1 KiB records, also a batch.size of 1 MiB, franz-go's
-// default). Records are allocated 4096 at a time, as a program producing
-// from a slice would. The time includes the final Flush.
+// BenchmarkProduce produces b.N records of 100 B and of 1 KiB, acks=1
+// (which turns idempotence off), to a topic that does not fsync
+// (flush.messages at its maximum), with the default linger and batch.size
+// (and, for 1 KiB records, also a batch.size of 1 MiB, franz-go's
+// default). See benchProduce.
 func BenchmarkProduce(b *testing.B) {
 	for _, bc := range []struct {
 		size, batchSize int
@@ -48,45 +46,68 @@ func BenchmarkProduce(b *testing.B) {
 			name += fmt.Sprintf("/batch.size=%d", bc.batchSize)
 		}
 		b.Run(name, func(b *testing.B) {
-			n := benchNode(b, noFlush)
-			p, err := producer.New(n, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			value := make([]byte, bc.size)
-			var failed atomic.Int64
-			promise := func(_ *producer.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-			}
-			ctx := context.Background()
-			var chunk []producer.Record
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for range b.N {
-				if len(chunk) == 0 {
-					chunk = make([]producer.Record, 4096)
-				}
-				r := &chunk[0]
-				chunk = chunk[1:]
-				r.Topic, r.Value = "bench", value
-				p.Produce(ctx, r, promise)
-			}
-			if err := p.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d records failed", f)
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
-			b.ReportMetric(float64(b.N)*float64(bc.size)/elapsed.Seconds()/1e6, "MB/s")
+			benchProduce(b, bc.size, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize))
 		})
 	}
+}
+
+// BenchmarkProduceIdempotence compares, in one run, the idempotent
+// producer (the default: acks=all, producer id and sequence numbers,
+// duplicates checked by the leader) with the same producer without
+// idempotence, as BenchmarkProduce measures it: 100 B records, a topic
+// that does not fsync. On one node acks=all waits for nothing more than
+// acks=1, so the difference is idempotence's own cost.
+func BenchmarkProduceIdempotence(b *testing.B) {
+	for _, idempotent := range []bool{false, true} {
+		b.Run(fmt.Sprintf("idempotent=%v", idempotent), func(b *testing.B) {
+			benchProduce(b, 100, producer.Idempotent(idempotent))
+		})
+	}
+}
+
+// benchProduce produces b.N records of size bytes to "bench" from one
+// goroutine calling Produce with a promise, as kafka-producer-perf-test
+// does: records without timestamps or keys. Records are allocated 4096 at
+// a time, as a program producing from a slice would. The time includes
+// the final Flush.
+func benchProduce(b *testing.B, size int, opts ...producer.Option) {
+	n := benchNode(b, noFlush)
+	p, err := producer.New(n, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	value := make([]byte, size)
+	var failed atomic.Int64
+	promise := func(_ *producer.Record, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	ctx := context.Background()
+	var chunk []producer.Record
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if len(chunk) == 0 {
+			chunk = make([]producer.Record, 4096)
+		}
+		r := &chunk[0]
+		chunk = chunk[1:]
+		r.Topic, r.Value = "bench", value
+		p.Produce(ctx, r, promise)
+	}
+	if err := p.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d records failed", f)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+	b.ReportMetric(float64(b.N)*float64(size)/elapsed.Seconds()/1e6, "MB/s")
 }
 
 // BenchmarkProduceSyncConcurrent has 1 and 64 goroutines each calling

@@ -44,6 +44,41 @@
 //     when the error says it is stale; a batch the topic finds too large is
 //     split in two; any other error fails the batch's records with it.
 //
+// # Idempotence
+//
+// By default, as in Kafka 3+, the producer is idempotent (Idempotent,
+// enable.idempotence): before it sends anything it gets a producer id
+// from the client (InitProducerId, through transport.ProducerIDClient),
+// and it numbers the records of each partition. A batch carries the
+// producer id, epoch and the sequence number of its first record, given
+// when it is first sent and kept on every retry, so the leader can tell a
+// retry of a batch it already wrote — it answers with the original
+// offsets and writes nothing — from a new one, and refuses a batch that
+// skips ahead. A retry after a lost answer, a timeout or a node restart
+// therefore never writes a record twice, and never out of order. Up to
+// MaxInFlight (at most 5) batches of a partition may be in flight at once;
+// a batch that overtook an older one is refused as out of order and sent
+// again, alone, once the older one has landed.
+//
+// Idempotence needs acks=all, Retries above 0 and MaxInFlight at most 5:
+// given explicitly with Idempotent(true), a conflicting option is an
+// error; left at its default, such an option turns idempotence off, as in
+// Kafka 3.2+. The scope is Kafka's: exactly once per partition for the
+// life of one producer.
+//
+// A batch that had its sequence numbers and then failed for good leaves
+// a gap. When no attempt of it can have been written (every answer
+// refused it) and no later batch of the partition is in flight, the later
+// batches take its numbers and the producer goes on. Otherwise — and when
+// the leader fences the producer (INVALID_PRODUCER_EPOCH) or finds a gap
+// (OUT_OF_ORDER_SEQUENCE_NUMBER) — the producer stops: the batch's
+// records, every record not yet acknowledged and every later Produce fail
+// with an error that wraps ErrFatal and the cause. Kafka 2.5+ would bump
+// the epoch and start the sequences over instead; partlog does not yet.
+// A leader that forgot the producer after producer.id.expiration.ms
+// answers UNKNOWN_PRODUCER_ID, and the producer starts that partition's
+// sequence over at 0.
+//
 // # Guarantees
 //
 // Every record's promise runs exactly once: with its offset, or with the
@@ -56,15 +91,18 @@
 // was called for them (from one goroutine; calls from several goroutines
 // are ordered as they take the partition's lock), and their promises run in
 // that same order, which is offset order, one at a time, on a goroutine of
-// the producer. This holds across retries too: the producer keeps at most
-// one batch per partition in flight, and a batch to retry goes back to the
-// front of its partition. Kafka without idempotence gives less: with
-// max.in.flight.requests.per.connection above 1, a retried batch can land
-// behind a later one. Here MaxInFlight bounds the requests in flight across
-// partitions, and one partition's batches follow each other: a Client
-// promises no order between concurrent calls, so two batches of a partition
-// in flight at once could swap even without a retry. Records of different
-// partitions have no order between them.
+// the producer. This holds across retries too. Without idempotence the
+// producer keeps at most one batch per partition in flight, and a batch to
+// retry goes back to the front of its partition. Kafka without idempotence
+// gives less: with max.in.flight.requests.per.connection above 1, a
+// retried batch can land behind a later one. Here MaxInFlight bounds the
+// requests in flight across partitions, and one partition's batches follow
+// each other: a Client promises no order between concurrent calls, so two
+// batches of a partition in flight at once could swap even without a
+// retry. An idempotent producer may have several batches of a partition in
+// flight, because the leader refuses those that arrive out of order (see
+// Idempotence). Records of different partitions have no order between
+// them.
 //
 // What an acknowledgement means is Kafka's acks:
 //
@@ -84,5 +122,7 @@
 //
 // A Producer is safe for concurrent use. It runs a sender goroutine, a
 // goroutine per request in flight (which runs the promises of the batches
-// it carried), and one for metadata refreshes; Close stops them all.
+// it carried, or of older ones of their partitions whose turn came), one
+// for metadata refreshes, and one for InitProducerId; Close stops them
+// all.
 package producer

@@ -29,6 +29,15 @@ var (
 	// the error also wraps that attempt's error. Kafka reports this as a
 	// TimeoutException ("Expiring N record(s)").
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout expired")
+
+	// ErrFatal means an idempotent producer can no longer keep its
+	// promise of order without duplicates, and has stopped: a batch that
+	// had its sequence numbers failed for good (the error also wraps why:
+	// transport.ErrOutOfOrderSequence, transport.ErrInvalidProducerEpoch,
+	// ErrDeliveryTimeout, ...), or InitProducerId failed. Every record not
+	// acknowledged by then, and every later Produce, fails with it; Close
+	// the producer and make a new one.
+	ErrFatal = errors.New("producer: fatal error, the producer must be closed")
 )
 
 // IsRetriable reports whether a failed produce may succeed if sent again:

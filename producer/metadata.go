@@ -120,8 +120,12 @@ func (p *Producer) install(tm transport.TopicMetadata) {
 	old := t.partitions.Load()
 	parts := make([]*partitionState, n)
 	copy(parts, old)
+	limit := 1
+	if p.idem != nil {
+		limit = p.cfg.maxInFlight
+	}
 	for i := len(old); i < n; i++ {
-		parts[i] = &partitionState{topic: t, id: int32(i)}
+		parts[i] = &partitionState{topic: t, id: int32(i), limit: limit}
 	}
 	t.partitions.Store(parts)
 	if topics[tm.Topic] == nil {

@@ -33,11 +33,15 @@ type config struct {
 	maxRequestSize  int
 	partitioner     Partitioner
 	metadataMaxAge  time.Duration
+	idempotent      bool
 
 	// deliveryTimeoutSet records that DeliveryTimeout was given, which
 	// makes one shorter than linger plus request timeout an error rather
 	// than a value to raise (as Kafka does).
 	deliveryTimeoutSet bool
+	// idempotentSet records that Idempotent was given: a conflicting
+	// option is then an error, rather than turning idempotence off.
+	idempotentSet bool
 }
 
 func defaultConfig() config {
@@ -56,8 +60,13 @@ func defaultConfig() config {
 		maxRequestSize:  1 << 20,
 		partitioner:     DefaultPartitioner(),
 		metadataMaxAge:  5 * time.Minute,
+		idempotent:      true,
 	}
 }
+
+// maxIdempotentInFlight is the most batches per partition an idempotent
+// producer may have in flight: the leader remembers five per producer.
+const maxIdempotentInFlight = 5
 
 // Acks sets how many replicas must have a batch before the leader answers
 // (acks): transport.AcksAll (-1, the default) waits for every in-sync
@@ -65,7 +74,9 @@ func defaultConfig() config {
 // transport.AcksNone (0) for nothing — the producer reports success, with
 // offset -1, once the request has been handed over, and never learns what
 // became of it.
-func Acks(acks transport.Acks) Option { return optionFunc(func(c *config) { c.acks = acks }) }
+func Acks(acks transport.Acks) Option {
+	return optionFunc(func(c *config) { c.acks = acks })
+}
 
 // Linger sets how long a batch waits for more records before it is sent
 // when it is not full (linger.ms). The default is 5ms, as in Kafka 4; zero
@@ -121,10 +132,26 @@ func RequestTimeout(d time.Duration) Option {
 }
 
 // MaxInFlight sets how many produce requests may await their answers at
-// once (max.in.flight.requests.per.connection). The default is 5. A
-// partition never has more than one batch in flight, whatever this is:
-// see the package doc on ordering.
-func MaxInFlight(n int) Option { return optionFunc(func(c *config) { c.maxInFlight = n }) }
+// once (max.in.flight.requests.per.connection). The default is 5. Without
+// idempotence a partition never has more than one batch in flight,
+// whatever this is (see the package doc on ordering); an idempotent
+// producer has up to this many per partition, and it may be at most 5.
+func MaxInFlight(n int) Option {
+	return optionFunc(func(c *config) { c.maxInFlight = n })
+}
+
+// Idempotent turns idempotence on or off (enable.idempotence). It is on by
+// default, as in Kafka 3+: the producer gets a producer id and numbers its
+// batches per partition, and the leader drops a retried batch it already
+// has, so a retry never writes a record twice and never reorders records.
+// It needs acks=all, Retries above 0 and MaxInFlight at most 5, and a
+// client that implements transport.ProducerIDClient (a *partlog.Node does).
+// Asked for with Idempotent(true), a conflicting option is an error, as in
+// Kafka; left at its default, conflicting options or a client without
+// producer ids turn it off.
+func Idempotent(on bool) Option {
+	return optionFunc(func(c *config) { c.idempotent, c.idempotentSet = on, true })
+}
 
 // Compression sets the codec for the records of each batch
 // (compression.type): record.None (the default), record.Gzip,
@@ -190,6 +217,23 @@ func (c *config) validate() error {
 		return fmt.Errorf("producer: RecordPartitioner (partitioner.class) is nil")
 	case c.metadataMaxAge <= 0:
 		return fmt.Errorf("producer: MetadataMaxAge (metadata.max.age.ms) %v is not positive", c.metadataMaxAge)
+	}
+	if c.idempotent {
+		var conflict string
+		switch {
+		case c.acks != transport.AcksAll:
+			conflict = fmt.Sprintf("Acks (acks) %d; it needs AcksAll (-1)", c.acks)
+		case c.retries == 0:
+			conflict = "Retries (retries) 0; it needs at least 1"
+		case c.maxInFlight > maxIdempotentInFlight:
+			conflict = fmt.Sprintf("MaxInFlight (max.in.flight.requests.per.connection) %d; it needs at most %d", c.maxInFlight, maxIdempotentInFlight)
+		}
+		switch {
+		case conflict != "" && c.idempotentSet:
+			return fmt.Errorf("producer: Idempotent (enable.idempotence) conflicts with %s", conflict)
+		case conflict != "":
+			c.idempotent = false // only the default: the explicit options win, as in Kafka 3.2+
+		}
 	}
 	if least := c.linger + c.requestTimeout; c.deliveryTimeout < least {
 		if c.deliveryTimeoutSet {

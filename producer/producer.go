@@ -18,6 +18,8 @@ type Producer struct {
 	client transport.Client
 	cfg    config
 	memory *bufferPool
+	// idem is the idempotence state, nil without idempotence.
+	idem *idempotence
 
 	topicsMu sync.Mutex // serializes changes to topics and allPartitions
 	// topics maps names to topics, replaced whole when a topic is added,
@@ -74,7 +76,18 @@ func New(client transport.Client, opts ...Option) (*Producer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var idem *idempotence
+	if cfg.idempotent {
+		pc, ok := client.(transport.ProducerIDClient)
+		switch {
+		case ok:
+			idem = &idempotence{client: pc}
+		case cfg.idempotentSet:
+			return nil, fmt.Errorf("producer: Idempotent (enable.idempotence): the client %T does not implement transport.ProducerIDClient", client)
+		}
+	}
 	p := &Producer{
+		idem:   idem,
 		client: client,
 		cfg:    cfg,
 		memory: newBufferPool(cfg.bufferMemory),
@@ -101,9 +114,9 @@ func noPromise(*Record, error) {}
 // the producer while buffer.memory is used up. A record that fails before it joins a
 // batch — the producer is closed (ErrClosed), the record is too large
 // (ErrRecordTooLarge), the topic or explicit partition does not exist
-// (transport.ErrUnknownTopicOrPartition), or no buffer memory freed in time
-// (ErrBufferFull) — has its promise run before Produce returns, on the
-// caller's goroutine.
+// (transport.ErrUnknownTopicOrPartition), no buffer memory freed in time
+// (ErrBufferFull), or an idempotent producer failed for good (ErrFatal) —
+// has its promise run before Produce returns, on the caller's goroutine.
 //
 // Produce blocks only to wait for buffer memory or for the first metadata
 // of a topic, for up to MaxBlock; ctx ends that wait early. ctx has no
@@ -129,6 +142,11 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise func(*Record,
 	}
 	if p.closing.Load() {
 		return ErrClosed
+	}
+	if p.idem != nil {
+		if err := p.fatalErr(); err != nil {
+			return err
+		}
 	}
 	var deadline time.Time // when blocking must end; set when first needed
 	t := p.lookup(r.Topic)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/partlog/partlog/record"
@@ -71,6 +72,12 @@ func (p *Producer) run() {
 // It returns when the loop must look again: when the next batch that is
 // not ready yet will be, or will expire (zero if no batch waits).
 func (p *Producer) dispatch() time.Time {
+	if p.idem != nil && !p.idem.ready.Load() {
+		// Nothing is sent before the producer has its id.
+		p.startInit()
+		_, next := p.collect(nil, false)
+		return next
+	}
 	for {
 		if !p.takeSlot() {
 			// A worker wakes the loop when it finishes.
@@ -133,10 +140,12 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	}
 	now := time.Now()
 	hurry := p.flushing.Load() > 0 || p.closing.Load() || p.memory.waiting.Load() > 0
+	fatal := p.fatalErr()
 	var (
 		req     *request
 		next    time.Time
 		expired []*batch
+		doomed  []*batch // failed by the idempotent producer's fatal error
 	)
 	soonest := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
@@ -148,21 +157,24 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	for i := range parts {
 		ps := parts[(start+i)%len(parts)]
 		ps.mu.Lock()
-		if ps.sending != nil {
+		if fatal != nil {
+			for b := ps.frontLocked(); b != nil; b = ps.frontLocked() {
+				ps.popFrontLocked()
+				ps.markOutstandingLocked(b) // promises keep their order
+				doomed = append(doomed, b)
+			}
 			ps.mu.Unlock()
 			continue
 		}
 		for b := ps.frontLocked(); b != nil && !now.Before(b.deadline(p)); b = ps.frontLocked() {
-			expired = append(expired, ps.popFrontLocked())
-		}
-		if len(expired) > 0 && expired[len(expired)-1].part == ps {
-			// Fail them before anything newer of this partition is sent.
-			ps.sending = expired[len(expired)-1]
-			ps.mu.Unlock()
-			continue
+			ps.popFrontLocked()
+			ps.markOutstandingLocked(b) // promises keep their order
+			expired = append(expired, b)
 		}
 		b := ps.frontLocked()
-		if b == nil {
+		if b == nil || !ps.canSendLocked(b) {
+			// A partition waiting for its requests is looked at again
+			// when one comes back.
 			ps.mu.Unlock()
 			continue
 		}
@@ -189,8 +201,10 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			soonest(now) // the rest goes in the next request
 			break
 		}
-		ps.popFrontLocked()
-		ps.sending = b
+		if p.idem != nil && !b.sequenced {
+			p.sequenceLocked(ps, b)
+		}
+		ps.takeLocked(b)
 		ps.mu.Unlock()
 		if req == nil {
 			req = reuse
@@ -207,6 +221,9 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	}
 	if len(expired) > 0 {
 		p.expire(expired, now)
+	}
+	for _, b := range doomed {
+		p.settle(b, -1, -1, fatal)
 	}
 	return req, next
 }
@@ -296,6 +313,9 @@ func (p *Producer) send(req *request) {
 		default:
 			if berr == nil {
 				berr = pr.Err
+			}
+			if err != nil || pr == nil || mayHaveWritten(pr.Err) {
+				b.maybeWritten = true
 			}
 			if needsMetadata(berr) {
 				refresh = appendUnique(refresh, b.part.topic.name)
@@ -394,15 +414,16 @@ func (p *Producer) failed(b *batch, err error) {
 		if p.split(b) {
 			return
 		}
+	case p.overtaken(b, err) && now.Before(b.created.Add(p.cfg.deliveryTimeout)):
+		// An older batch of the partition is still to land: this one
+		// goes again, without backoff, once it has.
+		p.retry(b, err, now)
+		return
+	case p.forgotten(b, err, now):
+		return // sent again, its sequence started over
 	case IsRetriable(err) && b.attempts <= p.cfg.retries:
 		if now.Add(p.cfg.retryBackoff).Before(b.created.Add(p.cfg.deliveryTimeout)) {
-			b.lastErr, b.retryAt = err, now.Add(p.cfg.retryBackoff)
-			ps := b.part
-			ps.mu.Lock()
-			ps.sending = nil
-			ps.pushFrontLocked(b)
-			ps.mu.Unlock()
-			p.wakeSender() // to arm the backoff timer
+			p.retry(b, err, now.Add(p.cfg.retryBackoff))
 			return
 		}
 		err = fmt.Errorf("%w: %d records for %s-%d: no time left to retry after: %w", ErrDeliveryTimeout,
@@ -411,10 +432,63 @@ func (p *Producer) failed(b *batch, err error) {
 	p.settle(b, -1, -1, err)
 }
 
-// settle runs the promises of a batch that succeeded at baseOffset, or
-// failed with err, then frees the partition for its next batch and the
-// batch's memory.
+// retry puts a failed batch back in its partition's queue, to be sent again
+// at retryAt.
+func (p *Producer) retry(b *batch, err error, retryAt time.Time) {
+	b.lastErr, b.retryAt = err, retryAt
+	ps := b.part
+	ps.mu.Lock()
+	ps.leaveRequestLocked(b)
+	ps.requeueLocked(b)
+	ps.mu.Unlock()
+	p.wakeSender() // to arm the backoff timer
+}
+
+// settle records the outcome of a batch — success at baseOffset, or
+// failure with err — and runs its promises once every older batch of its
+// partition has run theirs, then frees its memory. With idempotence, a
+// batch that had a sequence and failed makes the producer fail (see
+// ErrFatal).
 func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) {
+	ps := b.part
+	ps.mu.Lock()
+	ps.leaveRequestLocked(b)
+	if err != nil && p.idem != nil && b.sequenced && !p.closeGapLocked(b, err) {
+		err = p.sequenceFailed(b, err)
+	}
+	ps.markOutstandingLocked(b)
+	b.settled, b.result = true, batchResult{baseOffset, logAppendTime, err}
+	if err == nil {
+		ps.acked++
+	}
+	if ps.draining {
+		ps.mu.Unlock() // the goroutine draining runs b's promises in turn
+		return
+	}
+	ps.draining = true
+	for len(ps.outstanding) > 0 && ps.outstanding[0].settled {
+		head := ps.outstanding[0]
+		ps.mu.Unlock()
+		p.keepPromises(head)
+		ps.mu.Lock()
+		n := copy(ps.outstanding, ps.outstanding[1:])
+		ps.outstanding[n] = nil
+		ps.outstanding = ps.outstanding[:n]
+		if head.done != nil {
+			close(head.done)
+		}
+		ps.mu.Unlock()
+		p.memory.release(head.reserved)
+		p.recycle(head)
+		ps.mu.Lock()
+	}
+	ps.draining = false
+	ps.mu.Unlock()
+}
+
+// keepPromises runs the promises of a settled batch's records.
+func (p *Producer) keepPromises(b *batch) {
+	baseOffset, logAppendTime, err := b.result.baseOffset, b.result.logAppendTime, b.result.err
 	for i := range b.records {
 		pd := &b.records[i]
 		r := pd.r
@@ -429,17 +503,6 @@ func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) 
 		}
 		pd.promise(r, err)
 	}
-	ps := b.part
-	ps.mu.Lock()
-	if ps.sending == b {
-		ps.sending = nil
-	}
-	if b.done != nil {
-		close(b.done)
-	}
-	ps.mu.Unlock()
-	p.memory.release(b.reserved)
-	p.recycle(b)
 }
 
 // split replaces a batch the topic found too large (MESSAGE_TOO_LARGE)
@@ -461,11 +524,22 @@ func (p *Producer) split(b *batch) bool {
 		rec.Offset = 0
 		nb.add(b.records[i].r, &rec, b.records[i].promise)
 	}
+	// The halves take b's place, as sent batches (a retry goes alone),
+	// and with idempotence b's sequence numbers.
+	first.attempts, second.attempts = b.attempts, b.attempts
+	if b.sequenced {
+		p.setSequence(first, b.baseSequence)
+		p.setSequence(second, incrementSequence(b.baseSequence, int32(half)))
+	}
 	ps := b.part
 	ps.mu.Lock()
 	second.done, b.done = b.done, nil // a Flush waiting for b waits for its last part
-	ps.sending = nil
-	ps.pushFrontLocked(first, second)
+	ps.leaveRequestLocked(b)
+	i := ps.outstandingIndexLocked(b)
+	ps.outstanding = slices.Insert(ps.outstanding, i+1, second)
+	ps.outstanding[i] = first
+	first.outstanding, second.outstanding = true, true
+	ps.requeueLocked(first, second)
 	ps.mu.Unlock()
 	b.reserved = 0
 	p.recycle(b)

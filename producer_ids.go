@@ -1,0 +1,154 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// The Node hands out producer ids to idempotent producers.
+var _ transport.ProducerIDClient = (*Node)(nil)
+
+// ProducerIDsFileName is the file in a node's data directory that holds
+// the producer id high-water mark: no id at or above it was ever handed
+// out, and ids below it are never handed out again.
+const ProducerIDsFileName = "producer-ids"
+
+// producerIDBlockSize is how many ids the node reserves with one durable
+// write, as Kafka's controller hands brokers blocks of 1000.
+const producerIDBlockSize = 1000
+
+// producerIDs allocates producer ids in blocks. The end of the current
+// block is written durably before any id in it is handed out, so that a
+// restart, clean or not, starts after every id ever given: the unused rest
+// of a block is skipped, never reused.
+type producerIDs struct {
+	mu       sync.Mutex
+	loaded   bool
+	next     int64 // the next id to hand out
+	blockEnd int64 // ids below this are reserved durably
+}
+
+// InitProducerID hands out a new producer id with epoch 0, for an
+// idempotent producer (an empty TransactionalID). Transactional ids are not
+// supported yet: they are answered with transport.ErrInvalidRequest. A
+// failure to persist the id block is transport.ErrKafkaStorage, and the
+// id space running out (after 2^63 ids) ErrUnknownServerError.
+func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
+	if req.TransactionalID != "" {
+		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", transport.ErrInvalidRequest, req.TransactionalID)
+		return resp, nil
+	}
+	id, err := n.pids.allocate(n.opts.fs, path.Join(n.dir, ProducerIDsFileName))
+	if err != nil {
+		n.logger.Error("allocating a producer id failed", "err", err)
+		resp.Err = err
+		return resp, nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp, nil
+}
+
+// allocate returns the next producer id, reserving a new block first when
+// the current one is used up.
+func (a *producerIDs) allocate(fsys vfs.FS, file string) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.loaded {
+		mark, err := readProducerIDMark(fsys, file)
+		if err != nil {
+			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		}
+		a.next, a.blockEnd, a.loaded = mark, mark, true
+	}
+	if a.next >= a.blockEnd {
+		if a.next > math.MaxInt64-producerIDBlockSize {
+			return -1, fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
+		}
+		end := a.next + producerIDBlockSize
+		data := fmt.Sprintf("version=0\nnext.producer.id=%d\n", end)
+		if err := vfs.WriteFileAtomic(fsys, file, []byte(data)); err != nil {
+			return -1, fmt.Errorf("%w: partlog: write %s: %w", transport.ErrKafkaStorage, file, err)
+		}
+		a.blockEnd = end
+	}
+	id := a.next
+	a.next++
+	return id, nil
+}
+
+// readProducerIDMark reads the high-water mark; a missing file is 0.
+func readProducerIDMark(fsys vfs.FS, file string) (int64, error) {
+	f, err := fsys.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("partlog: open %s: %w", file, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
+	}
+	buf := make([]byte, min(size, 4096))
+	if n, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
+	}
+	for line := range strings.Lines(string(buf)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && k == "next.producer.id" {
+			mark, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || mark < 0 {
+				return 0, fmt.Errorf("partlog: %s: bad next.producer.id %q", file, v)
+			}
+			return mark, nil
+		}
+	}
+	return 0, fmt.Errorf("partlog: %s has no next.producer.id", file)
+}
+
+// ExpireProducers forgets, in every partition, the idempotent producers
+// whose last batch is ProducerIDExpiration or more older than the node's
+// clock, as the node does every ProducerIDExpirationCheckInterval.
+func (n *Node) ExpireProducers() error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	n.removeExpiredProducers()
+	return nil
+}
+
+// removeExpiredProducers forgets, in every partition, the idempotent
+// producers silent for longer than ProducerIDExpiration.
+func (n *Node) removeExpiredProducers() {
+	n.mu.RLock()
+	var parts []*partition.Partition
+	for _, t := range n.topics {
+		parts = append(parts, t.partitions...)
+	}
+	n.mu.RUnlock()
+	now := n.opts.now()
+	for _, p := range parts {
+		if k := p.RemoveExpiredProducers(now); k > 0 {
+			n.logger.Info("forgot expired producers", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "producers", k)
+		}
+	}
+}
