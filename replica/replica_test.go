@@ -1,0 +1,114 @@
+package replica_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+)
+
+// An acks=all append completes once every ISR member has it, and the high
+// watermark and every follower's log then hold it.
+func TestAcksAllWaitsForISR(t *testing.T) {
+	c := newCluster(t, 1, 3, testOptions(2))
+	p := produce(t, c, transport.AcksAll, "a", "b")
+	if p.Done {
+		t.Fatalf("acks=all completed before any follower fetched")
+	}
+	c.Stabilize()
+	if !p.Acked() || p.BaseOffset != 0 {
+		t.Fatalf("produce = %+v, want acked at 0", p)
+	}
+	for id := int32(1); id <= 3; id++ {
+		if got := values(t, c, id); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("node %d holds %v", id, got)
+		}
+	}
+	if hw := c.Nodes[1].Replica.HighWatermark(); hw != 2 {
+		t.Fatalf("leader high watermark %d, want 2", hw)
+	}
+	// Followers learn the high watermark with their next fetch answer.
+	c.RunTicks(1)
+	for id := int32(2); id <= 3; id++ {
+		if hw := c.Nodes[id].Replica.HighWatermark(); hw != 2 {
+			t.Fatalf("follower %d high watermark %d, want 2", id, hw)
+		}
+	}
+	c.Check()
+}
+
+// With the ISR below min.insync.replicas, acks=all fails with
+// NOT_ENOUGH_REPLICAS and the high watermark does not move even for acks=1.
+func TestStrictMinISR(t *testing.T) {
+	c := newCluster(t, 2, 3, testOptions(2))
+	produce(t, c, transport.AcksAll, "a")
+	c.Stabilize()
+	c.Crash(2, false)
+	c.Crash(3, false)
+	if isr := c.State.ISR; !slices.Equal(isr, []int32{1}) {
+		t.Fatalf("ISR %v after fencing both followers", isr)
+	}
+	_, err := c.Produce(1, transport.AcksAll, "b")
+	if !errors.Is(err, transport.ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR {1} and min ISR 2: err %v", err)
+	}
+	p := produce(t, c, transport.AcksLeader, "c")
+	c.RunTicks(3)
+	if !p.Acked() {
+		t.Fatalf("acks=1 produce not acked: %+v", p)
+	}
+	if hw := c.Nodes[1].Replica.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d moved below min ISR; want 1", hw)
+	}
+	c.Restart(2)
+	c.RunTicks(5)
+	if isr := c.State.ISR; !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("ISR %v after node 2 caught up, want [1 2]", isr)
+	}
+	if hw := c.Nodes[1].Replica.HighWatermark(); hw != 2 {
+		t.Fatalf("high watermark %d after the ISR reached min ISR; want 2", hw)
+	}
+	c.Check()
+}
+
+// A replica that does not lead refuses appends with NOT_LEADER_OR_FOLLOWER,
+// and a fetch in an old epoch is fenced.
+func TestNotLeaderAndFencedEpoch(t *testing.T) {
+	c := newCluster(t, 3, 3, testOptions(1))
+	if _, err := c.Produce(2, transport.AcksAll, "x"); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
+		t.Fatalf("produce at follower: %v", err)
+	}
+	r := c.Nodes[1].Replica
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 99, Fetch: &transport.ReplicaFetchPartition{
+		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if len(rd.Messages) != 0 {
+		t.Fatalf("fetch with CurrentLeaderEpoch -1 skips the check and parks; got %v", rd.Messages)
+	}
+	if err := r.Advance(); err != nil {
+		t.Fatal(err)
+	}
+	c.ElectPreferring(1) // epoch 1
+	c.Stabilize()
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 100, Fetch: &transport.ReplicaFetchPartition{
+		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	rd = r.Ready()
+	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, transport.ErrFencedLeaderEpoch) {
+		t.Fatalf("fetch in epoch 0 from leader in epoch 1: %v", rd.Messages)
+	}
+	if err := r.Advance(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(replica.LeaderAndISR{Leader: 1, LeaderEpoch: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}); !errors.Is(err, replica.ErrStaleLeaderEpoch) {
+		t.Fatalf("apply of epoch 0 at epoch 1: %v", err)
+	}
+	if err := r.Apply(replica.LeaderAndISR{Leader: 1, LeaderEpoch: 9, Replicas: []int32{2, 3}}); !errors.Is(err, replica.ErrNotAssigned) {
+		t.Fatalf("apply without this replica: %v", err)
+	}
+}
