@@ -140,7 +140,7 @@ func (r *Replica) appendFetched(records []byte) error {
 		if b.last < r.logEnd {
 			continue
 		}
-		if b.base < r.logEnd {
+		if b.base < r.logEnd && !r.opts.truncateToHighWatermark {
 			r.truncateTo(b.base)
 		}
 		r.appends = append(r.appends, unstableBatch{base: b.base, last: b.last, data: b.data})

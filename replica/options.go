@@ -46,8 +46,10 @@ type Options struct {
 	// truncateToHighWatermark makes a follower truncate its log to its own
 	// high watermark when it starts or follows a new leader, and fetch
 	// without its last epoch — the protocol before KIP-101, which loses
-	// acknowledged data. Tests switch it on to show that they would catch
-	// that loss.
+	// acknowledged data. It also appends a fetched batch that straddles
+	// the log end as it is, as followers then did (the log refuses it:
+	// offsets would go backwards). Tests switch it on to show that they
+	// would catch both.
 	truncateToHighWatermark bool
 }
 

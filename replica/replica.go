@@ -79,7 +79,6 @@ func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Repli
 		backoffTicks: opts.ticks(opts.FetchBackoff),
 		state:        LeaderAndISR{Leader: NoLeader, LeaderEpoch: -1, PartitionEpoch: -1},
 		hw:           min(opts.HighWatermark, leo),
-		hwMoved:      opts.HighWatermark > 0,
 		stableEnd:    leo, persistedEnd: leo, logEnd: leo,
 	}
 	return r, nil

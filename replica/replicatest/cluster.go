@@ -36,6 +36,9 @@ type Config struct {
 	// checks catch the data loss it causes; the cluster then leaves the
 	// lineage checks to the test.
 	TruncateToHighWatermark func(replica.Options) replica.Options
+	// OnWriteError, when not nil, is told of a node's failed log write
+	// (the node then crashes, keeping what it wrote); nil fails the test.
+	OnWriteError func(node int32, err error)
 }
 
 // Node is one node of a Cluster: a filesystem that survives its crashes, and
@@ -105,6 +108,7 @@ type Cluster struct {
 
 	rng       *rand.Rand
 	truncToHW bool
+	lossAt    int64 // ForgetCommitted's offset, or -1
 }
 
 // Batch is one batch of a log, as the checks compare them.
@@ -126,6 +130,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		Committed: map[int64]Batch{},
 		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636c7573746572)), // "cluster"
 		truncToHW: cfg.TruncateToHighWatermark != nil,
+		lossAt:    -1,
 	}
 	if c.Cfg.SegmentBytes == 0 {
 		c.Cfg.SegmentBytes = 16 << 10
@@ -255,6 +260,23 @@ func (c *Cluster) fence(id int32) {
 	}
 }
 
+// Bounce crashes node id and starts it again at once, before the
+// controller notices: it stays in the ISR and keeps its role's epoch. Its
+// disk keeps only what was synced.
+func (c *Cluster) Bounce(id int32) {
+	c.T.Helper()
+	n := c.Nodes[id]
+	if !n.Up() {
+		return
+	}
+	n.FS = n.FS.CrashClone(vfs.CrashOptions{Seed: c.rng.Int64()})
+	n.Log.Close()
+	c.open(n)
+	if err := n.Replica.Apply(c.State); err != nil {
+		c.Fatalf("apply %+v to bounced node %d: %v", c.State, id, err)
+	}
+}
+
 // Restart starts a crashed node again on what its disk kept: recovery,
 // then the controller's current state. If the partition had no leader, it
 // elects one.
@@ -370,13 +392,19 @@ func (c *Cluster) handleReady(n *Node) {
 		rd.MustSync = false
 	}
 	if err := rd.Persist(n.Log); err != nil {
-		c.Fatalf("node %d persist: %v", n.ID, err)
+		if c.Cfg.OnWriteError == nil {
+			c.Fatalf("node %d persist: %v", n.ID, err)
+		}
+		c.Cfg.OnWriteError(n.ID, err)
+		c.Crash(n.ID, true)
+		return
 	}
 	for _, m := range rd.Messages {
 		c.Net.Send(m)
 	}
 	if rd.HighWatermark >= 0 {
-		if rd.HighWatermark < n.lastHW && c.Cfg.Unclean == replica.CleanOnly && !c.truncToHW {
+		lossy := c.Cfg.Unclean == replica.AllowUnclean || c.truncToHW || (c.lossAt >= 0 && rd.HighWatermark >= c.lossAt)
+		if rd.HighWatermark < n.lastHW && !lossy {
 			c.Fatalf("node %d high watermark went back from %d to %d", n.ID, n.lastHW, rd.HighWatermark)
 		}
 		n.lastHW = rd.HighWatermark
@@ -454,6 +482,19 @@ func (c *Cluster) checkCommitted(n *Node, hw int64) {
 	if leads {
 		c.CommittedEnd = max(c.CommittedEnd, hw)
 	}
+}
+
+// ForgetCommitted drops the committed lineage from offset on: the test
+// destroyed committed records on purpose (cut a log file, as Kafka's
+// KIP-101 tests do), and the checks start over from there.
+func (c *Cluster) ForgetCommitted(offset int64) {
+	for base := range c.Committed {
+		if base >= offset {
+			delete(c.Committed, base)
+		}
+	}
+	c.CommittedEnd = min(c.CommittedEnd, offset)
+	c.lossAt = offset
 }
 
 // ReadBatches returns the batches of l from offset from up to (not
