@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/replica/replicatest"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -111,4 +112,42 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	if err := r.Apply(replica.LeaderAndISR{Leader: 1, LeaderEpoch: 9, Replicas: []int32{2, 3}}); !errors.Is(err, replica.ErrNotAssigned) {
 		t.Fatalf("apply without this replica: %v", err)
 	}
+}
+
+// While an ISR expansion waits for the controller, the high watermark waits
+// for the joining replica too (Kafka's maximal ISR): once the controller
+// commits it, the replica is in the ISR and must hold everything committed.
+func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
+	c := replicatest.NewCluster(t, replicatest.Config{Seed: 5, Replicas: []int32{1, 2, 3}, Options: testOptions(1),
+		AlterPartitionDelay: 20})
+	c.Stabilize()
+	c.Net.Pause(3)
+	for i := range lagTicks + 25 { // past the lag limit, and the controller's delay
+		produce(t, c, transport.AcksLeader, "p"+itoa(i))
+		c.Tick()
+	}
+	if !slices.Equal(c.State.ISR, []int32{1, 2}) {
+		t.Fatalf("ISR %v, want node 3 out", c.State.ISR)
+	}
+	c.Net.Resume(3)
+	c.Tick() // node 3 catches up; the leader proposes it back
+	st := c.Nodes[1].Replica.Status()
+	if st.PendingISR == nil || !slices.Equal(st.PendingISR.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("pending ISR change %+v, want [1 2 3]", st.PendingISR)
+	}
+	c.Net.Pause(3)
+	p := produce(t, c, transport.AcksAll, "needs-3")
+	c.RunTicks(5)
+	if p.Done {
+		t.Fatalf("acks=all completed without the replica joining the ISR: %+v", p)
+	}
+	if hw := c.Nodes[1].Replica.HighWatermark(); hw != p.BaseOffset {
+		t.Fatalf("high watermark %d passed the joining replica's log end %d", hw, p.BaseOffset)
+	}
+	c.Net.Resume(3)
+	c.RunTicks(2)
+	if !p.Acked() {
+		t.Fatalf("acks=all not acked once node 3 fetched: %+v", p)
+	}
+	c.Check()
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// checks catch the data loss it causes; the cluster then leaves the
 	// lineage checks to the test.
 	TruncateToHighWatermark func(replica.Options) replica.Options
+	// AlterPartitionDelay is how many ticks the controller takes to
+	// answer a leader's ISR change; zero answers at once.
+	AlterPartitionDelay int64
 	// OnWriteError, when not nil, is told of a node's failed log write
 	// (the node then crashes, keeping what it wrote); nil fails the test.
 	OnWriteError func(node int32, err error)
@@ -109,6 +112,13 @@ type Cluster struct {
 	rng       *rand.Rand
 	truncToHW bool
 	lossAt    int64 // ForgetCommitted's offset, or -1
+	alters    []pendingAlter
+}
+
+type pendingAlter struct {
+	due    int64
+	from   int32
+	change replica.ISRChange
 }
 
 // Batch is one batch of a log, as the checks compare them.
@@ -331,6 +341,11 @@ func (c *Cluster) Leader() int32 { return c.State.Leader }
 func (c *Cluster) Tick() {
 	c.T.Helper()
 	c.Net.Tick()
+	for len(c.alters) > 0 && c.alters[0].due <= c.Net.Now() {
+		a := c.alters[0]
+		c.alters = c.alters[1:]
+		c.alterPartition(a.from, a.change)
+	}
 	for _, id := range c.Cfg.Replicas {
 		if n := c.Nodes[id]; n.Up() && !c.Net.Paused(id) {
 			n.Replica.Tick()
@@ -412,7 +427,11 @@ func (c *Cluster) handleReady(n *Node) {
 		c.checkCommitted(n, rd.HighWatermark)
 	}
 	if a := rd.AlterPartition; a != nil {
-		c.alterPartition(n.ID, *a)
+		if c.Cfg.AlterPartitionDelay == 0 {
+			c.alterPartition(n.ID, *a)
+		} else {
+			c.alters = append(c.alters, pendingAlter{due: c.Net.Now() + c.Cfg.AlterPartitionDelay, from: n.ID, change: *a})
+		}
 	}
 	for _, comp := range rd.Completed {
 		tok, ok := n.pending[comp.ID]
@@ -430,6 +449,10 @@ func (c *Cluster) handleReady(n *Node) {
 		c.Fatalf("node %d advance: %v", n.ID, err)
 	}
 }
+
+// PendingAlters returns how many ISR changes the controller has yet to
+// answer.
+func (c *Cluster) PendingAlters() int { return len(c.alters) }
 
 // alterPartition is the controller's AlterPartition: it commits a leader's
 // ISR change made in the current epochs and tells every node.
