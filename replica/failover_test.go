@@ -219,3 +219,72 @@ func TestElectLeader(t *testing.T) {
 		})
 	}
 }
+
+// Test 9 (Jepsen 2013): both followers are cut off until the ISR shrinks to
+// the leader alone, writes go on, then the leader dies and the followers
+// heal. With min ISR 2 the writes during the shrink fail with
+// NOT_ENOUGH_REPLICAS; with min ISR 1 they are acked, the partition stays
+// offline rather than elect a stale follower, and nothing acked is lost once
+// the old leader returns.
+func TestShrinkToLeaderThenIsolate(t *testing.T) {
+	for _, minISR := range []int{2, 1} {
+		t.Run(fmt.Sprint("min-isr-", minISR), func(t *testing.T) {
+			c := replicatest.NewCluster(t, replicatest.Config{Seed: 9, Replicas: []int32{1, 2, 3}, Options: testOptions(minISR)})
+			c.Stabilize()
+			before := produce(t, c, transport.AcksAll, "before")
+			c.Stabilize()
+			c.Net.Isolate(1, 2, 3)
+			var during []*replicatest.Produced
+			var refused int
+			for i := range lagTicks + 5 {
+				p, err := c.Produce(1, transport.AcksAll, fmt.Sprint("during", i))
+				switch {
+				case errors.Is(err, transport.ErrNotEnoughReplicas):
+					refused++
+				case err != nil:
+					c.Fatalf("produce: %v", err)
+				default:
+					during = append(during, p)
+				}
+				c.Tick()
+			}
+			if !slices.Equal(c.State.ISR, []int32{1}) {
+				c.Fatalf("ISR %v, want the leader alone", c.State.ISR)
+			}
+			c.Crash(1, false)
+			c.Net.HealAll()
+			c.RunTicks(3)
+			if c.Leader() != replica.NoLeader {
+				c.Fatalf("leader %d elected outside the ISR", c.Leader())
+			}
+			c.Restart(1)
+			c.RunTicks(5)
+			if c.Leader() != 1 {
+				c.Fatalf("leader %d after the old leader returned, want 1", c.Leader())
+			}
+			acked := 0
+			for _, p := range during {
+				if p.Acked() {
+					acked++
+				}
+			}
+			switch minISR {
+			case 2:
+				if refused == 0 {
+					c.Fatalf("no write refused with NOT_ENOUGH_REPLICAS while the ISR shrank")
+				}
+				if acked != 0 {
+					c.Fatalf("%d writes acked with min ISR 2 and the followers cut off", acked)
+				}
+			case 1:
+				if acked == 0 {
+					c.Fatalf("no write acked with min ISR 1 after the shrink")
+				}
+			}
+			if !before.Acked() {
+				c.Fatalf("first write not acked")
+			}
+			c.Check()
+		})
+	}
+}

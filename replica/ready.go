@@ -26,7 +26,9 @@ type Ready struct {
 	HighWatermark int64
 	// AlterPartition, when not nil, is an ISR change this leader asks the
 	// controller for (Kafka's AlterPartition). The controller answers by
-	// calling Apply with the partition's new state, or not at all.
+	// calling Apply with the partition's new state; a change left
+	// unanswered for FetchTimeout is asked for again, so the controller
+	// must ignore one whose PartitionEpoch is no longer current.
 	AlterPartition *ISRChange
 	// Completed are the appends whose fate is now known: acks=1 ones once
 	// written to the log, acks=all ones once the high watermark passed

@@ -46,6 +46,7 @@ type Replica struct {
 	completed []Completion
 	alter     *ISRChange
 	alterSent bool
+	alterAt   int64 // tick the pending change was last handed out
 
 	leader   leaderState
 	follower followerState
@@ -120,6 +121,9 @@ func (r *Replica) Tick() {
 	r.now++
 	switch r.role {
 	case RoleLeader:
+		if r.alter != nil && r.alterSent && r.now-r.alterAt >= r.timeoutTicks {
+			r.alterSent = false // unanswered: ask again
+		}
 		r.maybeShrinkISR()
 		r.answerParked()
 	case RoleFollower:
@@ -235,6 +239,7 @@ func (r *Replica) Ready() Ready {
 		c.ISR = slices.Clone(c.ISR)
 		rd.AlterPartition = &c
 		r.alterSent = true
+		r.alterAt = r.now
 	}
 	r.truncate, r.appends, r.msgs, r.completed, r.hwMoved = nil, nil, nil, nil, false
 	r.persistedEnd = r.logEnd

@@ -151,3 +151,42 @@ func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
 	}
 	c.Check()
 }
+
+// A leader answers OffsetsForLeaderEpoch from its epoch cache, counting its
+// own epoch from where it began; a replica that does not lead refuses.
+func TestOffsetsForLeaderEpoch(t *testing.T) {
+	c := newCluster(t, 6, 2, testOptions(1))
+	produce(t, c, transport.AcksAll, "a", "b", "c")
+	c.Stabilize()
+	c.ElectPreferring(2) // epoch 1 begins at 3 on node 2, which has written nothing in it
+	c.Stabilize()
+	ask := func(id int32, current, epoch int32) *transport.OffsetForLeaderEpochPartitionResponse {
+		t.Helper()
+		r := c.Nodes[id].Replica
+		if err := r.Step(replica.Message{Type: replica.MsgOffsetsForLeaderEpoch, From: 9, To: id, Seq: 1,
+			EpochRequest: &transport.OffsetForLeaderEpochPartition{CurrentLeaderEpoch: current, LeaderEpoch: epoch}}); err != nil {
+			t.Fatal(err)
+		}
+		rd := r.Ready()
+		defer r.Advance()
+		for _, m := range rd.Messages {
+			if m.Type == replica.MsgOffsetsForLeaderEpochResponse && m.To == 9 {
+				return m.EpochResponse
+			}
+		}
+		t.Fatalf("no answer in %v", rd.Messages)
+		return nil
+	}
+	if got := ask(2, 1, 0); got.Err != nil || got.LeaderEpoch != 0 || got.EndOffset != 3 {
+		t.Fatalf("epoch 0 at the new leader: %+v, want 0@3", got)
+	}
+	if got := ask(2, 1, 1); got.Err != nil || got.LeaderEpoch != 1 || got.EndOffset != 3 {
+		t.Fatalf("epoch 1 at the new leader: %+v, want 1@3", got)
+	}
+	if got := ask(2, 2, 1); !errors.Is(got.Err, transport.ErrUnknownLeaderEpoch) {
+		t.Fatalf("asking in a future epoch: %+v", got)
+	}
+	if got := ask(1, -1, 0); !errors.Is(got.Err, transport.ErrNotLeaderOrFollower) {
+		t.Fatalf("asking a follower: %+v", got)
+	}
+}
