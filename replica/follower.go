@@ -130,6 +130,9 @@ func (r *Replica) appendFetched(records []byte) error {
 		if _, err := record.Validate(rest[:h.Size()]); err != nil {
 			return err
 		}
+		if h.BaseOffset < 0 || h.LastOffset() < h.BaseOffset {
+			return fmt.Errorf("replica: fetched batch with offsets %d to %d", h.BaseOffset, h.LastOffset())
+		}
 		if n := len(list); n > 0 && h.BaseOffset <= list[n-1].last {
 			return fmt.Errorf("replica: fetched batch at %d after one ending at %d", h.BaseOffset, list[n-1].last)
 		}
