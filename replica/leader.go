@@ -145,12 +145,12 @@ func (r *Replica) stepFetch(m Message) {
 		answer()
 		return
 	}
+	p.parked = nil // superseded: the follower waits only for this fetch
 	r.updateFollower(p, req.FetchOffset)
 	if req.FetchOffset == r.stableEnd && p.sentHW == r.hw {
 		p.parked = &parkedFetch{seq: m.Seq, req: req, deadline: r.now + r.waitTicks}
 		return
 	}
-	p.parked = nil
 	r.answerFetch(m.From, p, m.Seq, req)
 }
 

@@ -49,7 +49,8 @@ type Message struct {
 	From, To int32
 	// Seq pairs an answer with its request: an answer carries the Seq of
 	// the request it answers, and a follower ignores answers to fetches it
-	// no longer waits for (duplicated, delayed or reordered ones).
+	// no longer waits for (duplicated, delayed or reordered ones, or ones
+	// sent before it restarted: see Options.BrokerEpoch).
 	Seq uint64
 
 	Fetch         *transport.ReplicaFetchPartition

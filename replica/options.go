@@ -40,6 +40,13 @@ type Options struct {
 	// ran (from replication-offset-checkpoint). It is capped at the log
 	// end offset. Zero means nothing is known to be committed.
 	HighWatermark int64
+	// BrokerEpoch is this node's incarnation (Kafka's broker epoch): it
+	// must grow with every restart of the node. A follower numbers its
+	// fetches from BrokerEpoch<<32, so that an answer to a fetch sent
+	// before a restart, still on its way, is never taken for the answer
+	// to a fetch sent after. Zero is fine for a node that never restarts
+	// with messages in flight.
+	BrokerEpoch uint32
 	// Logger receives state changes. Nil discards them.
 	Logger *slog.Logger
 

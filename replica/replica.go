@@ -80,7 +80,10 @@ func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Repli
 		backoffTicks: opts.ticks(opts.FetchBackoff),
 		state:        LeaderAndISR{Leader: NoLeader, LeaderEpoch: -1, PartitionEpoch: -1},
 		hw:           min(opts.HighWatermark, leo),
-		stableEnd:    leo, persistedEnd: leo, logEnd: leo,
+		stableEnd:    leo,
+		persistedEnd: leo,
+		logEnd:       leo,
+		follower:     followerState{seq: uint64(opts.BrokerEpoch) << 32},
 	}
 	return r, nil
 }

@@ -5,9 +5,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
 	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
 )
 
 // An acks=all append completes once every ISR member has it, and the high
@@ -188,5 +191,81 @@ func TestOffsetsForLeaderEpoch(t *testing.T) {
 	}
 	if got := ask(1, -1, 0); !errors.Is(got.Err, transport.ErrNotLeaderOrFollower) {
 		t.Fatalf("asking a follower: %+v", got)
+	}
+}
+
+// A follower whose log ends below the leader's log start offset (the
+// leader deleted records it never fetched) empties its log and starts it
+// at the leader's log start offset.
+func TestFollowerBelowLeaderLogStart(t *testing.T) {
+	c := newCluster(t, 7, 2, testOptions(1))
+	c.Crash(2, false)
+	for i := range 5 {
+		produce(t, c, transport.AcksAll, vals("d"+itoa(i)+"-", 2)...)
+	}
+	c.Stabilize()
+	if err := c.Nodes[1].Log.DeleteRecordsBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(2)
+	c.RunTicks(3)
+	l := c.Nodes[2].Log
+	if l.LogStartOffset() != 6 || l.LogEndOffset() != 10 {
+		t.Fatalf("follower log [%d, %d), want [6, 10)", l.LogStartOffset(), l.LogEndOffset())
+	}
+	if !slices.Equal(c.State.ISR, []int32{1, 2}) {
+		t.Fatalf("ISR %v, want the follower back", c.State.ISR)
+	}
+	if got := values(t, c, 2); !slices.Equal(got, []string{"d3-0", "d3-1", "d4-0", "d4-1"}) {
+		t.Fatalf("follower holds %v", got)
+	}
+}
+
+// An answer to a fetch sent before a restart is not taken for the answer
+// to the restarted replica's fetch, though it arrives after it: the broker
+// epoch sets fetches of different incarnations apart. (Found by the
+// simulation: a late diverging-epoch answer truncated below the high
+// watermark.)
+func TestFetchAnswerFromBeforeRestartIgnored(t *testing.T) {
+	l, err := log.Open("/p-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b := record.NewBuilder(record.DefaultBatchOptions())
+	b.Append(record.Record{Value: []byte("kept")})
+	batch := b.Build()
+	record.SetPartitionLeaderEpoch(batch, 0)
+	if _, err := l.AppendAsFollower(batch); err != nil {
+		t.Fatal(err)
+	}
+	state := replica.LeaderAndISR{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	start := func(brokerEpoch uint32) (*replica.Replica, replica.Message) {
+		r, err := replica.New(1, log.TopicPartition{Topic: "p"}, l, replica.Options{BrokerEpoch: brokerEpoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Apply(state); err != nil {
+			t.Fatal(err)
+		}
+		rd := r.Ready()
+		if err := r.Advance(); err != nil {
+			t.Fatal(err)
+		}
+		return r, rd.Messages[0]
+	}
+	_, before := start(1)
+	r, after := start(2)
+	if before.Seq == after.Seq {
+		t.Fatalf("fetches of two incarnations share Seq %d", before.Seq)
+	}
+	stale := replica.Message{Type: replica.MsgFetchResponse, From: 2, To: 1, Seq: before.Seq,
+		FetchResponse: &transport.ReplicaFetchPartitionResponse{LeaderEpoch: 1, HighWatermark: 0, LogEndOffset: 0,
+			DivergingEpoch: &transport.EpochEndOffset{LeaderEpoch: 0, EndOffset: 0}}}
+	if err := r.Step(stale); err != nil {
+		t.Fatal(err)
+	}
+	if r.HasReady() {
+		t.Fatalf("the restarted replica acted on an answer to its predecessor's fetch: %+v", r.Ready())
 	}
 }

@@ -48,7 +48,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		ids = append(ids, int32(i))
 	}
 	c := replicatest.NewCluster(t, replicatest.Config{Seed: seed, Replicas: ids, Options: testOptions(ch.minISR),
-		AlterPartitionDelay: ch.alterDelay})
+		AlterPartitionDelay: ch.alterDelay, Trace: trace(t)})
 	c.Net.AddRule(replicatest.Rule{From: replicatest.Any, To: replicatest.Any, Faults: ch.faults})
 	c.Stabilize()
 	pick := func(ok func(*replicatest.Node) bool) (int32, bool) {
@@ -167,6 +167,15 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 	return acked
 }
 
+var simTrace = flag.Bool("replica.trace", false, "log every step of the simulation")
+
+func trace(t *testing.T) func(string, ...any) {
+	if !*simTrace {
+		return nil
+	}
+	return t.Logf
+}
+
 func seeds() []int64 {
 	if *simSeed != 0 {
 		return []int64{*simSeed}
@@ -206,7 +215,7 @@ func TestRandomSimulation(t *testing.T) {
 	for _, seed := range seeds() {
 		for _, rf := range []int{2, 3} {
 			total += runChaos(t, seed*10+int64(rf), *simTicks, chaos{
-				replicas: rf, minISR: rf - 1,
+				replicas: rf, minISR: max(1, rf-1-int(seed%2)),
 				produce: 0.5, crashLeader: 0.01, crashFollower: 0.01, restart: 0.05,
 				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01,
 				faults:     replicatest.Faults{Drop: 0.05, Duplicate: 0.05, MinDelay: 0, MaxDelay: 3},

@@ -85,7 +85,8 @@ type Status struct {
 	State LeaderAndISR
 	// HighWatermark is the replica's high watermark.
 	HighWatermark int64
-	// LogEndOffset counts the batches in Ready not yet Advanced past.
+	// LogEndOffset is where the log ends once every Ready handed out and
+	// pending is written.
 	LogEndOffset int64
 	// Ticks is how many times Tick was called.
 	Ticks int64

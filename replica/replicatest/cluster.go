@@ -39,6 +39,10 @@ type Config struct {
 	// AlterPartitionDelay is how many ticks the controller takes to
 	// answer a leader's ISR change; zero answers at once.
 	AlterPartitionDelay int64
+	// Trace, when not nil, is told each step of the run: elections,
+	// crashes, restarts, ISR changes, truncations, high watermarks and
+	// diverging fetch answers.
+	Trace func(format string, args ...any)
 	// OnWriteError, when not nil, is told of a node's failed log write
 	// (the node then crashes, keeping what it wrote); nil fails the test.
 	OnWriteError func(node int32, err error)
@@ -58,6 +62,8 @@ type Node struct {
 	HighWatermark int64
 	// lastHW is the high watermark published in this incarnation.
 	lastHW int64
+	// incarnation counts the node's starts: its broker epoch.
+	incarnation uint32
 	// pending maps this incarnation's proposal ids to produce tokens.
 	pending map[uint64]int
 }
@@ -171,6 +177,8 @@ func (c *Cluster) open(n *Node) {
 	}
 	opts := c.Cfg.Options
 	opts.HighWatermark = n.HighWatermark
+	n.incarnation++
+	opts.BrokerEpoch = n.incarnation
 	if c.truncToHW {
 		opts = c.Cfg.TruncateToHighWatermark(opts)
 	}
@@ -181,6 +189,12 @@ func (c *Cluster) open(n *Node) {
 	n.Log, n.Replica = l, r
 	n.lastHW = r.HighWatermark()
 	n.pending = map[uint64]int{}
+}
+
+func (c *Cluster) tracef(format string, args ...any) {
+	if c.Cfg.Trace != nil {
+		c.Cfg.Trace("t=%d "+format, append([]any{c.Net.Now()}, args...)...)
+	}
 }
 
 // alive reports whether the controller sees id as alive.
@@ -214,6 +228,7 @@ func (c *Cluster) Elect() bool {
 		c.UncleanElections++
 		c.State.ISR = []int32{leader}
 	}
+	c.tracef("elect %+v unclean=%v", c.State, unclean)
 	c.broadcast()
 	return ok
 }
@@ -228,6 +243,7 @@ func (c *Cluster) ElectPreferring(id int32) bool {
 	c.State.LeaderEpoch++
 	c.State.PartitionEpoch++
 	c.State.Leader = id
+	c.tracef("elect preferring %d: %+v", id, c.State)
 	c.broadcast()
 	return true
 }
@@ -249,6 +265,7 @@ func (c *Cluster) Crash(id int32, keepUnsynced bool) {
 	n.FS = n.FS.CrashClone(vfs.CrashOptions{Seed: c.rng.Int64(), KeepUnsynced: policy})
 	n.Log.Close() // the old disk is gone; closing only frees it
 	n.Log, n.Replica, n.pending = nil, nil, nil
+	c.tracef("crash %d keepUnsynced=%v", id, keepUnsynced)
 	c.fence(id)
 }
 
@@ -266,6 +283,7 @@ func (c *Cluster) fence(id int32) {
 	}
 	if changed {
 		c.State.PartitionEpoch++
+		c.tracef("fence %d: %+v", id, c.State)
 		c.broadcast()
 	}
 }
@@ -297,6 +315,7 @@ func (c *Cluster) Restart(id int32) {
 		return
 	}
 	c.open(n)
+	c.tracef("restart %d: log end %d, high watermark %d, epochs %v", id, n.Log.LogEndOffset(), n.Replica.HighWatermark(), n.Log.EpochEntries())
 	if c.State.Leader == replica.NoLeader {
 		c.Elect()
 		return
@@ -403,6 +422,9 @@ func (c *Cluster) Stabilize() {
 func (c *Cluster) handleReady(n *Node) {
 	c.T.Helper()
 	rd := n.Replica.Ready()
+	if rd.Truncate != nil {
+		c.tracef("node %d truncates to %+v (log end %d)", n.ID, *rd.Truncate, n.Log.LogEndOffset())
+	}
 	if c.Cfg.NoSync {
 		rd.MustSync = false
 	}
@@ -415,6 +437,9 @@ func (c *Cluster) handleReady(n *Node) {
 		return
 	}
 	for _, m := range rd.Messages {
+		if r := m.FetchResponse; r != nil && r.DivergingEpoch != nil {
+			c.tracef("%v", m)
+		}
 		c.Net.Send(m)
 	}
 	if rd.HighWatermark >= 0 {
@@ -422,6 +447,7 @@ func (c *Cluster) handleReady(n *Node) {
 		if rd.HighWatermark < n.lastHW && !lossy {
 			c.Fatalf("node %d high watermark went back from %d to %d", n.ID, n.lastHW, rd.HighWatermark)
 		}
+		c.tracef("node %d (%s) high watermark %d", n.ID, n.Replica.Role(), rd.HighWatermark)
 		n.lastHW = rd.HighWatermark
 		n.HighWatermark = rd.HighWatermark
 		c.checkCommitted(n, rd.HighWatermark)
@@ -473,6 +499,7 @@ func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 	}
 	c.State.ISR = isr
 	c.State.PartitionEpoch++
+	c.tracef("alter partition from %d: %+v", from, c.State)
 	c.broadcast()
 }
 
