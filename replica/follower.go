@@ -51,6 +51,7 @@ func (r *Replica) maybeFetch() {
 		LastFetchedEpoch:   lastEpoch,
 		LogStartOffset:     r.storage.LogStartOffset(),
 		MaxBytes:           int32(min(r.opts.FetchMaxBytes, 1<<31-1)),
+		ReplicaEpoch:       int64(r.opts.BrokerEpoch),
 	}})
 }
 

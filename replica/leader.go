@@ -28,6 +28,7 @@ type peer struct {
 	lastFetchLeaderLEO int64
 	lastFetch          int64 // tick
 	sentHW             int64 // high watermark of the last answer
+	brokerEpoch        int64 // of its last fetch, or -1
 	parked             *parkedFetch
 }
 
@@ -101,7 +102,7 @@ func (r *Replica) becomeLeader() {
 	r.follower = followerState{seq: r.follower.seq}
 	r.leader = leaderState{followers: map[int32]*peer{}, epochStart: r.logEnd, nextID: r.leader.nextID}
 	for _, id := range r.followerIDs() {
-		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1}
+		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1}
 		if slices.Contains(r.state.ISR, id) {
 			p.lastCaughtUp = r.now
 		}
@@ -146,6 +147,7 @@ func (r *Replica) stepFetch(m Message) {
 		return
 	}
 	p.parked = nil // superseded: the follower waits only for this fetch
+	p.brokerEpoch = req.ReplicaEpoch
 	r.updateFollower(p, req.FetchOffset)
 	if req.FetchOffset == r.stableEnd && p.sentHW == r.hw {
 		p.parked = &parkedFetch{seq: m.Seq, req: req, deadline: r.now + r.waitTicks}
@@ -300,7 +302,18 @@ func (r *Replica) maybeExpandISR() {
 }
 
 func (r *Replica) proposeISR(isr []int32) {
-	r.alter = &ISRChange{LeaderEpoch: r.state.LeaderEpoch, PartitionEpoch: r.state.PartitionEpoch, ISR: isr}
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		switch p := r.leader.followers[id]; {
+		case id == r.id:
+			epochs[i] = int64(r.opts.BrokerEpoch)
+		case p != nil:
+			epochs[i] = p.brokerEpoch
+		default:
+			epochs[i] = -1
+		}
+	}
+	r.alter = &ISRChange{LeaderEpoch: r.state.LeaderEpoch, PartitionEpoch: r.state.PartitionEpoch, ISR: isr, BrokerEpochs: epochs}
 	r.alterSent = false
 	r.opts.Logger.Debug("propose ISR", "partition", r.tp.String(), "leader", r.id, "isr", isr, "was", r.state.ISR)
 }

@@ -45,11 +45,17 @@ type Truncation struct {
 
 // ISRChange is a leader's request to a controller to set the ISR, valid
 // only in LeaderEpoch and PartitionEpoch (the controller refuses it when
-// the partition moved on).
+// the partition moved on, by Apply-ing the current state).
 type ISRChange struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	// BrokerEpochs holds, for each member of ISR, the broker epoch of the
+	// fetches by which the leader judged it in sync (its own for the
+	// leader; -1 when unknown). A controller refuses the change when a
+	// member joining the ISR has since restarted with another broker epoch
+	// (KIP-903): its log may no longer hold what the leader saw.
+	BrokerEpochs []int64
 }
 
 // Completion says what became of an append Propose accepted.

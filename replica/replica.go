@@ -112,6 +112,7 @@ func (r *Replica) Status() Status {
 	if r.alter != nil {
 		c := *r.alter
 		c.ISR = slices.Clone(c.ISR)
+		c.BrokerEpochs = slices.Clone(c.BrokerEpochs)
 		s.PendingISR = &c
 	}
 	return s
@@ -169,8 +170,9 @@ func (r *Replica) Step(m Message) error {
 // Apply takes the controller's state for the partition. A new leader epoch
 // makes the replica the leader or a follower of the named leader (or idle,
 // with NoLeader); the same epoch with a newer partition epoch changes the
-// ISR, answering a proposed ISRChange. Older states fail with
-// ErrStaleLeaderEpoch and change nothing.
+// ISR, answering a proposed ISRChange; the current state again is the
+// controller refusing a proposed ISRChange, which the leader then drops.
+// Older states fail with ErrStaleLeaderEpoch and change nothing.
 func (r *Replica) Apply(s LeaderAndISR) error {
 	if err := s.validate(r.id); err != nil {
 		return err
@@ -179,8 +181,14 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 	switch {
 	case s.LeaderEpoch < cur.LeaderEpoch:
 		return fmt.Errorf("%w: leader epoch %d, replica is at %d", ErrStaleLeaderEpoch, s.LeaderEpoch, cur.LeaderEpoch)
+	case s.LeaderEpoch == cur.LeaderEpoch && s.PartitionEpoch == cur.PartitionEpoch:
+		if r.alter != nil {
+			r.opts.Logger.Debug("ISR change refused", "partition", r.tp.String(), "replica", r.id, "isr", r.alter.ISR)
+			r.alter, r.alterSent = nil, false
+		}
+		return nil
 	case s.LeaderEpoch == cur.LeaderEpoch:
-		if s.PartitionEpoch <= cur.PartitionEpoch {
+		if s.PartitionEpoch < cur.PartitionEpoch {
 			return fmt.Errorf("%w: partition epoch %d, replica is at %d", ErrStaleLeaderEpoch, s.PartitionEpoch, cur.PartitionEpoch)
 		}
 		if s.Leader != cur.Leader {
@@ -240,6 +248,7 @@ func (r *Replica) Ready() Ready {
 	if r.alter != nil && !r.alterSent {
 		c := *r.alter
 		c.ISR = slices.Clone(c.ISR)
+		c.BrokerEpochs = slices.Clone(c.BrokerEpochs)
 		rd.AlterPartition = &c
 		r.alterSent = true
 		r.alterAt = r.now

@@ -53,6 +53,11 @@ type ReplicaFetchPartition struct {
 	LogStartOffset int64
 	// MaxBytes bounds this partition's part of the answer.
 	MaxBytes int32
+	// ReplicaEpoch is the fetching node's broker epoch (Kafka's
+	// ReplicaState.ReplicaEpoch, KIP-903): a leader proposing the follower
+	// for the ISR names it, so that the controller refuses the proposal
+	// if the node restarted since — perhaps with an empty disk.
+	ReplicaEpoch int64
 }
 
 // ReplicaFetchResponse answers a ReplicaFetchRequest.

@@ -39,6 +39,10 @@ type Config struct {
 	// AlterPartitionDelay is how many ticks the controller takes to
 	// answer a leader's ISR change; zero answers at once.
 	AlterPartitionDelay int64
+	// IgnoreBrokerEpochs makes the controller commit an ISR expansion
+	// whatever broker epoch the leader saw the new member fetch with — the
+	// bug KIP-903 fixed, for tests to show it.
+	IgnoreBrokerEpochs bool
 	// Trace, when not nil, is told each step of the run: elections,
 	// crashes, restarts, ISR changes, truncations, high watermarks and
 	// diverging fetch answers.
@@ -305,6 +309,18 @@ func (c *Cluster) Bounce(id int32) {
 	}
 }
 
+// Wipe crashes node id, gives it an empty disk (and no high watermark
+// checkpoint), and starts it again: a replaced drive.
+func (c *Cluster) Wipe(id int32) {
+	c.T.Helper()
+	c.Crash(id, false)
+	n := c.Nodes[id]
+	n.FS = vfs.NewMem()
+	n.HighWatermark = 0
+	c.tracef("wipe %d", id)
+	c.Restart(id)
+}
+
 // Restart starts a crashed node again on what its disk kept: recovery,
 // then the controller's current state. If the partition had no leader, it
 // elects one.
@@ -481,23 +497,41 @@ func (c *Cluster) handleReady(n *Node) {
 func (c *Cluster) PendingAlters() int { return len(c.alters) }
 
 // alterPartition is the controller's AlterPartition: it commits a leader's
-// ISR change made in the current epochs and tells every node.
+// ISR change made in the current epochs, whose joining members are alive in
+// the broker epoch the leader saw them in, and tells every node; it refuses
+// any other by telling the proposer the current state.
 func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 	c.T.Helper()
-	if from != c.State.Leader || a.LeaderEpoch != c.State.LeaderEpoch || a.PartitionEpoch != c.State.PartitionEpoch {
-		return // stale: the node learns the current state from broadcasts
-	}
-	var isr []int32
-	for _, id := range a.ISR {
-		// A fenced (crashed) node does not come back in.
-		if c.alive(id) {
-			isr = append(isr, id)
+	refuse := func(why string) {
+		c.tracef("refuse ISR change %+v from %d: %s", a, from, why)
+		if n := c.Nodes[from]; n.Up() && n.Replica.Status().State.LeaderEpoch <= c.State.LeaderEpoch {
+			if err := n.Replica.Apply(c.State); err != nil {
+				c.Fatalf("refuse ISR change to node %d: %v", from, err)
+			}
 		}
 	}
-	if len(isr) == 0 {
+	if from != c.State.Leader || a.LeaderEpoch != c.State.LeaderEpoch || a.PartitionEpoch != c.State.PartitionEpoch {
+		refuse("stale epochs")
 		return
 	}
-	c.State.ISR = isr
+	if len(a.ISR) == 0 || len(a.BrokerEpochs) != len(a.ISR) {
+		c.Fatalf("malformed ISR change %+v", a)
+	}
+	for i, id := range a.ISR {
+		if slices.Contains(c.State.ISR, id) {
+			continue
+		}
+		n := c.Nodes[id]
+		if !n.Up() {
+			refuse(fmt.Sprintf("node %d is fenced", id))
+			return
+		}
+		if !c.Cfg.IgnoreBrokerEpochs && a.BrokerEpochs[i] != int64(n.incarnation) {
+			refuse(fmt.Sprintf("node %d is in broker epoch %d, not %d", id, n.incarnation, a.BrokerEpochs[i]))
+			return
+		}
+	}
+	c.State.ISR = slices.Clone(a.ISR)
 	c.State.PartitionEpoch++
 	c.tracef("alter partition from %d: %+v", from, c.State)
 	c.broadcast()
