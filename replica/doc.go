@@ -43,15 +43,21 @@
 //     Checkpoint it now and then (replication-offset-checkpoint) and pass
 //     it back as Options.HighWatermark on restart.
 //  4. Send AlterPartition, when set, to the controller. The controller
-//     answers by Apply-ing the partition's new state to the leader (and its
-//     followers); one ISR change is in flight at a time.
+//     commits it by Apply-ing the partition's new state (a new partition
+//     epoch) to the leader and its followers, or refuses it by Apply-ing
+//     the current state to the leader. It must refuse a change made in
+//     another leader or partition epoch, and one that adds a replica whose
+//     broker epoch is no longer the one ISRChange.BrokerEpochs names
+//     (KIP-903). One ISR change is in flight at a time; one left unanswered
+//     for FetchTimeout is sent again.
 //  5. Answer the producers of Completed appends.
 //  6. Call Advance.
 //
 // Apply the controller's LeaderAndISR to every replica of the partition,
 // leader first or not: a replica answers requests from other epochs with
 // transport.ErrFencedLeaderEpoch or ErrUnknownLeaderEpoch, and followers
-// retry.
+// retry. Give each start of a node a new Options.BrokerEpoch: answers to
+// fetches sent before a restart may still arrive after it.
 //
 // # Leaders and followers
 //
