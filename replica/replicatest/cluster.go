@@ -341,12 +341,16 @@ func (c *Cluster) Restart(id int32) {
 	}
 }
 
-// Produce appends a batch of values to the leader id with acks, returning
-// its token, or the error Propose returned.
+// Produce appends a batch of values to node id (the leader, or NoLeader)
+// with acks, returning its record, or the error Propose returned
+// (transport.ErrLeaderNotAvailable for NoLeader).
 func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Produced, error) {
 	c.T.Helper()
 	n := c.Nodes[id]
 	p := &Produced{Token: len(c.Produced), Node: id, Acks: acks, Values: values, BaseOffset: -1}
+	if n == nil {
+		return p, fmt.Errorf("%w: %s has no leader", transport.ErrLeaderNotAvailable, c.TP)
+	}
 	if !n.Up() {
 		return p, transport.ErrNotLeaderOrFollower
 	}
