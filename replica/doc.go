@@ -44,8 +44,8 @@
 //     it back as Options.HighWatermark on restart.
 //  4. Send AlterPartition, when set, to the controller. The controller
 //     commits it by Apply-ing the partition's new state (a new partition
-//     epoch) to the leader and its followers, or refuses it by Apply-ing
-//     the current state to the leader. It must refuse a change made in
+//     epoch) to the leader and its followers, or refuses it: the driver
+//     then calls RejectISRChange with it. It must refuse a change made in
 //     another leader or partition epoch, and one that adds a replica whose
 //     broker epoch is no longer the one ISRChange.BrokerEpochs names
 //     (KIP-903). One ISR change is in flight at a time; one left unanswered

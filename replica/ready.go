@@ -26,7 +26,8 @@ type Ready struct {
 	HighWatermark int64
 	// AlterPartition, when not nil, is an ISR change this leader asks the
 	// controller for (Kafka's AlterPartition). The controller answers by
-	// calling Apply with the partition's new state; a change left
+	// calling Apply with the partition's new state, or the driver calls
+	// RejectISRChange with the change when it is refused; a change left
 	// unanswered for FetchTimeout is asked for again, so the controller
 	// must ignore one whose PartitionEpoch is no longer current.
 	AlterPartition *ISRChange
@@ -45,7 +46,7 @@ type Truncation struct {
 
 // ISRChange is a leader's request to a controller to set the ISR, valid
 // only in LeaderEpoch and PartitionEpoch (the controller refuses it when
-// the partition moved on, by Apply-ing the current state).
+// the partition moved on; see Replica.RejectISRChange).
 type ISRChange struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32

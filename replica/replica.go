@@ -170,9 +170,8 @@ func (r *Replica) Step(m Message) error {
 // Apply takes the controller's state for the partition. A new leader epoch
 // makes the replica the leader or a follower of the named leader (or idle,
 // with NoLeader); the same epoch with a newer partition epoch changes the
-// ISR, answering a proposed ISRChange; the current state again is the
-// controller refusing a proposed ISRChange, which the leader then drops.
-// Older states fail with ErrStaleLeaderEpoch and change nothing.
+// ISR, answering a proposed ISRChange. The current state again changes
+// nothing; older states fail with ErrStaleLeaderEpoch.
 func (r *Replica) Apply(s LeaderAndISR) error {
 	if err := s.validate(r.id); err != nil {
 		return err
@@ -182,11 +181,7 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 	case s.LeaderEpoch < cur.LeaderEpoch:
 		return fmt.Errorf("%w: leader epoch %d, replica is at %d", ErrStaleLeaderEpoch, s.LeaderEpoch, cur.LeaderEpoch)
 	case s.LeaderEpoch == cur.LeaderEpoch && s.PartitionEpoch == cur.PartitionEpoch:
-		if r.alter != nil {
-			r.opts.Logger.Debug("ISR change refused", "partition", r.tp.String(), "replica", r.id, "isr", r.alter.ISR)
-			r.alter, r.alterSent = nil, false
-		}
-		return nil
+		return nil // already applied
 	case s.LeaderEpoch == cur.LeaderEpoch:
 		if s.PartitionEpoch < cur.PartitionEpoch {
 			return fmt.Errorf("%w: partition epoch %d, replica is at %d", ErrStaleLeaderEpoch, s.PartitionEpoch, cur.PartitionEpoch)
@@ -218,6 +213,24 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 	r.opts.Logger.Debug("replica state", "partition", r.tp.String(), "replica", r.id, "role", r.role.String(),
 		"leader", s.Leader, "epoch", s.LeaderEpoch, "isr", s.ISR)
 	return nil
+}
+
+// RejectISRChange tells a leader that the controller refused the ISR
+// change it proposed (Kafka's AlterPartition errors: a stale partition
+// epoch, an ineligible replica). If c is the change still pending, the
+// leader drops it and may propose another; a refusal of an older proposal
+// changes nothing — dropping a newer pending expansion would let the high
+// watermark pass a replica the controller may yet add.
+func (r *Replica) RejectISRChange(c ISRChange) {
+	a := r.alter
+	if a == nil || a.LeaderEpoch != c.LeaderEpoch || a.PartitionEpoch != c.PartitionEpoch || !slices.Equal(a.ISR, c.ISR) {
+		return
+	}
+	r.opts.Logger.Debug("ISR change rejected", "partition", r.tp.String(), "replica", r.id, "isr", c.ISR)
+	r.alter, r.alterSent = nil, false
+	if r.role == RoleLeader {
+		r.maybeAdvanceHighWatermark()
+	}
 }
 
 // HasReady reports whether Ready has something to do.

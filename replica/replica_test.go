@@ -138,6 +138,14 @@ func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
 	if st.PendingISR == nil || !slices.Equal(st.PendingISR.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("pending ISR change %+v, want [1 2 3]", st.PendingISR)
 	}
+	// A refusal of an older proposal leaves this one pending (the
+	// simulation found a run where dropping it lost a committed batch).
+	older := *st.PendingISR
+	older.PartitionEpoch--
+	c.Nodes[1].Replica.RejectISRChange(older)
+	if c.Nodes[1].Replica.Status().PendingISR == nil {
+		t.Fatalf("rejecting an older proposal dropped the pending one")
+	}
 	c.Net.Pause(3)
 	p := produce(t, c, transport.AcksAll, "needs-3")
 	c.RunTicks(5)

@@ -503,15 +503,13 @@ func (c *Cluster) PendingAlters() int { return len(c.alters) }
 // alterPartition is the controller's AlterPartition: it commits a leader's
 // ISR change made in the current epochs, whose joining members are alive in
 // the broker epoch the leader saw them in, and tells every node; it refuses
-// any other by telling the proposer the current state.
+// any other with RejectISRChange.
 func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 	c.T.Helper()
 	refuse := func(why string) {
 		c.tracef("refuse ISR change %+v from %d: %s", a, from, why)
-		if n := c.Nodes[from]; n.Up() && n.Replica.Status().State.LeaderEpoch <= c.State.LeaderEpoch {
-			if err := n.Replica.Apply(c.State); err != nil {
-				c.Fatalf("refuse ISR change to node %d: %v", from, err)
-			}
+		if n := c.Nodes[from]; n.Up() {
+			n.Replica.RejectISRChange(a)
 		}
 	}
 	if from != c.State.Leader || a.LeaderEpoch != c.State.LeaderEpoch || a.PartitionEpoch != c.State.PartitionEpoch {
