@@ -1,0 +1,664 @@
+package replicatest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// Config describes a Cluster.
+type Config struct {
+	// Seed drives the network and crash choices.
+	Seed int64
+	// Replicas is the partition's assignment, preferred leader first.
+	Replicas []int32
+	// Options configure every replica.
+	Options replica.Options
+	// Unclean is the partition's unclean.leader.election.enable.
+	Unclean replica.Unclean
+	// NoSync makes the driver skip the sync a Ready asks for, as a node
+	// relying on replication alone does: a crash then loses what was not
+	// synced in the background.
+	NoSync bool
+	// SegmentBytes is the logs' segment.bytes. Zero means 16 KiB, so that
+	// runs roll segments.
+	SegmentBytes int64
+	// TruncateToHighWatermark, when not nil, rewrites every replica's
+	// Options to the protocol before KIP-101 (truncate to the local high
+	// watermark). The replica package's tests supply it, to show their
+	// checks catch the data loss it causes; the cluster then leaves the
+	// lineage checks to the test.
+	TruncateToHighWatermark func(replica.Options) replica.Options
+	// AlterPartitionDelay is how many ticks the controller takes to
+	// answer a leader's ISR change; zero answers at once.
+	AlterPartitionDelay int64
+	// IgnoreBrokerEpochs makes the controller commit an ISR expansion
+	// whatever broker epoch the leader saw the new member fetch with — the
+	// bug KIP-903 fixed, for tests to show it.
+	IgnoreBrokerEpochs bool
+	// Trace, when not nil, is told each step of the run: elections,
+	// crashes, restarts, ISR changes, truncations, high watermarks and
+	// diverging fetch answers.
+	Trace func(format string, args ...any)
+	// OnWriteError, when not nil, is told of a node's failed log write
+	// (the node then crashes, keeping what it wrote); nil fails the test.
+	OnWriteError func(node int32, err error)
+}
+
+// Node is one node of a Cluster: a filesystem that survives its crashes, and
+// while it is up, the partition's log and replica over it.
+type Node struct {
+	ID int32
+	// FS is the node's disk.
+	FS *vfs.MemFS
+	// Log and Replica are nil while the node is down.
+	Log     *log.Log
+	Replica *replica.Replica
+	// HighWatermark is the node's replication-offset-checkpoint: the last
+	// high watermark its replica published. It survives crashes.
+	HighWatermark int64
+	// lastHW is the high watermark published in this incarnation.
+	lastHW int64
+	// incarnation counts the node's starts: its broker epoch.
+	incarnation uint32
+	// pending maps this incarnation's proposal ids to produce tokens.
+	pending map[uint64]int
+}
+
+// Up reports whether the node is running.
+func (n *Node) Up() bool { return n.Replica != nil }
+
+// Produced is one Produce call and what became of it.
+type Produced struct {
+	Token  int
+	Node   int32
+	Acks   transport.Acks
+	Values []string
+	// Done is set once a Completion came; Err is its error. A produce whose
+	// node crashed first stays not Done: its fate is unknown.
+	Done bool
+	Err  error
+	// BaseOffset is where the leader put the batch.
+	BaseOffset int64
+	// Epoch is the leader epoch of the append.
+	Epoch int32
+}
+
+// Acked reports whether the produce was acknowledged.
+func (p *Produced) Acked() bool { return p.Done && p.Err == nil }
+
+// Cluster is the replicas of one partition on nodes joined by a Network,
+// with a test controller that elects leaders from the ISR and commits the
+// ISR changes leaders propose. It checks, as it runs, that no replica's
+// high watermark goes backwards and that every batch a leader committed is
+// the same on every replica that reports it committed; Check adds the rest.
+type Cluster struct {
+	T     testing.TB
+	Cfg   Config
+	Net   *Network
+	TP    log.TopicPartition
+	Nodes map[int32]*Node
+	// State is the controller's state of the partition.
+	State replica.LeaderAndISR
+	// Produced lists every Produce, by token.
+	Produced []*Produced
+	// Committed maps the base offset of every batch some leader's high
+	// watermark passed to the batch's CRC: the one committed lineage.
+	Committed map[int64]Batch
+	// CommittedEnd is the largest high watermark any leader published.
+	CommittedEnd int64
+	// UncleanElections counts elections outside the ISR.
+	UncleanElections int
+	// MaxRounds bounds Stabilize. Zero means 10000.
+	MaxRounds int
+
+	rng       *rand.Rand
+	truncToHW bool
+	lossAt    int64 // ForgetCommitted's offset, or -1
+	alters    []pendingAlter
+}
+
+type pendingAlter struct {
+	due    int64
+	from   int32
+	change replica.ISRChange
+}
+
+// Batch is one batch of a log, as the checks compare them.
+type Batch struct {
+	BaseOffset, LastOffset int64
+	Epoch                  int32
+	CRC                    uint32
+	Values                 []string
+}
+
+// NewCluster starts a node for each replica, elects the first as leader in
+// epoch 0 with every replica in the ISR, and applies that state.
+func NewCluster(t testing.TB, cfg Config) *Cluster {
+	t.Helper()
+	c := &Cluster{
+		T: t, Cfg: cfg, Net: NewNetwork(cfg.Seed),
+		TP:        log.TopicPartition{Topic: "sim", Partition: 0},
+		Nodes:     map[int32]*Node{},
+		Committed: map[int64]Batch{},
+		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636c7573746572)), // "cluster"
+		truncToHW: cfg.TruncateToHighWatermark != nil,
+		lossAt:    -1,
+	}
+	if c.Cfg.SegmentBytes == 0 {
+		c.Cfg.SegmentBytes = 16 << 10
+	}
+	for _, id := range cfg.Replicas {
+		n := &Node{ID: id, FS: vfs.NewMem()}
+		c.Nodes[id] = n
+		c.open(n)
+	}
+	c.State = replica.LeaderAndISR{Leader: cfg.Replicas[0], LeaderEpoch: 0, PartitionEpoch: 0,
+		Replicas: slices.Clone(cfg.Replicas), ISR: slices.Clone(cfg.Replicas)}
+	c.broadcast()
+	return c
+}
+
+// Fatalf fails the test, naming the seed.
+func (c *Cluster) Fatalf(format string, args ...any) {
+	c.T.Helper()
+	c.T.Fatalf("seed %d: %s", c.Cfg.Seed, fmt.Sprintf(format, args...))
+}
+
+// open opens a node's log and replica on its disk.
+func (c *Cluster) open(n *Node) {
+	c.T.Helper()
+	l, err := log.Open("/data/"+c.TP.String(), log.Options{FS: n.FS, SegmentBytes: c.Cfg.SegmentBytes, MaxIndexBytes: 4096})
+	if err != nil {
+		c.Fatalf("open log of node %d: %v", n.ID, err)
+	}
+	opts := c.Cfg.Options
+	opts.HighWatermark = n.HighWatermark
+	n.incarnation++
+	opts.BrokerEpoch = n.incarnation
+	if c.truncToHW {
+		opts = c.Cfg.TruncateToHighWatermark(opts)
+	}
+	r, err := replica.New(n.ID, c.TP, l, opts)
+	if err != nil {
+		c.Fatalf("new replica %d: %v", n.ID, err)
+	}
+	n.Log, n.Replica = l, r
+	n.lastHW = r.HighWatermark()
+	n.pending = map[uint64]int{}
+}
+
+func (c *Cluster) tracef(format string, args ...any) {
+	if c.Cfg.Trace != nil {
+		c.Cfg.Trace("t=%d "+format, append([]any{c.Net.Now()}, args...)...)
+	}
+}
+
+// alive reports whether the controller sees id as alive.
+func (c *Cluster) alive(id int32) bool { return c.Nodes[id].Up() }
+
+// broadcast applies the controller's state to every live node.
+func (c *Cluster) broadcast() {
+	c.T.Helper()
+	for _, id := range c.Cfg.Replicas {
+		n := c.Nodes[id]
+		if !n.Up() {
+			continue
+		}
+		if err := n.Replica.Apply(c.State); err != nil {
+			c.Fatalf("apply %+v to node %d: %v", c.State, id, err)
+		}
+	}
+}
+
+// Elect elects a new leader with replica.ElectLeader (the current leader
+// stays if it is alive and in the ISR only when keep is true), bumps the
+// leader epoch and applies the state. It reports whether a leader was
+// found; without one the partition is offline (Leader is NoLeader).
+func (c *Cluster) Elect() bool {
+	c.T.Helper()
+	leader, unclean, ok := replica.ElectLeader(c.State.Replicas, c.State.ISR, c.alive, c.Cfg.Unclean)
+	c.State.LeaderEpoch++
+	c.State.PartitionEpoch++
+	c.State.Leader = leader
+	if unclean {
+		c.UncleanElections++
+		c.State.ISR = []int32{leader}
+	}
+	c.tracef("elect %+v unclean=%v", c.State, unclean)
+	c.broadcast()
+	return ok
+}
+
+// ElectPreferring makes id leader if it is alive and in the ISR (a
+// preferred-leader or controlled election).
+func (c *Cluster) ElectPreferring(id int32) bool {
+	c.T.Helper()
+	if !c.alive(id) || !slices.Contains(c.State.ISR, id) {
+		return false
+	}
+	c.State.LeaderEpoch++
+	c.State.PartitionEpoch++
+	c.State.Leader = id
+	c.tracef("elect preferring %d: %+v", id, c.State)
+	c.broadcast()
+	return true
+}
+
+// Crash stops node id abruptly: its disk keeps only what was synced (or,
+// with keepUnsynced, everything written), and the controller fences it —
+// removes it from the ISR (unless it is the last member, as KRaft keeps
+// one) and elects a new leader if it led.
+func (c *Cluster) Crash(id int32, keepUnsynced bool) {
+	c.T.Helper()
+	n := c.Nodes[id]
+	if !n.Up() {
+		return
+	}
+	policy := vfs.KeepNone
+	if keepUnsynced {
+		policy = vfs.KeepAll
+	}
+	n.FS = n.FS.CrashClone(vfs.CrashOptions{Seed: c.rng.Int64(), KeepUnsynced: policy})
+	n.Log.Close() // the old disk is gone; closing only frees it
+	n.Log, n.Replica, n.pending = nil, nil, nil
+	c.tracef("crash %d keepUnsynced=%v", id, keepUnsynced)
+	c.fence(id)
+}
+
+// fence removes id from the ISR and re-elects if it led.
+func (c *Cluster) fence(id int32) {
+	c.T.Helper()
+	changed := false
+	if len(c.State.ISR) > 1 && slices.Contains(c.State.ISR, id) {
+		c.State.ISR = slices.DeleteFunc(slices.Clone(c.State.ISR), func(m int32) bool { return m == id })
+		changed = true
+	}
+	if c.State.Leader == id {
+		c.Elect()
+		return
+	}
+	if changed {
+		c.State.PartitionEpoch++
+		c.tracef("fence %d: %+v", id, c.State)
+		c.broadcast()
+	}
+}
+
+// Bounce crashes node id and starts it again at once, before the
+// controller notices: it stays in the ISR and keeps its role's epoch. Its
+// disk keeps only what was synced.
+func (c *Cluster) Bounce(id int32) {
+	c.T.Helper()
+	n := c.Nodes[id]
+	if !n.Up() {
+		return
+	}
+	n.FS = n.FS.CrashClone(vfs.CrashOptions{Seed: c.rng.Int64()})
+	n.Log.Close()
+	c.open(n)
+	if err := n.Replica.Apply(c.State); err != nil {
+		c.Fatalf("apply %+v to bounced node %d: %v", c.State, id, err)
+	}
+}
+
+// Wipe crashes node id, gives it an empty disk (and no high watermark
+// checkpoint), and starts it again: a replaced drive.
+func (c *Cluster) Wipe(id int32) {
+	c.T.Helper()
+	c.Crash(id, false)
+	n := c.Nodes[id]
+	n.FS = vfs.NewMem()
+	n.HighWatermark = 0
+	c.tracef("wipe %d", id)
+	c.Restart(id)
+}
+
+// Restart starts a crashed node again on what its disk kept: recovery,
+// then the controller's current state. If the partition had no leader, it
+// elects one.
+func (c *Cluster) Restart(id int32) {
+	c.T.Helper()
+	n := c.Nodes[id]
+	if n.Up() {
+		return
+	}
+	c.open(n)
+	c.tracef("restart %d: log end %d, high watermark %d, epochs %v", id, n.Log.LogEndOffset(), n.Replica.HighWatermark(), n.Log.EpochEntries())
+	if c.State.Leader == replica.NoLeader {
+		c.Elect()
+		return
+	}
+	if err := n.Replica.Apply(c.State); err != nil {
+		c.Fatalf("apply %+v to restarted node %d: %v", c.State, id, err)
+	}
+}
+
+// Produce appends a batch of values to node id (the leader, or NoLeader)
+// with acks, returning its record, or the error Propose returned
+// (transport.ErrLeaderNotAvailable for NoLeader).
+func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Produced, error) {
+	c.T.Helper()
+	n := c.Nodes[id]
+	p := &Produced{Token: len(c.Produced), Node: id, Acks: acks, Values: values, BaseOffset: -1}
+	if n == nil {
+		return p, fmt.Errorf("%w: %s has no leader", transport.ErrLeaderNotAvailable, c.TP)
+	}
+	if !n.Up() {
+		return p, transport.ErrNotLeaderOrFollower
+	}
+	b := record.NewBuilder(record.DefaultBatchOptions())
+	for _, v := range values {
+		b.Append(record.Record{Timestamp: int64(len(c.Produced)), Value: []byte(v)})
+	}
+	prop, err := n.Replica.Propose(b.Build(), acks)
+	if err != nil {
+		return p, err
+	}
+	p.BaseOffset, p.Epoch = prop.BaseOffset, c.State.LeaderEpoch
+	c.Produced = append(c.Produced, p)
+	if acks == transport.AcksNone {
+		p.Done = true
+	} else {
+		n.pending[prop.ID] = p.Token
+	}
+	return p, nil
+}
+
+// Leader returns the controller's leader, or NoLeader.
+func (c *Cluster) Leader() int32 { return c.State.Leader }
+
+// Tick advances the network and every running, unpaused node by one tick,
+// then stabilizes.
+func (c *Cluster) Tick() {
+	c.T.Helper()
+	c.Net.Tick()
+	for len(c.alters) > 0 && c.alters[0].due <= c.Net.Now() {
+		a := c.alters[0]
+		c.alters = c.alters[1:]
+		c.alterPartition(a.from, a.change)
+	}
+	for _, id := range c.Cfg.Replicas {
+		if n := c.Nodes[id]; n.Up() && !c.Net.Paused(id) {
+			n.Replica.Tick()
+		}
+	}
+	c.Stabilize()
+}
+
+// RunTicks ticks n times.
+func (c *Cluster) RunTicks(n int) {
+	c.T.Helper()
+	for range n {
+		c.Tick()
+	}
+}
+
+// Stabilize handles every Ready and delivers every message due, until
+// nothing is left to do in this tick.
+func (c *Cluster) Stabilize() {
+	c.T.Helper()
+	maxRounds := c.MaxRounds
+	if maxRounds == 0 {
+		maxRounds = 10000
+	}
+	for round := 0; ; round++ {
+		if round == maxRounds {
+			c.Fatalf("no quiescence after %d rounds", maxRounds)
+		}
+		busy := false
+		for _, id := range c.Cfg.Replicas {
+			n := c.Nodes[id]
+			for n.Up() && !c.Net.Paused(id) && n.Replica.HasReady() {
+				busy = true
+				c.handleReady(n)
+			}
+		}
+		for _, m := range c.Net.Deliver() {
+			busy = true
+			n := c.Nodes[m.To]
+			if n == nil || !n.Up() {
+				continue
+			}
+			if err := n.Replica.Step(m); err != nil {
+				c.Fatalf("node %d step %v: %v", m.To, m, err)
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+}
+
+// handleReady is the driver: it carries out one Ready, in the order the
+// replica package documents.
+func (c *Cluster) handleReady(n *Node) {
+	c.T.Helper()
+	rd := n.Replica.Ready()
+	if rd.Truncate != nil {
+		c.tracef("node %d truncates to %+v (log end %d)", n.ID, *rd.Truncate, n.Log.LogEndOffset())
+	}
+	if c.Cfg.NoSync {
+		rd.MustSync = false
+	}
+	if err := rd.Persist(n.Log); err != nil {
+		if c.Cfg.OnWriteError == nil {
+			c.Fatalf("node %d persist: %v", n.ID, err)
+		}
+		c.Cfg.OnWriteError(n.ID, err)
+		c.Crash(n.ID, true)
+		return
+	}
+	for _, m := range rd.Messages {
+		if r := m.FetchResponse; r != nil && r.DivergingEpoch != nil {
+			c.tracef("%v", m)
+		}
+		c.Net.Send(m)
+	}
+	if rd.HighWatermark >= 0 {
+		lossy := c.Cfg.Unclean == replica.AllowUnclean || c.truncToHW || (c.lossAt >= 0 && rd.HighWatermark >= c.lossAt)
+		if rd.HighWatermark < n.lastHW && !lossy {
+			c.Fatalf("node %d high watermark went back from %d to %d", n.ID, n.lastHW, rd.HighWatermark)
+		}
+		c.tracef("node %d (%s) high watermark %d", n.ID, n.Replica.Role(), rd.HighWatermark)
+		n.lastHW = rd.HighWatermark
+		n.HighWatermark = rd.HighWatermark
+		c.checkCommitted(n, rd.HighWatermark)
+	}
+	if a := rd.AlterPartition; a != nil {
+		if c.Cfg.AlterPartitionDelay == 0 {
+			c.alterPartition(n.ID, *a)
+		} else {
+			c.alters = append(c.alters, pendingAlter{due: c.Net.Now() + c.Cfg.AlterPartitionDelay, from: n.ID, change: *a})
+		}
+	}
+	for _, comp := range rd.Completed {
+		tok, ok := n.pending[comp.ID]
+		if !ok {
+			c.Fatalf("node %d completed unknown proposal %d", n.ID, comp.ID)
+		}
+		delete(n.pending, comp.ID)
+		p := c.Produced[tok]
+		p.Done, p.Err = true, comp.Err
+		if comp.Err == nil && comp.BaseOffset != p.BaseOffset {
+			c.Fatalf("produce %d completed at %d, proposed at %d", tok, comp.BaseOffset, p.BaseOffset)
+		}
+	}
+	if err := n.Replica.Advance(); err != nil {
+		c.Fatalf("node %d advance: %v", n.ID, err)
+	}
+}
+
+// PendingAlters returns how many ISR changes the controller has yet to
+// answer.
+func (c *Cluster) PendingAlters() int { return len(c.alters) }
+
+// alterPartition is the controller's AlterPartition: it commits a leader's
+// ISR change made in the current epochs, whose joining members are alive in
+// the broker epoch the leader saw them in, and tells every node; it refuses
+// any other with RejectISRChange.
+func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
+	c.T.Helper()
+	refuse := func(why string) {
+		c.tracef("refuse ISR change %+v from %d: %s", a, from, why)
+		if n := c.Nodes[from]; n.Up() {
+			n.Replica.RejectISRChange(a)
+		}
+	}
+	if from != c.State.Leader || a.LeaderEpoch != c.State.LeaderEpoch || a.PartitionEpoch != c.State.PartitionEpoch {
+		refuse("stale epochs")
+		return
+	}
+	if len(a.ISR) == 0 || len(a.BrokerEpochs) != len(a.ISR) {
+		c.Fatalf("malformed ISR change %+v", a)
+	}
+	for i, id := range a.ISR {
+		if slices.Contains(c.State.ISR, id) {
+			continue
+		}
+		n := c.Nodes[id]
+		if !n.Up() {
+			refuse(fmt.Sprintf("node %d is fenced", id))
+			return
+		}
+		if !c.Cfg.IgnoreBrokerEpochs && a.BrokerEpochs[i] != int64(n.incarnation) {
+			refuse(fmt.Sprintf("node %d is in broker epoch %d, not %d", id, n.incarnation, a.BrokerEpochs[i]))
+			return
+		}
+	}
+	c.State.ISR = slices.Clone(a.ISR)
+	c.State.PartitionEpoch++
+	c.tracef("alter partition from %d: %+v", from, c.State)
+	c.broadcast()
+}
+
+// checkCommitted compares the batches below a newly published high
+// watermark with the committed lineage, extending it when n leads.
+func (c *Cluster) checkCommitted(n *Node, hw int64) {
+	c.T.Helper()
+	if c.Cfg.Unclean == replica.AllowUnclean || c.truncToHW {
+		return // lineages may legitimately fork; tests check what they expect
+	}
+	batches, err := ReadBatches(n.Log, 0, hw)
+	if err != nil {
+		c.Fatalf("node %d read: %v", n.ID, err)
+	}
+	leads := n.Replica.Role() == replica.RoleLeader
+	for _, b := range batches {
+		if b.LastOffset >= hw {
+			break
+		}
+		want, ok := c.Committed[b.BaseOffset]
+		switch {
+		case ok && (want.CRC != b.CRC || want.LastOffset != b.LastOffset):
+			c.Fatalf("node %d: committed batch at %d differs: %+v, committed %+v", n.ID, b.BaseOffset, b, want)
+		case !ok && b.BaseOffset < c.CommittedEnd:
+			c.Fatalf("node %d: batch at %d below committed end %d is not in the committed lineage", n.ID, b.BaseOffset, c.CommittedEnd)
+		case !ok && leads:
+			c.Committed[b.BaseOffset] = b
+		}
+	}
+	if leads {
+		c.CommittedEnd = max(c.CommittedEnd, hw)
+	}
+}
+
+// ForgetCommitted drops the committed lineage from offset on: the test
+// destroyed committed records on purpose (cut a log file, as Kafka's
+// KIP-101 tests do), and the checks start over from there.
+func (c *Cluster) ForgetCommitted(offset int64) {
+	for base := range c.Committed {
+		if base >= offset {
+			delete(c.Committed, base)
+		}
+	}
+	c.CommittedEnd = min(c.CommittedEnd, offset)
+	c.lossAt = offset
+}
+
+// ReadBatches returns the batches of l from offset from up to (not
+// including) offset to, decoded.
+func ReadBatches(l *log.Log, from, to int64) ([]Batch, error) {
+	var out []Batch
+	from = max(from, l.LogStartOffset())
+	for from < min(to, l.LogEndOffset()) {
+		buf, err := l.Read(nil, from, to, 1<<20)
+		if err != nil {
+			return out, err
+		}
+		if len(buf) == 0 {
+			break
+		}
+		for len(buf) > 0 {
+			h, err := record.ParseHeader(buf)
+			if err != nil {
+				return out, err
+			}
+			b, err := record.Decode(buf[:h.Size()])
+			if err != nil {
+				return out, err
+			}
+			vals := make([]string, len(b.Records))
+			for i, r := range b.Records {
+				vals[i] = string(r.Value)
+			}
+			out = append(out, Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, CRC: h.CRC, Values: vals})
+			buf = buf[h.Size():]
+			from = h.NextOffset()
+		}
+	}
+	return out, nil
+}
+
+// Check verifies, on every running node: the log's offsets strictly
+// increase, its leader epochs never decrease, and everything below its high
+// watermark is the committed lineage; and every acked acks=all produce is
+// in the log of every running node in the ISR, at its offset, with its
+// values.
+func (c *Cluster) Check() {
+	c.T.Helper()
+	for _, id := range c.Cfg.Replicas {
+		n := c.Nodes[id]
+		if !n.Up() {
+			continue
+		}
+		batches, err := ReadBatches(n.Log, 0, n.Log.LogEndOffset())
+		if err != nil {
+			c.Fatalf("node %d read: %v", id, err)
+		}
+		next, epoch := int64(-1), int32(-1)
+		byBase := map[int64]Batch{}
+		for _, b := range batches {
+			if b.BaseOffset < next {
+				c.Fatalf("node %d: offsets go backwards: batch at %d after %d", id, b.BaseOffset, next)
+			}
+			if b.Epoch < epoch {
+				c.Fatalf("node %d: leader epoch goes back from %d to %d at %d", id, epoch, b.Epoch, b.BaseOffset)
+			}
+			next, epoch = b.LastOffset+1, b.Epoch
+			byBase[b.BaseOffset] = b
+			if want, ok := c.Committed[b.BaseOffset]; ok && b.LastOffset < n.Replica.HighWatermark() && want.CRC != b.CRC {
+				c.Fatalf("node %d: committed batch at %d differs", id, b.BaseOffset)
+			}
+		}
+		if !slices.Contains(c.State.ISR, id) {
+			continue
+		}
+		for _, p := range c.Produced {
+			if p.Acks != transport.AcksAll || !p.Acked() {
+				continue
+			}
+			b, ok := byBase[p.BaseOffset]
+			if !ok || !slices.Equal(b.Values, p.Values) {
+				c.Fatalf("node %d (ISR %v, leader %d): acked produce %d at offset %d lost: have %+v", id, c.State.ISR, c.State.Leader, p.Token, p.BaseOffset, b)
+			}
+		}
+	}
+}
