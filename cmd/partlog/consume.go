@@ -57,12 +57,15 @@ reads that partition only and commits for the group.
 an offset, earliest or latest. An offset outside the partition starts at its
 end, as Kafka's auto.offset.reset=latest does. Without --partition every
 partition of the topic is read, each in offset order.
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // runConsume runs "partlog consume".
 func runConsume(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("consume")
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the `topic` to consume (required)")
 	fromBeginning := fs.Bool("from-beginning", false, "start at the oldest record rather than at the end")
 	partition := fs.Int("partition", -1, "the `partition` to consume; by default every partition")
@@ -120,11 +123,11 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		assign = consumer.Topics(*topic)
 	}
 
-	n, err := openNode("consume", *dir)
+	n, err := openTarget("consume", where)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.close()
 	desc, err := describeTopic("consume", n, *topic)
 	if err != nil {
 		return err
@@ -140,7 +143,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		// --max-messages.
 		opts = append(opts, consumer.Group(*group), consumer.ClientID("console-consumer"), consumer.DisableAutoCommit())
 	}
-	c, err := consumer.New(n, opts...)
+	c, err := consumer.New(n.client(), opts...)
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -212,7 +215,7 @@ poll:
 	if err := c.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("consume: %w", err))
 	}
-	if err := n.Close(); err != nil {
+	if err := n.close(); err != nil {
 		errs = append(errs, fmt.Errorf("consume: %w", err))
 	}
 	return errors.Join(errs...)

@@ -148,7 +148,7 @@ func TestConsumeUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--dir", dir}, "consume: --topic is required"},
-		{[]string{"--topic", "t"}, "consume: --dir is required"},
+		{[]string{"--topic", "t"}, "consume: --dir or --bootstrap-server is required"},
 		{[]string{"--dir", dir, "--topic", "t", "x"}, `consume: unexpected argument "x"`},
 		{[]string{"--dir", dir, "--topic", "t", "--offset", "3"}, "consume: --offset needs --partition"},
 		{[]string{"--dir", dir, "--topic", "t", "--partition", "0", "--offset", "3", "--from-beginning"}, "consume: --offset and --from-beginning cannot both be given"},

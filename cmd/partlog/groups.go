@@ -46,12 +46,15 @@ session timeout passes on a running node.
 
 Delete deletes a group without members and its committed offsets, writing
 tombstones to __consumer_offsets.
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // runGroups runs "partlog groups".
 func runGroups(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("groups")
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	group := fs.String("group", "", "the consumer `group`")
 	topic := fs.String("topic", "", "the `topic` whose offsets reset-offsets sets")
 	members := fs.Bool("members", false, "describe: print the members")
@@ -100,10 +103,16 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErrorf("groups", "unknown action %q; say list, describe, reset-offsets or delete", action)
 	}
-	n, err := openNode("groups", *dir)
+	t, err := openTarget("groups", where)
 	if err != nil {
 		return err
 	}
+	gc, err := t.groups()
+	if err != nil {
+		t.close()
+		return fmt.Errorf("groups: %w", err)
+	}
+	n := groupTarget{t, gc}
 	defer n.Close()
 	ctx := context.Background()
 	switch action {
@@ -131,7 +140,24 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 	return n.Close()
 }
 
-func listGroups(ctx context.Context, n *partlog.Node, w io.Writer) error {
+// groupTarget is a target with its group calls.
+type groupTarget struct {
+	*target
+	transport.GroupClient
+}
+
+// DescribeTopics describes topics, which must exist.
+func (g groupTarget) DescribeTopics(names ...string) ([]partlog.TopicDescription, error) {
+	return g.describe(context.Background(), names...)
+}
+
+// NodeID returns the id of the node that coordinates the groups.
+func (g groupTarget) NodeID() int32 { return g.nodeID(context.Background()) }
+
+// Close closes the target.
+func (g groupTarget) Close() error { return g.close() }
+
+func listGroups(ctx context.Context, n groupTarget, w io.Writer) error {
 	resp, err := n.ListGroups(ctx, &transport.ListGroupsRequest{})
 	if err != nil {
 		return err
@@ -153,7 +179,7 @@ type groupPartition struct {
 	member    *transport.DescribedMember
 }
 
-func describeGroup(ctx context.Context, n *partlog.Node, group string, members, state bool, w io.Writer) error {
+func describeGroup(ctx context.Context, n groupTarget, group string, members, state bool, w io.Writer) error {
 	dresp, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{group}})
 	if err != nil {
 		return err
@@ -215,7 +241,7 @@ func describeGroup(ctx context.Context, n *partlog.Node, group string, members, 
 // groupPartitions returns the partitions a group has committed offsets for
 // or has assigned, sorted, with their log end offsets (the high
 // watermark, as Kafka's tool reports it).
-func groupPartitions(ctx context.Context, n *partlog.Node, group string, g transport.DescribedGroup) ([]groupPartition, error) {
+func groupPartitions(ctx context.Context, n groupTarget, group string, g transport.DescribedGroup) ([]groupPartition, error) {
 	fresp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: group})
 	if err != nil {
 		return nil, err
@@ -274,7 +300,7 @@ type resetTo struct {
 	offset           int64
 }
 
-func resetOffsets(ctx context.Context, n *partlog.Node, group, topic string, to resetTo, execute bool, w io.Writer) error {
+func resetOffsets(ctx context.Context, n groupTarget, group, topic string, to resetTo, execute bool, w io.Writer) error {
 	dresp, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{group}})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,10 +36,10 @@ func openNode(command, dir string) (*partlog.Node, error) {
 // describeTopic describes topic, which must exist: the commands that read
 // and write records do not create topics, as Kafka's do not unless the
 // broker auto-creates them.
-func describeTopic(command string, n *partlog.Node, topic string) (partlog.TopicDescription, error) {
-	descs, err := n.DescribeTopics(topic)
+func describeTopic(command string, t *target, topic string) (partlog.TopicDescription, error) {
+	descs, err := t.describe(context.Background(), topic)
 	if errors.Is(err, transport.ErrUnknownTopicOrPartition) {
-		return partlog.TopicDescription{}, fmt.Errorf("%s: topic %q does not exist in %s; create it with 'partlog topics create'", command, topic, n.Dir())
+		return partlog.TopicDescription{}, fmt.Errorf("%s: topic %q does not exist in %s; create it with 'partlog topics create'", command, topic, t.where())
 	}
 	if err != nil {
 		return partlog.TopicDescription{}, fmt.Errorf("%s: %w", command, err)

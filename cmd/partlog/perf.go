@@ -21,6 +21,9 @@ print:
       [--timeout DUR] [--from-latest]
 
 Run 'partlog help perf produce' or 'partlog help perf consume' for more.
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // runPerf runs "partlog perf": its first argument names the subcommand.

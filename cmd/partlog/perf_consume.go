@@ -30,6 +30,9 @@ figures of those that came and fails. (Kafka's --timeout bounds the wait
 between records instead.) --from-latest starts at the partitions' ends, as
 in Kafka; since no other process can write to the data directory while perf
 consume has it open, it is there for scripts written for Kafka's tool.
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // kafkaDate formats t in Kafka's perf tools' default date format,
@@ -46,7 +49,7 @@ const perfConsumeHeader = "start.time, end.time, data.consumed.in.MB, MB.sec, da
 func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	const command = "perf consume"
 	fs := newFlagSet(command)
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the `topic` to consume (required)")
 	messages := fs.Int64("messages", 0, "how many `records` to consume (required)")
 	fetchSize := fs.Int("fetch-size", 1<<20, "the consumer's max.partition.fetch.bytes, in `bytes`")
@@ -69,11 +72,11 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf(command, "--timeout must be positive")
 	}
 
-	n, err := openNode(command, *dir)
+	n, err := openTarget(command, where)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.close()
 	if _, err := describeTopic(command, n, *topic); err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	if *fromLatest {
 		reset = consumer.Latest
 	}
-	c, err := consumer.New(n, consumer.Topics(*topic), consumer.AutoOffsetReset(reset),
+	c, err := consumer.New(n.client(), consumer.Topics(*topic), consumer.AutoOffsetReset(reset),
 		consumer.MaxPartitionFetchBytes(int32(*fetchSize)), consumer.CheckCRCs(consumer.SkipCRC))
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
@@ -123,7 +126,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	if err := c.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	}
-	if err := n.Close(); err != nil {
+	if err := n.close(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	}
 	return errors.Join(errs...)

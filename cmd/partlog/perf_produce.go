@@ -45,13 +45,16 @@ OS: to measure that, as Kafka's figures are, give
 A record that fails stops the run; perf produce prints the totals of the
 records acknowledged and the first failure, and exits with status 1. An
 interrupt (Ctrl-C) stops it too, and prints the totals.
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // runPerfProduce runs "partlog perf produce".
 func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	const command = "perf produce"
 	fs := newFlagSet(command)
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	numRecords := fs.Int64("num-records", 0, "how many `records` to produce (required)")
 	recordSize := fs.Int("record-size", 0, "each record's value size in `bytes` (required)")
@@ -83,11 +86,11 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf(command, "--partitions must be positive")
 	}
 
-	n, err := openNode(command, *dir)
+	n, err := openTarget(command, where)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.close()
 	desc, err := ensureTopic(n, *topic, *partitions, configs)
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
@@ -95,7 +98,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	if desc.Name != "" && (isSet(fs, "partitions") || isSet(fs, "config")) {
 		fmt.Fprintf(stderr, "%s: topic %s exists; --partitions and --config apply only to a topic perf produce creates\n", command, *topic)
 	}
-	p, err := producer.New(n, producer.Acks(transport.Acks(acks)), producer.BatchSize(*batchSize),
+	p, err := producer.New(n.client(), producer.Acks(transport.Acks(acks)), producer.BatchSize(*batchSize),
 		producer.Linger(*linger), producer.BufferMemory(*bufferMemory))
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
@@ -122,7 +125,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	ps := stats.percentiles(0.5, 0.95, 0.99, 0.999)
 	writeTotalLine(stdout, count, end.Sub(start), count*int64(*recordSize), avg, max(window.max, windowMax), ps[0], ps[1], ps[2], ps[3])
 
-	errs := []error{flushErr, stats.err(), p.Close(), n.Close()}
+	errs := []error{flushErr, stats.err(), p.Close(), n.close()}
 	for i, err := range errs {
 		if err != nil {
 			errs[i] = fmt.Errorf("%s: %w", command, err)
@@ -133,15 +136,15 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 
 // ensureTopic creates topic unless it exists. It returns the description
 // of a topic that existed, and a zero one for a topic it created.
-func ensureTopic(n *partlog.Node, topic string, partitions int, configs map[string]string) (partlog.TopicDescription, error) {
-	descs, err := n.DescribeTopics(topic)
+func ensureTopic(n *target, topic string, partitions int, configs map[string]string) (partlog.TopicDescription, error) {
+	descs, err := n.describe(context.Background(), topic)
 	if err == nil {
 		return descs[0], nil
 	}
 	if !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
 		return partlog.TopicDescription{}, err
 	}
-	err = n.CreateTopic(context.Background(), partlog.NewTopic{Name: topic, Partitions: int32(partitions), Configs: configs})
+	err = n.createTopic(context.Background(), partlog.NewTopic{Name: topic, Partitions: int32(partitions), Configs: configs})
 	return partlog.TopicDescription{}, err
 }
 

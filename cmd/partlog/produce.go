@@ -51,6 +51,9 @@ directory cleanly.
   key.separator=S           the key's separator; a tab unless set
   ignore.error=true|false   a line without the separator has a null key
   null.marker=M             a key or value equal to M is null, not M
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // chunkRecords is how many records produce and perf produce allocate at a
@@ -60,7 +63,7 @@ const chunkRecords = 1024
 // runProduce runs "partlog produce".
 func runProduce(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("produce")
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	partition := fs.Int("partition", -1, "the `partition` every record goes to; by default the partitioner chooses")
 	keySeparator := fs.String("key-separator", "", "the `separator` between each line's key and value; without it lines have no key")
@@ -92,11 +95,11 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 		return &usageError{command: "produce", err: err}
 	}
 
-	n, err := openNode("produce", *dir)
+	n, err := openTarget("produce", where)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.close()
 	desc, err := describeTopic("produce", n, *topic)
 	if err != nil {
 		return err
@@ -110,7 +113,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	// producer's requests and buffer grow to carry one.
 	maxLine := maxMessageBytes(desc)
 	maxRequest := max(1<<20, maxLine)
-	p, err := producer.New(n, producer.Acks(transport.Acks(acks)),
+	p, err := producer.New(n.client(), producer.Acks(transport.Acks(acks)),
 		producer.MaxRequestSize(maxRequest), producer.BufferMemory(max(32<<20, 2*int64(maxRequest))))
 	if err != nil {
 		return fmt.Errorf("produce: %w", err)
@@ -152,7 +155,7 @@ wait:
 	} else if closeErr != nil && !lp.interrupted.Load() {
 		errs = append(errs, fmt.Errorf("produce: %w", closeErr))
 	}
-	if err := n.Close(); err != nil {
+	if err := n.close(); err != nil {
 		errs = append(errs, fmt.Errorf("produce: %w", err))
 	}
 	return errors.Join(errs...)

@@ -178,7 +178,7 @@ func TestProduceUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--dir", dir}, "produce: --topic is required"},
-		{[]string{"--topic", "t"}, "produce: --dir is required"},
+		{[]string{"--topic", "t"}, "produce: --dir or --bootstrap-server is required"},
 		{[]string{"--dir", dir, "--topic", "t", "file.txt"}, `produce: unexpected argument "file.txt": produce reads standard input`},
 		{[]string{"--dir", dir, "--topic", "t", "--partition", "-2"}, "produce: --partition -2 is negative"},
 		{[]string{"--dir", dir, "--topic", "t", "--key-separator", ""}, "produce: --key-separator is empty"},

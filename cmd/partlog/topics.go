@@ -23,12 +23,15 @@ Topics manages a node's topics, as Kafka's kafka-topics.sh does:
 Describe prints each partition's log start offset, log end offset and high
 watermark beside Kafka's leader, replicas and in-sync replicas. Topic configs
 take Kafka's names (retention.ms, segment.bytes, cleanup.policy, ...).
+
+Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
+'partlog serve' (or a program embedding partlog) serves over TCP.
 `
 
 // runTopics runs "partlog topics".
 func runTopics(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("topics")
-	dir := dirFlag(fs)
+	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the topic's `name`")
 	partitions := fs.Int("partitions", 1, "how many `partitions` a new topic has")
 	replication := fs.Int("replication-factor", 1, "how many `replicas` each partition has")
@@ -51,24 +54,26 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErrorf("topics", "unknown action %q; say create, list, describe or delete", action)
 	}
-	n, err := openNode("topics", *dir)
+	n, err := openTarget("topics", where)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.close()
 	ctx := context.Background()
 	switch action {
 	case "create":
-		err = n.CreateTopic(ctx, partlog.NewTopic{Name: *topic, Partitions: int32(*partitions), ReplicationFactor: int16(*replication), Configs: configs})
+		err = n.createTopic(ctx, partlog.NewTopic{Name: *topic, Partitions: int32(*partitions), ReplicationFactor: int16(*replication), Configs: configs})
 		if err == nil {
 			fmt.Fprintf(stdout, "Created topic %s.\n", *topic)
 		}
 	case "delete":
-		if err = n.DeleteTopic(ctx, *topic); err == nil {
+		if err = n.deleteTopic(ctx, *topic); err == nil {
 			fmt.Fprintf(stdout, "Deleted topic %s.\n", *topic)
 		}
 	case "list":
-		for _, name := range n.ListTopics() {
+		var names []string
+		names, err = n.listTopics(ctx)
+		for _, name := range names {
 			fmt.Fprintln(stdout, name)
 		}
 	case "describe":
@@ -77,7 +82,7 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 			names = []string{*topic}
 		}
 		var descs []partlog.TopicDescription
-		if descs, err = n.DescribeTopics(names...); err == nil {
+		if descs, err = n.describe(ctx, names...); err == nil {
 			for _, d := range descs {
 				writeTopicDescription(stdout, d)
 			}
@@ -86,7 +91,7 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
-	return n.Close()
+	return n.close()
 }
 
 // writeTopicDescription prints a topic as kafka-topics.sh --describe does,

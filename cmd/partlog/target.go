@@ -1,0 +1,266 @@
+package main
+
+// target.go lets a command work on a data directory it opens (--dir) or on
+// a node it reaches over TCP (--bootstrap-server), as Kafka's tools take
+// --bootstrap-server.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
+)
+
+// targetFlags adds --dir and --bootstrap-server to fs.
+type targetFlags struct {
+	dir, bootstrap *string
+}
+
+func addTargetFlags(fs *flag.FlagSet) targetFlags {
+	return targetFlags{
+		dir:       dirFlag(fs),
+		bootstrap: fs.String("bootstrap-server", "", "the `host:port` of a served node (partlog serve) to use instead of --dir"),
+	}
+}
+
+// A target is what a command works on: a node in this process over a data
+// directory, or a node in another reached over TCP.
+type target struct {
+	node   *partlog.Node        // with --dir
+	remote *transport.TCPClient // with --bootstrap-server
+	addr   string
+}
+
+// openTarget opens what the flags name: exactly one of --dir and
+// --bootstrap-server.
+func openTarget(command string, f targetFlags) (*target, error) {
+	switch {
+	case *f.dir != "" && *f.bootstrap != "":
+		return nil, usageErrorf(command, "give --dir or --bootstrap-server, not both")
+	case *f.bootstrap != "":
+		c, err := transport.Dial(context.Background(), *f.bootstrap, transport.DialOptions{ClientID: "partlog-" + command})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", command, err)
+		}
+		return &target{remote: c, addr: *f.bootstrap}, nil
+	case *f.dir == "":
+		return nil, usageErrorf(command, "--dir or --bootstrap-server is required")
+	}
+	n, err := openNode(command, *f.dir)
+	if err != nil {
+		return nil, err
+	}
+	return &target{node: n}, nil
+}
+
+// client returns the target as producers and consumers take it.
+func (t *target) client() transport.Client {
+	if t.node != nil {
+		return t.node
+	}
+	return t.remote
+}
+
+// where names the target in messages.
+func (t *target) where() string {
+	if t.node != nil {
+		return t.node.Dir()
+	}
+	return t.addr
+}
+
+// close closes the data directory or the connections. It may be called
+// more than once.
+func (t *target) close() error {
+	if t.node != nil {
+		return t.node.Close()
+	}
+	return t.remote.Close()
+}
+
+// admin returns the target's admin calls.
+func (t *target) admin() (transport.AdminClient, error) {
+	if t.node != nil {
+		return t.node, nil
+	}
+	return t.remote, nil
+}
+
+// groups returns the target's group calls.
+func (t *target) groups() (transport.GroupClient, error) {
+	if gc, ok := t.client().(transport.GroupClient); ok {
+		return gc, nil
+	}
+	return nil, fmt.Errorf("%s does not answer consumer group requests", t.where())
+}
+
+// nodeID returns the id of the node, or of the coordinator the remote
+// node names for itself.
+func (t *target) nodeID(ctx context.Context) int32 {
+	if t.node != nil {
+		return t.node.NodeID()
+	}
+	if md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}}); err == nil && len(md.Brokers) > 0 {
+		return md.Brokers[0].NodeID
+	}
+	return -1
+}
+
+// listTopics returns the topics' names, sorted.
+func (t *target) listTopics(ctx context.Context) ([]string, error) {
+	if t.node != nil {
+		return t.node.ListTopics(), nil
+	}
+	md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, tm := range md.Topics {
+		names = append(names, tm.Topic)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// describe describes the named topics, or all of them. Over TCP the
+// partitions' offsets come from ListOffsets, which knows the high
+// watermark but not the log end offset beyond it: LogEndOffset is shown
+// as the high watermark.
+func (t *target) describe(ctx context.Context, names ...string) ([]partlog.TopicDescription, error) {
+	if t.node != nil {
+		return t.node.DescribeTopics(names...)
+	}
+	req := &transport.MetadataRequest{}
+	if len(names) > 0 {
+		req.Topics = names
+	}
+	md, err := t.remote.Metadata(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var descs []partlog.TopicDescription
+	for _, tm := range md.Topics {
+		if tm.Err != nil {
+			return nil, fmt.Errorf("%w: %q", tm.Err, tm.Topic)
+		}
+		d := partlog.TopicDescription{Name: tm.Topic, ID: base64.RawURLEncoding.EncodeToString(tm.TopicID[:])}
+		for _, p := range tm.Partitions {
+			d.Partitions = append(d.Partitions, partlog.PartitionDescription{
+				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
+			})
+			d.ReplicationFactor = int16(len(p.Replicas))
+		}
+		slices.SortFunc(d.Partitions, func(a, b partlog.PartitionDescription) int { return int(a.Partition - b.Partition) })
+		if err := t.remoteOffsets(ctx, &d); err != nil {
+			return nil, err
+		}
+		descs = append(descs, d)
+	}
+	if err := t.remoteConfigs(ctx, descs); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(descs, func(a, b partlog.TopicDescription) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return descs, nil
+}
+
+// remoteOffsets fills in d's partitions' log start offsets and high
+// watermarks.
+func (t *target) remoteOffsets(ctx context.Context, d *partlog.TopicDescription) error {
+	for _, ts := range []int64{transport.EarliestTimestamp, transport.LatestTimestamp} {
+		lt := transport.ListOffsetsTopic{Topic: d.Name}
+		for _, p := range d.Partitions {
+			lt.Partitions = append(lt.Partitions, transport.ListOffsetsPartition{Partition: p.Partition, CurrentLeaderEpoch: -1, Timestamp: ts})
+		}
+		resp, err := t.remote.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{lt}})
+		if err != nil {
+			return err
+		}
+		for _, tr := range resp.Topics {
+			for _, pr := range tr.Partitions {
+				i := slices.IndexFunc(d.Partitions, func(p partlog.PartitionDescription) bool { return p.Partition == pr.Partition })
+				if i < 0 || pr.Err != nil {
+					continue
+				}
+				if ts == transport.EarliestTimestamp {
+					d.Partitions[i].LogStartOffset = pr.Offset
+				} else {
+					d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// remoteConfigs fills in the topics' configs.
+func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescription) error {
+	if len(descs) == 0 {
+		return nil
+	}
+	req := &transport.DescribeConfigsRequest{}
+	for _, d := range descs {
+		req.Topics = append(req.Topics, d.Name)
+	}
+	resp, err := t.remote.DescribeConfigs(ctx, req)
+	if errors.Is(err, transport.ErrUnsupportedVersion) {
+		return nil // a node without the admin calls: no configs to show
+	}
+	if err != nil {
+		return err
+	}
+	for _, tc := range resp.Topics {
+		i := slices.IndexFunc(descs, func(d partlog.TopicDescription) bool { return d.Name == tc.Name })
+		if i < 0 || tc.Err != nil {
+			continue
+		}
+		descs[i].Configs, descs[i].Effective = map[string]string{}, map[string]string{}
+		for _, c := range tc.Configs {
+			descs[i].Effective[c.Name] = c.Value
+			if !c.IsDefault {
+				descs[i].Configs[c.Name] = c.Value
+			}
+		}
+	}
+	return nil
+}
+
+// createTopic creates a topic.
+func (t *target) createTopic(ctx context.Context, nt partlog.NewTopic) error {
+	if t.node != nil {
+		return t.node.CreateTopic(ctx, nt)
+	}
+	resp, err := t.remote.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{
+		Name: nt.Name, Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: nt.Configs,
+	}}})
+	if err != nil {
+		return err
+	}
+	return resp.Topics[0].Err
+}
+
+// deleteTopic deletes a topic.
+func (t *target) deleteTopic(ctx context.Context, name string) error {
+	if t.node != nil {
+		return t.node.DeleteTopic(ctx, name)
+	}
+	resp, err := t.remote.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{name}})
+	if err != nil {
+		return err
+	}
+	return resp.Topics[0].Err
+}
+

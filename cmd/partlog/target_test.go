@@ -1,0 +1,102 @@
+package main
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
+)
+
+// servedNode opens a node on a new directory and serves it on a loopback
+// port, until the test ends.
+func servedNode(t *testing.T) (*partlog.Node, string) {
+	t.Helper()
+	n, err := partlog.Open(t.TempDir())
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+	t.Cleanup(func() {
+		s.Close()
+		n.Close()
+	})
+	return n, ln.Addr().String()
+}
+
+// TestBootstrapServer runs the topic, produce, consume and perf commands
+// against a node they reach over TCP.
+func TestBootstrapServer(t *testing.T) {
+	n, addr := servedNode(t)
+	run := func(input string, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := cliIn(t, input, append(args, "--bootstrap-server", addr)...)
+		require.Equal(t, exitOK, code, "%v: %s", args, stderr)
+		return stdout
+	}
+	require.Equal(t, "Created topic study.\n", run("", "topics", "create", "--topic", "study", "--partitions", "2", "--config", "retention.ms=600000"))
+	require.Equal(t, []string{"study"}, n.ListTopics(), "the served node has the topic")
+	require.Equal(t, "study\n", run("", "topics", "list"))
+
+	run("k1:hello\nk2:world\nk1:again\n", "produce", "--topic", "study", "--key-separator", ":")
+	out := run("", "consume", "--topic", "study", "--from-beginning", "--print-key", "--max-messages", "3", "--timeout", "10s")
+	got := lines(out)
+	require.ElementsMatch(t, []string{"k1\thello", "k2\tworld", "k1\tagain"}, got)
+	require.Less(t, slicesIndex(got, "k1\thello"), slicesIndex(got, "k1\tagain"), "one key's records in order")
+
+	desc := run("", "topics", "describe", "--topic", "study")
+	require.Contains(t, desc, "Topic: study\tTopicId: ")
+	require.Contains(t, desc, "PartitionCount: 2\tReplicationFactor: 1\tConfigs: retention.ms=600000\n")
+	d, err := n.DescribeTopics("study")
+	require.NoError(t, err)
+	for _, p := range d[0].Partitions {
+		require.Contains(t, desc, "\tPartition: "+itoa(p.Partition)+"\tLeader: 1\tReplicas: 1\tIsr: 1\tLogStartOffset: 0\tLogEndOffset: "+itoa64(p.HighWatermark)+"\tHighWatermark: "+itoa64(p.HighWatermark)+"\n")
+	}
+
+	perf := run("", "perf", "produce", "--topic", "perf", "--num-records", "2000", "--record-size", "100")
+	require.True(t, strings.HasPrefix(lastLine(perf), "2000 records sent, "), perf)
+	perf = run("", "perf", "consume", "--topic", "perf", "--messages", "2000")
+	require.Contains(t, perf, ", 2000, ")
+
+	require.Equal(t, "Deleted topic perf.\n", run("", "topics", "delete", "--topic", "perf"))
+	require.Equal(t, []string{"study"}, n.ListTopics())
+
+	_, stderr, code := cli(t, "consume", "--topic", "nope", "--timeout", "10ms", "--bootstrap-server", addr)
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, "partlog: consume: topic \"nope\" does not exist in "+addr+"; create it with 'partlog topics create'\n", stderr)
+	_, stderr, code = cli(t, "topics", "list", "--bootstrap-server", addr, "--dir", t.TempDir())
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "give --dir or --bootstrap-server, not both")
+}
+
+func TestBootstrapServerUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	_, stderr, code := cli(t, "topics", "list", "--bootstrap-server", addr)
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "partlog: topics: NETWORK_EXCEPTION")
+}
+
+func slicesIndex(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func itoa(v int32) string   { return itoa64(int64(v)) }
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
+
+func lastLine(s string) string {
+	ls := lines(s)
+	return ls[len(ls)-1]
+}
