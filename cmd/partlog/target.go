@@ -263,4 +263,3 @@ func (t *target) deleteTopic(ctx context.Context, name string) error {
 	}
 	return resp.Topics[0].Err
 }
-
