@@ -3,7 +3,11 @@ package partlog_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,5 +273,52 @@ func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
 		d, err := n.DescribeTopics(name)
 		require.NoError(t, err)
 		require.Equal(t, tc.retains, d[0].Partitions[0].LogStartOffset > 0, tc.policy)
+	}
+}
+
+// TestNodeCrashDuringClean cuts the power while the node's cleaner commits
+// its first cleaned segment (and, in a second run, just after): the node
+// that opens the disk finishes or rolls back the swap, and every key's
+// latest value is there at its offset.
+func TestNodeCrashDuringClean(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprint("after-commit=", after), func(t *testing.T) {
+			mem := vfs.NewMem()
+			var crashed atomic.Pointer[vfs.MemFS]
+			eio := &fs.PathError{Op: "crash", Path: "-", Err: syscall.EIO}
+			faulty := vfs.WithFaults(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+				if crashed.Load() != nil {
+					return eio
+				}
+				if op.Kind == vfs.OpRename && strings.HasSuffix(op.Path, ".log.cleaned") && !after ||
+					op.Kind == vfs.OpRename && strings.HasSuffix(op.Path, ".log") && after {
+					crashed.Store(mem.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone}))
+					return eio
+				}
+				return nil
+			}))
+			n := openNode(t, faulty, partlog.LogCleanerInterval(0))
+			ctx := context.Background()
+			require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "profiles", Configs: compactConfigs}))
+			written := produceKeyed(t, n, "profiles", 30)
+			require.Error(t, n.CleanNow(ctx))
+			n.Close()
+			require.NotNil(t, crashed.Load())
+
+			n = openNode(t, crashed.Load(), partlog.LogCleanerInterval(0))
+			defer n.Close()
+			got := consumeAll(t, n, "profiles")
+			latest := map[string]kvRecord{}
+			for _, r := range got {
+				latest[r.key] = r
+			}
+			want := map[string]kvRecord{}
+			for _, r := range written {
+				want[r.key] = r
+			}
+			require.Equal(t, want, latest)
+			require.NoError(t, n.CleanNow(ctx))
+			requireCompacted(t, written, consumeAll(t, n, "profiles"))
+		})
 	}
 }

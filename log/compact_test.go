@@ -363,3 +363,25 @@ func TestCleanPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, plog.CleanupCompactDelete, p)
 }
+
+// TestCleanOptionsValidation checks the compaction options' checks.
+func TestCleanOptionsValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(o *plog.Options)
+		msg  string
+	}{
+		{"ratio", func(o *plog.Options) { o.MinCleanableDirtyRatio = 1.5 }, "MinCleanableDirtyRatio"},
+		{"lag", func(o *plog.Options) { o.MinCompactionLagMs = -time.Second }, "MinCompactionLagMs"},
+		{"policy", func(o *plog.Options) { o.CleanupPolicy = 9 }, "CleanupPolicy"},
+		{"first dirty", func(o *plog.Options) { o.FirstDirtyOffset = -1 }, "FirstDirtyOffset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := compactOptions(newMem(t), nil)
+			tc.set(&o)
+			_, err := plog.Open(dir, o)
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
+	require.Equal(t, "CleanupPolicy(9)", plog.CleanupPolicy(9).String())
+}
