@@ -3,9 +3,11 @@ package partlog
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 )
@@ -70,6 +72,7 @@ func (n *Node) Fetch(ctx context.Context, req *transport.FetchRequest) (*transpo
 		if failed || bytes >= int(max(req.MinBytes, 1)) || req.MaxWait <= 0 || n.closing.Load() {
 			return resp, nil
 		}
+		closeFiles(resp) // read again below
 		if wake == nil {
 			// Watch before reading again, so that no append between the
 			// read and the wait goes unnoticed.
@@ -128,10 +131,17 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 				limit = max(limit, 1)
 			}
 			var res partition.FetchResult
-			if limit > 0 {
-				res, err = p.Fetch(nil, rp.FetchOffset, limit)
-			} else {
+			var file log.FileRange
+			switch {
+			case limit <= 0:
 				res = partition.FetchResult{HighWatermark: p.HighWatermark(), LogStartOffset: p.LogStartOffset()}
+			case req.FileRecords:
+				res, file, err = p.FetchRange(rp.FetchOffset, limit)
+				if errors.Is(err, log.ErrNoDescriptor) {
+					res, err = p.Fetch(nil, rp.FetchOffset, limit)
+				}
+			default:
+				res, err = p.Fetch(nil, rp.FetchOffset, limit)
 			}
 			pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if err != nil {
@@ -139,10 +149,20 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 				continue
 			}
 			pr.Records = res.Records
-			total += len(res.Records)
+			pr.File = transport.FileRange{FD: file.FD, Pos: file.Pos, Size: file.Size}
+			total += len(res.Records) + int(file.Size)
 		}
 	}
 	return resp, total, failed
+}
+
+// closeFiles closes the file ranges of a fetch answer that is not sent.
+func closeFiles(resp *transport.FetchResponse) {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			p.File.Close()
+		}
+	}
 }
 
 // ListOffsets answers offsets by time for each partition.

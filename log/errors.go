@@ -35,6 +35,10 @@ var (
 	ErrLocked = errors.New("log: directory in use")
 	// ErrClosed means the log was used after Close.
 	ErrClosed = errors.New("log: closed")
+	// ErrNoDescriptor means ReadRange cannot give a file range because the
+	// log's filesystem has no file descriptors (the in-memory one): read
+	// the bytes with Read instead.
+	ErrNoDescriptor = errors.New("log: the filesystem has no file descriptors")
 )
 
 // OffsetOutOfRangeError says which offset was asked for and what the log

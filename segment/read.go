@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/vfs"
 )
 
 // Locate finds the first batch whose last offset is at or above offset: its
@@ -53,13 +54,30 @@ func (s *Segment) indexedBelow(offset, end int64) int64 {
 // do not parse as a batch header end the range; when they come first, they
 // are the error.
 func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) ([]byte, error) {
+	pos, size, err := s.Range(startOffset, maxOffset, maxBytes)
+	if err != nil || size == 0 {
+		return dst, err
+	}
+	start := len(dst)
+	dst = grow(dst, int(size))
+	if got, err := s.log.ReadAt(dst[start:], pos); got < int(size) {
+		return dst[:start], fmt.Errorf("segment: read %s at %d: %w", s.Path(LogSuffix), pos, err)
+	}
+	return dst, nil
+}
+
+// Range returns the byte range of the log file that Read would read: its
+// position and size, a size of zero when Read would read nothing. A
+// network server sends such a range with sendfile, from LogFile, without
+// reading it.
+func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size int64, err error) {
 	if s.closed {
-		return dst, ErrClosed
+		return 0, 0, ErrClosed
 	}
 	end := s.size.Load()
 	sc := newPooledScanner(s.log, s.indexedBelow(startOffset, end), end, ScanHeaders)
 	defer sc.release()
-	pos, size := int64(-1), int64(0)
+	pos = -1
 	for sc.Next() {
 		h := sc.Header()
 		if pos < 0 {
@@ -67,7 +85,7 @@ func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) (
 				continue
 			}
 			if h.LastOffset() >= maxOffset {
-				return dst, nil
+				return 0, 0, nil
 			}
 			pos, size = sc.Pos(), int64(h.Size())
 			continue
@@ -78,15 +96,15 @@ func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) (
 		size += int64(h.Size())
 	}
 	if pos < 0 {
-		return dst, sc.Err()
+		return 0, 0, sc.Err()
 	}
-	start := len(dst)
-	dst = grow(dst, int(size))
-	if got, err := s.log.ReadAt(dst[start:], pos); got < int(size) {
-		return dst[:start], fmt.Errorf("segment: read %s at %d: %w", s.Path(LogSuffix), pos, err)
-	}
-	return dst, nil
+	return pos, size, nil
 }
+
+// LogFile returns the segment's open log file, for reading a Range
+// positionally (ReadAt, sendfile) while the segment stays open. The
+// segment keeps it: do not close it, write to it or move its offset.
+func (s *Segment) LogFile() vfs.File { return s.log }
 
 // grow extends dst by n bytes, reallocating when it lacks the room.
 func grow(dst []byte, n int) []byte {

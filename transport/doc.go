@@ -7,8 +7,14 @@
 // assertion on a Client.
 //
 // A Node in the same process implements Client directly: a request is a Go
-// value handed over and answered with no encoding. Network transports carry
-// the same values between processes.
+// value handed over and answered with no encoding. Between processes the
+// same values travel over TCP in Kafka's own wire protocol (encoded by
+// franz-go's kmsg): a Server answers on a listener with a Node, and a
+// TCPClient from Dial is a Client for a producer or consumer in another
+// process. Because the protocol is Kafka's, a Kafka client (franz-go, the
+// Java client) can produce to and fetch from a partlog node too, in the
+// API versions that carry RecordBatch v2: ApiVersions, Metadata, Produce,
+// Fetch and ListOffsets.
 //
 // Errors come in two kinds. A method's error return says the request got no
 // answer at all (the node is closed, the connection failed, the context

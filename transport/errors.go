@@ -29,12 +29,14 @@ var (
 	ErrNotLeaderOrFollower      = &Error{6, "NOT_LEADER_OR_FOLLOWER", true, "this node is not the partition's leader"}
 	ErrRequestTimedOut          = &Error{7, "REQUEST_TIMED_OUT", true, "request timed out"}
 	ErrMessageTooLarge          = &Error{10, "MESSAGE_TOO_LARGE", false, "record batch larger than max.message.bytes"}
+	ErrNetwork                  = &Error{13, "NETWORK_EXCEPTION", true, "the connection to the node failed"}
 	ErrInvalidTopic             = &Error{17, "INVALID_TOPIC_EXCEPTION", false, "invalid topic name"}
 	ErrRecordListTooLarge       = &Error{18, "RECORD_LIST_TOO_LARGE", false, "records larger than the segment size"}
 	ErrNotEnoughReplicas        = &Error{19, "NOT_ENOUGH_REPLICAS", true, "fewer in-sync replicas than min.insync.replicas"}
 	ErrNotEnoughReplicasAfter   = &Error{20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true, "written, but fewer in-sync replicas than min.insync.replicas acknowledged it"}
 	ErrInvalidRequiredAcks      = &Error{21, "INVALID_REQUIRED_ACKS", false, "acks must be -1 (all), 0 or 1"}
 	ErrInvalidTimestamp         = &Error{32, "INVALID_TIMESTAMP", false, "timestamp out of the accepted range"}
+	ErrUnsupportedVersion       = &Error{35, "UNSUPPORTED_VERSION", false, "the node does not support this request's version"}
 	ErrTopicAlreadyExists       = &Error{36, "TOPIC_ALREADY_EXISTS", false, "topic already exists"}
 	ErrInvalidPartitions        = &Error{37, "INVALID_PARTITIONS", false, "invalid number of partitions"}
 	ErrInvalidReplicationFactor = &Error{38, "INVALID_REPLICATION_FACTOR", false, "invalid replication factor"}
@@ -80,9 +82,9 @@ var (
 func init() {
 	for _, e := range []*Error{
 		ErrUnknownServerError, ErrOffsetOutOfRange, ErrCorruptMessage, ErrUnknownTopicOrPartition,
-		ErrInvalidFetchSize, ErrLeaderNotAvailable, ErrNotLeaderOrFollower, ErrRequestTimedOut,
+		ErrInvalidFetchSize, ErrLeaderNotAvailable, ErrNotLeaderOrFollower, ErrRequestTimedOut, ErrNetwork,
 		ErrMessageTooLarge, ErrInvalidTopic, ErrRecordListTooLarge, ErrNotEnoughReplicas,
-		ErrNotEnoughReplicasAfter, ErrInvalidRequiredAcks, ErrInvalidTimestamp, ErrTopicAlreadyExists,
+		ErrNotEnoughReplicasAfter, ErrInvalidRequiredAcks, ErrInvalidTimestamp, ErrUnsupportedVersion, ErrTopicAlreadyExists,
 		ErrInvalidPartitions, ErrInvalidReplicationFactor, ErrInvalidConfig, ErrInvalidRequest,
 		ErrOutOfOrderSequence, ErrDuplicateSequence, ErrInvalidProducerEpoch, ErrKafkaStorage,
 		ErrUnknownProducerID, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrInvalidRecord,

@@ -91,6 +91,10 @@ type FetchRequest struct {
 	MaxBytes  int32
 	Isolation IsolationLevel
 	Topics    []FetchTopic
+	// FileRecords lets the node answer with FetchPartitionResponse.File
+	// rather than Records where it can: a network server asks so, to send
+	// the records with sendfile. Whoever sets it closes the files.
+	FileRecords bool
 }
 
 // FetchTopic is the part of a FetchRequest for one topic.
@@ -134,6 +138,17 @@ type FetchPartitionResponse struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
+	// File, set only when the request asked for FileRecords, holds the
+	// records instead of Records: a range of a segment file.
+	File FileRange
+}
+
+// A FileRange is record batches left in a segment file: Size bytes at
+// position Pos of the file open as descriptor FD, which the receiver
+// closes. A zero FileRange holds nothing.
+type FileRange struct {
+	FD        int
+	Pos, Size int64
 }
 
 // Special timestamps of a ListOffsetsPartition.

@@ -13,6 +13,7 @@
 //	consume    print records on standard output
 //	groups     list and describe consumer groups, reset their offsets
 //	perf       measure producing and consuming speed
+//	serve      answer Kafka protocol requests for a data directory on TCP
 //	dump-log   print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
@@ -72,6 +73,7 @@ var commands = []command{
 	{"consume", "print records on standard output", runConsume},
 	{"groups", "list and describe consumer groups, reset their offsets", runGroups},
 	{"perf", "measure producing and consuming speed", runPerf},
+	{"serve", "answer Kafka protocol requests for a data directory on TCP", runServe},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
 }
 

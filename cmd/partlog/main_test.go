@@ -36,6 +36,7 @@ func TestHelpListsCommands(t *testing.T) {
 			"\tconsume    print records on standard output\n"+
 			"\tgroups     list and describe consumer groups, reset their offsets\n"+
 			"\tperf       measure producing and consuming speed\n"+
+			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
 			"\tdump-log   print the batches, records and index entries of segment files\n")
 	}
 }

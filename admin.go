@@ -1,0 +1,74 @@
+package partlog
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/partlog/partlog/transport"
+)
+
+// The Node answers the admin requests too, so that the topic tools work
+// over TCP.
+var _ transport.AdminClient = (*Node)(nil)
+
+// CreateTopics creates each topic as CreateTopic does and answers topic by
+// topic. ValidateOnly is refused (INVALID_REQUEST) rather than ignored.
+func (n *Node) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequest) (*transport.CreateTopicsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	resp := &transport.CreateTopicsResponse{}
+	for _, t := range req.Topics {
+		res := transport.TopicResult{Name: t.Name}
+		if req.ValidateOnly {
+			res.Err = fmt.Errorf("%w: validate_only is not supported", transport.ErrInvalidRequest)
+		} else {
+			res.Err = n.CreateTopic(ctx, NewTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs})
+		}
+		resp.Topics = append(resp.Topics, res)
+	}
+	return resp, nil
+}
+
+// DeleteTopics deletes each topic as DeleteTopic does and answers topic by
+// topic.
+func (n *Node) DeleteTopics(ctx context.Context, req *transport.DeleteTopicsRequest) (*transport.DeleteTopicsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	resp := &transport.DeleteTopicsResponse{}
+	for _, name := range req.Topics {
+		resp.Topics = append(resp.Topics, transport.TopicResult{Name: name, Err: n.DeleteTopic(ctx, name)})
+	}
+	return resp, nil
+}
+
+// DescribeConfigs answers every config in force for each topic, sorted by
+// name, marking those the topic does not set as defaults.
+func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfigsRequest) (*transport.DescribeConfigsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	resp := &transport.DescribeConfigsResponse{}
+	for _, name := range req.Topics {
+		tc := transport.TopicConfigs{Name: name}
+		descs, err := n.DescribeTopics(name)
+		if err != nil {
+			tc.Err = err
+			resp.Topics = append(resp.Topics, tc)
+			continue
+		}
+		d := descs[0]
+		for _, k := range slices.Sorted(maps.Keys(d.Effective)) {
+			_, own := d.Configs[k]
+			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: d.Effective[k], IsDefault: !own})
+		}
+		resp.Topics = append(resp.Topics, tc)
+	}
+	return resp, nil
+}

@@ -1,0 +1,480 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DialOptions configures a TCPClient. The zero value works.
+type DialOptions struct {
+	// ClientID is the client.id sent with every request. Empty means
+	// "partlog".
+	ClientID string
+	// DialTimeout bounds making a connection. Zero means 10 seconds.
+	DialTimeout time.Duration
+	// ReconnectBackoff is how long a failed connection waits before it
+	// is tried again: Kafka's reconnect.backoff.ms. Requests in that time
+	// fail at once with ErrNetwork. Zero means 50 ms.
+	ReconnectBackoff time.Duration
+	// MaxResponseBytes bounds a response frame. Zero means 1 GiB.
+	MaxResponseBytes int
+}
+
+func (o DialOptions) withDefaults() DialOptions {
+	if o.ClientID == "" {
+		o.ClientID = "partlog"
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.ReconnectBackoff <= 0 {
+		o.ReconnectBackoff = 50 * time.Millisecond
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 1 << 30
+	}
+	return o
+}
+
+// connection kinds: a client keeps one connection for each, so that a
+// fetch's long poll never holds up a produce.
+const (
+	connProduce = iota
+	connFetch
+	connOther
+	connKinds
+)
+
+// TCPClient sends requests to one node over TCP in Kafka's wire protocol:
+// to a partlog Server, or to a Kafka broker. It implements Client, so a
+// producer or consumer in another process than the node uses it as it
+// would the node itself.
+//
+// Requests are pipelined: many may be in flight on a connection, and are
+// answered in the order sent. A broken connection fails its requests in
+// flight with ErrNetwork (retriable) and is dialled again by the next
+// request. TCPClient is safe for concurrent use.
+type TCPClient struct {
+	addr string
+	opts DialOptions
+	fmt  *kmsg.RequestFormatter
+
+	mu       sync.Mutex
+	closed   bool
+	conns    [connKinds]*wireConn
+	failedAt [connKinds]time.Time
+	failure  [connKinds]error
+	versions map[int16]int16 // the highest version both sides speak, by api key
+}
+
+// Dial connects to the node at addr (host:port) and agrees on the
+// protocol versions both sides speak. The client reconnects by itself
+// afterwards; Close releases it.
+func Dial(ctx context.Context, addr string, opts DialOptions) (*TCPClient, error) {
+	c := &TCPClient{addr: addr, opts: opts.withDefaults()}
+	c.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.opts.ClientID))
+	if _, err := c.conn(ctx, connOther); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the client's connections; requests in flight fail with
+// ErrClosed.
+func (c *TCPClient) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for _, wc := range c.conns {
+		if wc != nil {
+			wc.fail(ErrClosed)
+		}
+	}
+	return nil
+}
+
+// conn returns the live connection of a kind, dialling it when needed.
+func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if wc := c.conns[kind]; wc != nil && !wc.dead() {
+		return wc, nil
+	}
+	if since := time.Since(c.failedAt[kind]); since < c.opts.ReconnectBackoff {
+		return nil, c.failure[kind]
+	}
+	wc, err := c.dial(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller gave up: no fault of the node's
+		}
+		c.failedAt[kind], c.failure[kind] = time.Now(), err
+		return nil, err
+	}
+	c.conns[kind] = wc
+	return wc, nil
+}
+
+// dial makes a connection and, on the client's first, learns the node's
+// versions. It is called with c.mu held.
+func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %s: %v", ErrNetwork, c.addr, err)
+	}
+	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
+	if c.versions == nil {
+		versions, err := negotiate(ctx, wc)
+		if err != nil {
+			wc.fail(err)
+			return nil, err
+		}
+		c.versions = versions
+	}
+	return wc, nil
+}
+
+// negotiate asks the node for its ApiVersions and returns, for each API
+// the client sends, the highest version both sides speak.
+func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, error) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "partlog", "1"
+	resp, err := wc.request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	av := resp.(*kmsg.ApiVersionsResponse)
+	if av.ErrorCode == 35 { // the node speaks an older ApiVersions
+		req.Version = 0
+		if resp, err = wc.request(ctx, req); err != nil {
+			return nil, err
+		}
+		av = resp.(*kmsg.ApiVersionsResponse)
+	}
+	if err := ErrorForCode(av.ErrorCode); err != nil {
+		return nil, fmt.Errorf("transport: ApiVersions: %w", err)
+	}
+	theirs := map[int16]kmsg.ApiVersionsResponseApiKey{}
+	for _, k := range av.ApiKeys {
+		theirs[k.ApiKey] = k
+	}
+	versions := map[int16]int16{}
+	for _, ours := range supportedAPIs {
+		k, ok := theirs[ours.key]
+		if !ok || k.MaxVersion < ours.min || k.MinVersion > ours.max {
+			continue // requests of this kind fail with ErrUnsupportedVersion
+		}
+		versions[ours.key] = min(ours.max, k.MaxVersion)
+	}
+	return versions, nil
+}
+
+// version returns the version to send an API in.
+func (c *TCPClient) version(key int16) (int16, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.versions[key]
+	if !ok {
+		return 0, fmt.Errorf("%w: the node does not speak %s in versions partlog sends", ErrUnsupportedVersion, kmsg.NameForKey(key))
+	}
+	return v, nil
+}
+
+// send sends req on a connection of the given kind and returns the answer.
+func (c *TCPClient) send(ctx context.Context, kind int, req kmsg.Request) (kmsg.Response, error) {
+	wc, err := c.conn(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	return wc.request(ctx, req)
+}
+
+// Produce sends a Produce request. With acks=0 the node sends no answer,
+// and the response says only that the request was written.
+func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
+	v, err := c.version(0)
+	if err != nil {
+		return nil, err
+	}
+	w := produceToWire(req, v)
+	if req.Acks == AcksNone {
+		wc, err := c.conn(ctx, connProduce)
+		if err != nil {
+			return nil, err
+		}
+		if err := wc.send(w); err != nil {
+			return nil, err
+		}
+		return unansweredProduce(req), nil
+	}
+	resp, err := c.send(ctx, connProduce, w)
+	if err != nil {
+		return nil, err
+	}
+	return produceResponseFromWire(resp.(*kmsg.ProduceResponse)), nil
+}
+
+// unansweredProduce is the answer to an acks=0 Produce: every partition
+// without error, at offset -1, as Kafka's clients report it.
+func unansweredProduce(req *ProduceRequest) *ProduceResponse {
+	resp := &ProduceResponse{Topics: make([]ProduceTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		resp.Topics[i].Topic = t.Topic
+		for _, p := range t.Partitions {
+			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions,
+				ProducePartitionResponse{Partition: p.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		}
+	}
+	return resp
+}
+
+// Fetch sends a Fetch request on the client's fetch connection.
+func (c *TCPClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
+	v, err := c.version(1)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connFetch, fetchToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return fetchResponseFromWire(resp.(*kmsg.FetchResponse)), nil
+}
+
+// ListOffsets sends a ListOffsets request.
+func (c *TCPClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
+	v, err := c.version(2)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, listOffsetsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return listOffsetsResponseFromWire(resp.(*kmsg.ListOffsetsResponse)), nil
+}
+
+// Metadata sends a Metadata request.
+func (c *TCPClient) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	v, err := c.version(3)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, metadataToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return metadataResponseFromWire(resp.(*kmsg.MetadataResponse)), nil
+}
+
+// CreateTopics sends a CreateTopics request.
+func (c *TCPClient) CreateTopics(ctx context.Context, req *CreateTopicsRequest) (*CreateTopicsResponse, error) {
+	v, err := c.version(19)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, createTopicsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return createTopicsResponseFromWire(resp.(*kmsg.CreateTopicsResponse)), nil
+}
+
+// DeleteTopics sends a DeleteTopics request.
+func (c *TCPClient) DeleteTopics(ctx context.Context, req *DeleteTopicsRequest) (*DeleteTopicsResponse, error) {
+	v, err := c.version(20)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, deleteTopicsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return deleteTopicsResponseFromWire(resp.(*kmsg.DeleteTopicsResponse)), nil
+}
+
+// DescribeConfigs sends a DescribeConfigs request.
+func (c *TCPClient) DescribeConfigs(ctx context.Context, req *DescribeConfigsRequest) (*DescribeConfigsResponse, error) {
+	v, err := c.version(32)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(ctx, connOther, describeConfigsToWire(req, v))
+	if err != nil {
+		return nil, err
+	}
+	return describeConfigsResponseFromWire(resp.(*kmsg.DescribeConfigsResponse)), nil
+}
+
+// wireConn is one TCP connection: requests are written under a lock, each
+// with the next correlation id, and a reader goroutine hands each response
+// to the request waiting for it.
+type wireConn struct {
+	nc       net.Conn
+	fmt      *kmsg.RequestFormatter
+	maxBytes int
+
+	mu      sync.Mutex
+	w       *bufio.Writer
+	buf     []byte
+	nextID  int32
+	pending map[int32]*call
+	order   []int32 // correlation ids in the order sent
+	err     error   // set once the connection failed
+	done    chan struct{}
+}
+
+// call is a request waiting for its response.
+type call struct {
+	resp kmsg.Response
+	raw  chan []byte // the response body, or closed on failure
+}
+
+func newWireConn(nc net.Conn, f *kmsg.RequestFormatter, maxBytes int) *wireConn {
+	wc := &wireConn{
+		nc: nc, fmt: f, maxBytes: maxBytes, w: bufio.NewWriterSize(nc, 64<<10),
+		pending: map[int32]*call{}, done: make(chan struct{}),
+	}
+	go wc.readLoop()
+	return wc
+}
+
+func (wc *wireConn) dead() bool {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	return wc.err != nil
+}
+
+// fail closes the connection and fails every request waiting on it.
+func (wc *wireConn) fail(err error) {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	wc.failLocked(err)
+}
+
+func (wc *wireConn) failLocked(err error) {
+	if wc.err != nil {
+		return
+	}
+	wc.err = err
+	wc.nc.Close()
+	for id, cl := range wc.pending {
+		close(cl.raw)
+		delete(wc.pending, id)
+	}
+	wc.order = nil
+}
+
+// writeLocked writes req with the next correlation id; with cl, the response
+// goes to cl. It is called with wc.mu held.
+func (wc *wireConn) writeLocked(req kmsg.Request, cl *call) error {
+	if wc.err != nil {
+		return wc.err
+	}
+	id := wc.nextID
+	wc.nextID++
+	wc.buf = wc.fmt.AppendRequest(wc.buf[:0], req, id)
+	_, err := wc.w.Write(wc.buf)
+	if err == nil {
+		err = wc.w.Flush()
+	}
+	if err != nil {
+		wc.failLocked(fmt.Errorf("%w: write: %v", ErrNetwork, err))
+		return wc.err
+	}
+	if cl != nil {
+		wc.pending[id] = cl
+		wc.order = append(wc.order, id)
+	}
+	return nil
+}
+
+// send writes a request that gets no answer (Produce with acks=0).
+func (wc *wireConn) send(req kmsg.Request) error {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	return wc.writeLocked(req, nil)
+}
+
+// request writes req and waits for its answer or for ctx to end.
+func (wc *wireConn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cl := &call{resp: req.ResponseKind(), raw: make(chan []byte, 1)}
+	cl.resp.SetVersion(req.GetVersion())
+	wc.mu.Lock()
+	err := wc.writeLocked(req, cl)
+	wc.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case body, ok := <-cl.raw:
+		if !ok {
+			wc.mu.Lock()
+			err := wc.err
+			wc.mu.Unlock()
+			return nil, err
+		}
+		if err := cl.resp.ReadFrom(body); err != nil {
+			return nil, fmt.Errorf("%w: %s response: %v", ErrCorruptMessage, kmsg.NameForKey(req.Key()), err)
+		}
+		return cl.resp, nil
+	case <-ctx.Done():
+		// The answer still comes, in order, and is dropped.
+		return nil, ctx.Err()
+	}
+}
+
+// readLoop reads responses until the connection fails.
+func (wc *wireConn) readLoop() {
+	defer close(wc.done)
+	r := bufio.NewReaderSize(wc.nc, 64<<10)
+	for {
+		frame, err := readFrame(r, nil, wc.maxBytes)
+		if err != nil {
+			wc.fail(fmt.Errorf("%w: read: %v", ErrNetwork, err))
+			return
+		}
+		if len(frame) < 4 {
+			wc.fail(fmt.Errorf("%w: response of %d bytes", ErrNetwork, len(frame)))
+			return
+		}
+		id := int32(uint32(frame[0])<<24 | uint32(frame[1])<<16 | uint32(frame[2])<<8 | uint32(frame[3]))
+		wc.mu.Lock()
+		if len(wc.order) == 0 || wc.order[0] != id {
+			wc.failLocked(fmt.Errorf("%w: response with correlation id %d out of order", ErrNetwork, id))
+			wc.mu.Unlock()
+			return
+		}
+		wc.order = wc.order[1:]
+		cl := wc.pending[id]
+		delete(wc.pending, id)
+		wc.mu.Unlock()
+		body := frame[4:]
+		if cl.resp.IsFlexible() && cl.resp.Key() != 18 {
+			if body, err = skipTags(body); err != nil {
+				wc.fail(fmt.Errorf("%w: response header: %v", ErrNetwork, err))
+				return
+			}
+		}
+		cl.raw <- body
+	}
+}
+
+var (
+	_ Client      = (*TCPClient)(nil)
+	_ AdminClient = (*TCPClient)(nil)
+)

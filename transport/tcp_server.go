@@ -1,0 +1,370 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ServerOptions configures a Server. The zero value works.
+type ServerOptions struct {
+	// Advertised is the host:port a Metadata answer gives for a node
+	// whose address the handler left empty (a single Node does not know
+	// its listener). Empty means the address the connection came in on.
+	Advertised string
+	// MaxRequestBytes bounds a request frame: Kafka's
+	// socket.request.max.bytes. Zero means 100 MiB.
+	MaxRequestBytes int
+	// IdleTimeout closes a connection with no request for this long:
+	// Kafka's connections.max.idle.ms. Zero means 10 minutes.
+	IdleTimeout time.Duration
+	// Logger receives connection errors. Nil discards them.
+	Logger *slog.Logger
+	// CopyRecords makes the server send fetched records from memory,
+	// read by the node, rather than from their segment files with
+	// sendfile: for comparing the two.
+	CopyRecords bool
+}
+
+func (o ServerOptions) withDefaults() ServerOptions {
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = 100 << 20
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ErrServerClosed is what Serve returns once Close was called.
+var ErrServerClosed = errors.New("transport: server closed")
+
+// Server answers Kafka protocol requests on TCP connections with a Client
+// — a *partlog.Node — so that producers and consumers in other processes,
+// partlog's own (Dial) or any Kafka client, reach the node: ApiVersions,
+// Metadata, Produce, Fetch and ListOffsets, in the versions that carry
+// RecordBatch v2.
+//
+// As a Kafka broker does, it handles the requests of one connection one
+// at a time, in order, so that batches a client pipelines on a connection
+// are appended in the order it sent them; clients open a connection for
+// fetches, whose long polls would otherwise hold up the rest.
+type Server struct {
+	handler Client
+	opts    ServerOptions
+	apis    []apiRange      // what ApiVersions reports
+	ctx     context.Context // ends at Close: handlers stop waiting
+	cancel  context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup // Serve loops and connections
+}
+
+// NewServer returns a server whose requests handler answers.
+func NewServer(handler Client, opts ServerOptions) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		handler: handler, opts: opts.withDefaults(), apis: apisFor(handler), ctx: ctx, cancel: cancel,
+		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
+	}
+}
+
+// Serve accepts connections on ln and answers their requests until Close,
+// when it returns ErrServerClosed, or until ln fails.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			delete(s.listeners, ln)
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			return fmt.Errorf("transport: accept: %w", err)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c, ln.Addr())
+	}
+}
+
+// Close stops accepting, closes every connection, cancels the requests in
+// progress and waits until their goroutines are done.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// serveConn reads requests from c and answers each before reading the
+// next.
+func (s *Server) serveConn(c net.Conn, local net.Addr) {
+	defer s.wg.Done()
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	advertised := s.opts.Advertised
+	if advertised == "" {
+		advertised = local.String()
+	}
+	// Fetch answers go out with sendfile where the connection is a socket.
+	sc, _ := c.(syscall.Conn)
+	if s.opts.CopyRecords {
+		sc = nil
+	}
+	var out []byte
+	for {
+		c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
+		// A fresh frame each time: the decoded request's record bytes
+		// point into it, and the handler takes them over (the log gives a
+		// batch its offsets in place).
+		frame, err := readFrame(r, nil, s.opts.MaxRequestBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.opts.Logger.Debug("transport: connection ends", "remote", c.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		var files []filePiece
+		out, files, err = s.answer(out[:0], frame, advertised, sc)
+		if err != nil {
+			// Kafka closes a connection whose request it cannot parse.
+			s.opts.Logger.Warn("transport: bad request", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
+		if len(out) == 0 {
+			continue // acks=0: no answer
+		}
+		if len(files) > 0 {
+			err = writeFrameWithFiles(w, sc, out, files)
+			for _, f := range files {
+				f.file.Close()
+			}
+		} else {
+			_, err = w.Write(out)
+		}
+		if err != nil {
+			s.opts.Logger.Debug("transport: write answer", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
+		if r.Buffered() == 0 { // no pipelined request waiting: send now
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readFrame reads one length-prefixed frame into dst.
+func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 0 || int(n) > maxBytes {
+		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", ErrInvalidRequest, n, maxBytes)
+	}
+	if cap(dst) < int(n) {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	if _, err := io.ReadFull(r, dst); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return dst, nil
+}
+
+// answer handles one request frame and appends its response frame to out,
+// or nothing for a request that gets none. A Fetch answer on a socket
+// (sc not nil) leaves its records in their files: the pieces say where
+// they go in the frame, and the caller closes them.
+func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) ([]byte, []filePiece, error) {
+	h, req, body, err := parseRequestHeader(frame)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
+		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, h.apiVersion)), nil, nil
+	}
+	rng, ok := findRange(s.apis, h.apiKey)
+	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
+		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion)
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s v%d: %v", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
+	}
+	if fr, ok := req.(*kmsg.FetchRequest); ok {
+		r := fetchFromWire(fr)
+		r.FileRecords = sc != nil
+		resp, err := s.handler.Fetch(s.ctx, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
+		return out, pieces, nil
+	}
+	resp, err := s.dispatch(req, h.apiVersion, advertised)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp == nil {
+		return out, nil, nil
+	}
+	return appendResponseFrame(out, h.correlationID, resp), nil, nil
+}
+
+// dispatch calls the handler for one decoded request.
+func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (kmsg.Response, error) {
+	ctx := s.ctx
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		if req.TransactionID != nil {
+			return nil, fmt.Errorf("%w: transactional produce is not supported", ErrInvalidRequest)
+		}
+		resp, err := s.handler.Produce(ctx, produceFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		if req.Acks == 0 {
+			return nil, nil
+		}
+		return produceResponseToWire(resp, version), nil
+	case *kmsg.ListOffsetsRequest:
+		resp, err := s.handler.ListOffsets(ctx, listOffsetsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return listOffsetsResponseToWire(resp, version), nil
+	case *kmsg.MetadataRequest:
+		resp, err := s.handler.Metadata(ctx, metadataFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		fillAddresses(resp, advertised)
+		return metadataResponseToWire(resp, version), nil
+	}
+	if admin, ok := s.handler.(AdminClient); ok {
+		return s.dispatchAdmin(ctx, admin, req, version)
+	}
+	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// dispatchAdmin calls an AdminClient handler for one decoded request.
+func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Request, version int16) (kmsg.Response, error) {
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp, err := h.CreateTopics(ctx, createTopicsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return createTopicsResponseToWire(resp, version), nil
+	case *kmsg.DeleteTopicsRequest:
+		resp, err := h.DeleteTopics(ctx, deleteTopicsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return deleteTopicsResponseToWire(resp, version), nil
+	case *kmsg.DescribeConfigsRequest:
+		resp, err := h.DescribeConfigs(ctx, describeConfigsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return describeConfigsResponseToWire(req, resp, version), nil
+	}
+	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// fillAddresses gives the brokers of a Metadata answer that have no
+// address the server's.
+func fillAddresses(resp *MetadataResponse, advertised string) {
+	host, portText, err := net.SplitHostPort(advertised)
+	if err != nil {
+		return
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return
+	}
+	for i := range resp.Brokers {
+		if resp.Brokers[i].Host == "" {
+			resp.Brokers[i].Host, resp.Brokers[i].Port = host, int32(port)
+		}
+	}
+}
+
+// apiVersionsResponse answers ApiVersions: the APIs and versions the
+// server supports, or UNSUPPORTED_VERSION in a v0 answer when the client
+// asked in a version newer than the server knows (KIP-511).
+func apiVersionsResponse(apis []apiRange, version int16) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if rng, _ := findRange(apis, 18); version > rng.max || version < 0 {
+		version = 0
+		resp.ErrorCode = 35 // UNSUPPORTED_VERSION
+	}
+	resp.Version = version
+	for _, r := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}
