@@ -257,3 +257,52 @@ func FuzzDecodeAssignment(f *testing.F) {
 		require.ElementsMatch(t, a.Partitions, again.Partitions)
 	})
 }
+
+// TestAssignorsUnequalSubscriptions: with members subscribed to different
+// topics, every assignor gives each partition of a subscribed topic to
+// exactly one member subscribed to it, and cooperative-sticky keeps a
+// partition with its owner when the owner stays and may still have it.
+func TestAssignorsUnequalSubscriptions(t *testing.T) {
+	topics := []string{"a", "b", "c"}
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		parts := map[string]int32{}
+		for _, tn := range topics {
+			parts[tn] = int32(1 + r.IntN(6))
+		}
+		var ms []GroupMember
+		for i := range 1 + r.IntN(5) {
+			var subs []string
+			for _, tn := range topics {
+				if r.IntN(2) == 0 {
+					subs = append(subs, tn)
+				}
+			}
+			if len(subs) == 0 {
+				subs = []string{topics[r.IntN(3)]}
+			}
+			ms = append(ms, member(fmt.Sprintf("m%d", i), subs...))
+		}
+		subscribed := map[string]int32{}
+		for _, m := range ms {
+			for _, tn := range m.Subscription.Topics {
+				subscribed[tn] = parts[tn]
+			}
+		}
+		for _, a := range []Assignor{Range(), RoundRobin(), CooperativeSticky()} {
+			got := a.Assign(ms, parts)
+			checkComplete(t, ms, subscribed, got)
+		}
+		// Sticky: owners keep what they may keep, through two phases.
+		first, _ := stickyRound(t, ms, subscribed, 1)
+		for i := range ms {
+			ms[i].Subscription.Owned = first[ms[i].MemberID]
+		}
+		second := CooperativeSticky().Assign(ms, subscribed)
+		for _, m := range ms {
+			for _, tp := range m.Subscription.Owned {
+				require.Contains(t, second[m.MemberID], tp, "seed %d: nothing changed, nothing moves", seed)
+			}
+		}
+	}
+}

@@ -43,7 +43,7 @@ func defaultGroupConfig() groupConfig {
 // the Records loop), inside that call, as Kafka's
 // ConsumerRebalanceListener does, so that no record of the partitions is
 // being processed meanwhile; it may call the consumer's methods, Commit
-// among them, but not Poll.
+// among them, but not Poll or Close (which waits for the rebalance).
 type RebalanceCallback func(ctx context.Context, c *Consumer, tps []TopicPartition)
 
 // Group makes the consumer a member of the consumer group id (group.id).

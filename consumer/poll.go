@@ -36,6 +36,12 @@ import (
 // Poll starts it, and looks up the positions of the partitions that have
 // none.
 //
+// With a Group, Poll first does what the group needs: an automatic commit
+// when one is due, and a rebalance when one is due — revoking, rejoining,
+// assigning, with the rebalance callbacks — which waits for the other
+// members to rejoin and so may take longer than timeout (at most the
+// group's rebalance timeout, or until ctx ends).
+//
 // Poll and Records are meant for one goroutine: do not call Poll from
 // another goroutine, or from the body of a Records loop, while a Records
 // loop runs.

@@ -48,6 +48,11 @@ const (
 	connProduce = iota
 	connFetch
 	connOther
+	// connJoin carries JoinGroup and SyncGroup, which wait for the rest
+	// of the group; connGroup the other group requests, so that commits
+	// are not held up behind a join.
+	connJoin
+	connGroup
 	connKinds
 )
 

@@ -302,6 +302,11 @@ func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (k
 		fillAddresses(resp, advertised)
 		return metadataResponseToWire(resp, version), nil
 	}
+	if gc, ok := s.handler.(GroupClient); ok {
+		if resp, handled, err := dispatchGroup(ctx, gc, req, version, advertised); handled {
+			return resp, err
+		}
+	}
 	if admin, ok := s.handler.(AdminClient); ok {
 		return s.dispatchAdmin(ctx, admin, req, version)
 	}

@@ -22,7 +22,7 @@ type apiRange struct {
 
 // supportedAPIs are the APIs and versions partlog's TCP client sends and
 // its server answers (the admin APIs only for a handler that is an
-// AdminClient), as ApiVersions reports them. The minimums are the first
+// AdminClient, the group APIs for a GroupClient), as ApiVersions reports them. The minimums are the first
 // versions that carry RecordBatch v2 (magic 2); the maximums the last that
 // name topics rather than topic ids.
 var supportedAPIs = []apiRange{
@@ -34,6 +34,16 @@ var supportedAPIs = []apiRange{
 	{key: 19, min: 2, max: 7}, // CreateTopics
 	{key: 20, min: 1, max: 5}, // DeleteTopics
 	{key: 32, min: 1, max: 4}, // DescribeConfigs
+	{key: 8, min: 2, max: 8},  // OffsetCommit
+	{key: 9, min: 1, max: 7},  // OffsetFetch
+	{key: 10, min: 0, max: 3}, // FindCoordinator
+	{key: 11, min: 0, max: 9}, // JoinGroup
+	{key: 12, min: 0, max: 4}, // Heartbeat
+	{key: 13, min: 0, max: 5}, // LeaveGroup
+	{key: 14, min: 0, max: 5}, // SyncGroup
+	{key: 15, min: 0, max: 5}, // DescribeGroups
+	{key: 16, min: 0, max: 4}, // ListGroups
+	{key: 42, min: 0, max: 2}, // DeleteGroups
 }
 
 // adminAPIs are the keys of the AdminClient's APIs.
@@ -42,9 +52,10 @@ var adminAPIs = map[int16]bool{19: true, 20: true, 32: true}
 // apisFor returns the APIs a server with handler h answers.
 func apisFor(h Client) []apiRange {
 	_, admin := h.(AdminClient)
+	_, groups := h.(GroupClient)
 	var apis []apiRange
 	for _, r := range supportedAPIs {
-		if !adminAPIs[r.key] || admin {
+		if (!adminAPIs[r.key] || admin) && (!groupAPIs[r.key] || groups) {
 			apis = append(apis, r)
 		}
 	}
