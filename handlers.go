@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog/log"
@@ -208,7 +209,8 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		names = n.ListTopics()
 	}
 	for _, name := range names {
-		tm := transport.TopicMetadata{Topic: name}
+		// Topics named __... are the node's own (__consumer_offsets).
+		tm := transport.TopicMetadata{Topic: name, Internal: strings.HasPrefix(name, "__")}
 		t := n.topic(name)
 		if t == nil {
 			tm.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
