@@ -83,7 +83,7 @@ func (h *groupHost) coordinator() (*group.Coordinator, error) {
 		return nil, err
 	}
 	opts.Partitions = int32(len(t.partitions))
-	c := group.New(offsetsLog{t}, opts)
+	c := group.New(offsetsLog{t: t, now: n.opts.now}, opts)
 	for _, p := range t.partitions {
 		l := p.Log()
 		if err := c.Load(p.ID(), func(yield func(group.Record) bool) error { return replay(l, p.HighWatermark(), yield) }); err != nil {
@@ -155,14 +155,17 @@ func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
 
 // offsetsLog writes the coordinator's records to __consumer_offsets, each
 // call as one batch appended with acks=all.
-type offsetsLog struct{ t *topic }
+type offsetsLog struct {
+	t   *topic
+	now func() time.Time // the node's clock: record timestamps roll segments
+}
 
 func (o offsetsLog) Append(p int32, recs []group.Record) error {
 	if p < 0 || int(p) >= len(o.t.partitions) {
 		return fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, group.OffsetsTopic, p)
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
-	now := time.Now().UnixMilli()
+	now := o.now().UnixMilli()
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
 	}
