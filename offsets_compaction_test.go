@@ -138,4 +138,3 @@ func offsetsRecords(t *testing.T, n *partlog.Node) int {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
