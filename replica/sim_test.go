@@ -228,3 +228,22 @@ func TestRandomSimulation(t *testing.T) {
 	}
 	t.Logf("acked acks=all produces checked: %d", total)
 }
+
+// The simulation again under harsher weather: 15% of messages lost,
+// long delays, slow ISR decisions, frequent crashes and leader changes.
+func TestRandomSimulationHarsh(t *testing.T) {
+	total := 0
+	for _, seed := range seeds() {
+		total += runChaos(t, seed*10+7, *simTicks, chaos{
+			replicas: 3, minISR: 2,
+			produce: 0.7, crashLeader: 0.015, crashFollower: 0.015, restart: 0.15,
+			partition: 0.03, heal: 0.03, pause: 0.02, elect: 0.03,
+			faults:     replicatest.Faults{Drop: 0.15, Duplicate: 0.1, MinDelay: 0, MaxDelay: 6},
+			alterDelay: 1 + seed%8,
+		})
+	}
+	if total == 0 {
+		t.Fatalf("no write was acked: the simulation proved nothing")
+	}
+	t.Logf("acked acks=all produces checked: %d", total)
+}
