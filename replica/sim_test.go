@@ -108,6 +108,9 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 			}
 		}
 		c.Tick()
+		if tick%25 == 0 {
+			c.Check() // every ISR member holds every acked write, at all times
+		}
 	}
 	// Heal: no more faults, every node up and running.
 	c.Net.ClearRules()
