@@ -53,6 +53,12 @@
 //  5. Answer the producers of Completed appends.
 //  6. Call Advance.
 //
+// Node is such a driver: it runs the loop on a goroutine with a ticker,
+// sends through a Transport, and lets callers wait for their appends
+// (Propose with a context). A host that drives many partitions, batching
+// each node's fetches into one transport.ReplicaFetchRequest as Kafka's
+// fetcher threads do, writes its own loop over Replicas instead.
+//
 // Apply the controller's LeaderAndISR to every replica of the partition,
 // leader first or not: a replica answers requests from other epochs with
 // transport.ErrFencedLeaderEpoch or ErrUnknownLeaderEpoch, and followers
