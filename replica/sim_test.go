@@ -30,6 +30,7 @@ type chaos struct {
 	heal           float64
 	pause          float64
 	elect          float64 // a controlled leader change within the ISR
+	wipe           float64 // a follower's disk is replaced by an empty one
 	faults         replicatest.Faults
 	keepUnsyncedOK bool  // crashes may keep unsynced bytes too
 	alterDelay     int64 // ticks the controller takes to commit an ISR change
@@ -75,6 +76,15 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		if rng.Float64() < ch.crashFollower {
 			if id, ok := pick(func(n *replicatest.Node) bool { return n.Up() && n.ID != c.Leader() }); ok {
 				c.Crash(id, ch.keepUnsyncedOK && rng.IntN(2) == 0)
+			}
+		}
+		if rng.Float64() < ch.wipe {
+			// Never the last ISR member: without eligible leader replicas
+			// (KIP-966) its records would be lost with its disk.
+			if id, ok := pick(func(n *replicatest.Node) bool {
+				return n.Up() && n.ID != c.Leader() && (len(c.State.ISR) > 1 || !slices.Contains(c.State.ISR, n.ID))
+			}); ok {
+				c.Wipe(id)
 			}
 		}
 		if rng.Float64() < ch.restart {
@@ -210,7 +220,8 @@ func TestAckedWritesSurviveLeaderKills(t *testing.T) {
 
 // The randomized simulation (rafttest style): lossy, duplicating,
 // reordering links, partitions one- and two-way, paused nodes, crashes of
-// leaders and followers, controlled leader changes; every run is checked
+// leaders and followers, wiped disks, controlled leader changes, delayed
+// ISR decisions; every run is checked
 // as runChaos says, and a failure names its seed (-replica.seed replays
 // it).
 func TestRandomSimulation(t *testing.T) {
@@ -220,7 +231,7 @@ func TestRandomSimulation(t *testing.T) {
 			total += runChaos(t, seed*10+int64(rf), *simTicks, chaos{
 				replicas: rf, minISR: max(1, rf-1-int(seed%2)),
 				produce: 0.5, crashLeader: 0.01, crashFollower: 0.01, restart: 0.05,
-				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01,
+				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01, wipe: 0.005,
 				faults:     replicatest.Faults{Drop: 0.05, Duplicate: 0.05, MinDelay: 0, MaxDelay: 3},
 				alterDelay: seed % 4,
 			})
@@ -240,7 +251,7 @@ func TestRandomSimulationHarsh(t *testing.T) {
 		total += runChaos(t, seed*10+7, *simTicks, chaos{
 			replicas: 3, minISR: 2,
 			produce: 0.7, crashLeader: 0.015, crashFollower: 0.015, restart: 0.15,
-			partition: 0.03, heal: 0.03, pause: 0.02, elect: 0.03,
+			partition: 0.03, heal: 0.03, pause: 0.02, elect: 0.03, wipe: 0.01,
 			faults:     replicatest.Faults{Drop: 0.15, Duplicate: 0.1, MinDelay: 0, MaxDelay: 6},
 			alterDelay: 1 + seed%8,
 		})
