@@ -17,7 +17,9 @@
 //     timeouts are counted in ticks);
 //   - Propose(batch, acks): an append, on the leader;
 //   - Apply(LeaderAndISR): the controller's command — lead or follow in a
-//     new leader epoch, or take a new ISR.
+//     new leader epoch, or take a new ISR;
+//   - RejectISRChange(ISRChange): the controller refused a proposed ISR
+//     change.
 //
 // A Replica starts no goroutine, reads no clock and writes nothing, so every
 // scenario — a lost fetch answer, a crash between two writes, a follower
