@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -52,13 +53,17 @@ func oneBatch(values ...string) []byte {
 // startNodes starts a Node per replica over MemFS logs; the test controller
 // commits every ISR change at once.
 func startNodes(t *testing.T, ids []int32, opts replica.Options) (map[int32]*replica.Node, map[int32]*log.Log, *chanTransport) {
+	return startNodesOn(t, ids, opts, func(int32) vfs.FS { return vfs.NewMem() })
+}
+
+func startNodesOn(t *testing.T, ids []int32, opts replica.Options, fsFor func(id int32) vfs.FS) (map[int32]*replica.Node, map[int32]*log.Log, *chanTransport) {
 	t.Helper()
 	tr := &chanTransport{nodes: map[int32]*replica.Node{}, cut: map[int32]bool{}}
 	logs := map[int32]*log.Log{}
 	var mu sync.Mutex
 	state := replica.LeaderAndISR{Leader: ids[0], Replicas: ids, ISR: ids}
 	for _, id := range ids {
-		l, err := log.Open("/p-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
+		l, err := log.Open("/p-0", log.Options{FS: fsFor(id), MaxIndexBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,6 +167,43 @@ func TestNodeClose(t *testing.T) {
 		}
 		if err := nodes[1].Err(); !errors.Is(err, replica.ErrClosed) {
 			t.Fatalf("Err after Close: %v", err)
+		}
+	})
+}
+
+// A Node whose log write fails stops, and says why: the replica's view of
+// its log can no longer be trusted (log.ErrStorage is fail-stop). The
+// leader goes on without it once it leaves the ISR.
+func TestNodeStopsOnWriteFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var armed atomic.Bool
+		boom := errors.New("injected sync failure")
+		fsFor := func(id int32) vfs.FS {
+			if id != 2 {
+				return vfs.NewMem()
+			}
+			return vfs.WithFaults(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+				if armed.Load() && op.Kind == vfs.OpSync {
+					return boom
+				}
+				return nil
+			}))
+		}
+		nodes, _, _ := startNodesOn(t, []int32{1, 2}, testOptions(1), fsFor)
+		armed.Store(true)
+		c, err := nodes[1].Propose(ctx, oneBatch("a"), transport.AcksAll)
+		if err != nil || c.BaseOffset != 0 {
+			t.Fatalf("Propose = %+v, %v; want acked once node 2 left the ISR", c, err)
+		}
+		if err := nodes[2].Err(); !errors.Is(err, replica.ErrClosed) || !errors.Is(err, boom) {
+			t.Fatalf("node 2 Err = %v, want ErrClosed and the sync failure", err)
+		}
+		if err := nodes[2].Close(); !errors.Is(err, boom) {
+			t.Fatalf("Close of the failed node = %v", err)
+		}
+		if st, _ := nodes[1].Status(ctx); !slices.Equal(st.State.ISR, []int32{1}) {
+			t.Fatalf("ISR %v, want node 2 out", st.State.ISR)
 		}
 	})
 }
