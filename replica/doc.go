@@ -17,7 +17,9 @@
 //     timeouts are counted in ticks);
 //   - Propose(batch, acks): an append, on the leader;
 //   - Apply(LeaderAndISR): the controller's command — lead or follow in a
-//     new leader epoch, or take a new ISR.
+//     new leader epoch, or take a new ISR;
+//   - RejectISRChange(ISRChange): the controller refused a proposed ISR
+//     change.
 //
 // A Replica starts no goroutine, reads no clock and writes nothing, so every
 // scenario — a lost fetch answer, a crash between two writes, a follower
@@ -52,6 +54,12 @@
 //     for FetchTimeout is sent again.
 //  5. Answer the producers of Completed appends.
 //  6. Call Advance.
+//
+// Node is such a driver: it runs the loop on a goroutine with a ticker,
+// sends through a Transport, and lets callers wait for their appends
+// (Propose with a context). A host that drives many partitions, batching
+// each node's fetches into one transport.ReplicaFetchRequest as Kafka's
+// fetcher threads do, writes its own loop over Replicas instead.
 //
 // Apply the controller's LeaderAndISR to every replica of the partition,
 // leader first or not: a replica answers requests from other epochs with

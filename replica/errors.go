@@ -17,4 +17,7 @@ var (
 	ErrNotAssigned = errors.New("replica: replica not assigned to the partition")
 	// ErrNoReady means Advance was called without a Ready to acknowledge.
 	ErrNoReady = errors.New("replica: Advance without Ready")
+	// ErrClosed means a Node was closed, or stopped on a log write failure
+	// (Node.Err says which).
+	ErrClosed = errors.New("replica: node closed")
 )

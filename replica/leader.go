@@ -131,6 +131,15 @@ func (r *Replica) stepFetch(m Message) {
 		answer()
 		return
 	}
+	if seen, ok := r.brokerEpochs[m.From]; ok && req.ReplicaEpoch < seen {
+		// A fetch from before the follower restarted, perhaps with its
+		// disk wiped: its offset says nothing about the log it has now.
+		resp.Err = fmt.Errorf("%w: node %d fetched in broker epoch %d, already seen %d",
+			transport.ErrStaleBrokerEpoch, m.From, req.ReplicaEpoch, seen)
+		answer()
+		return
+	}
+	r.brokerEpochs[m.From] = req.ReplicaEpoch
 	resp.HighWatermark, resp.LogStartOffset, resp.LogEndOffset = r.hw, r.storage.LogStartOffset(), r.stableEnd
 	if !r.opts.truncateToHighWatermark && req.LastFetchedEpoch != transport.UndefinedEpoch {
 		epoch, end := r.endOffsetForEpoch(req.LastFetchedEpoch)

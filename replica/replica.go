@@ -50,6 +50,9 @@ type Replica struct {
 
 	leader   leaderState
 	follower followerState
+	// brokerEpochs is the newest broker epoch each peer fetched with:
+	// fetches from an older incarnation are refused (KIP-903).
+	brokerEpochs map[int32]int64
 }
 
 type unstableBatch struct {
@@ -84,6 +87,7 @@ func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Repli
 		persistedEnd: leo,
 		logEnd:       leo,
 		follower:     followerState{seq: uint64(opts.BrokerEpoch) << 32},
+		brokerEpochs: map[int32]int64{},
 	}
 	return r, nil
 }

@@ -77,8 +77,9 @@ func TestStrictMinISR(t *testing.T) {
 	c.Check()
 }
 
-// A replica that does not lead refuses appends with NOT_LEADER_OR_FOLLOWER,
-// and a fetch in an old epoch is fenced.
+// A replica that does not lead refuses appends with NOT_LEADER_OR_FOLLOWER;
+// a fetch in an old leader epoch is fenced, and one from an old broker
+// epoch refused.
 func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	c := newCluster(t, 3, 3, testOptions(1))
 	if _, err := c.Produce(2, transport.AcksAll, "x"); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
@@ -86,7 +87,7 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	}
 	r := c.Nodes[1].Replica
 	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 99, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1}}); err != nil {
+		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	rd := r.Ready()
@@ -99,12 +100,25 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	c.ElectPreferring(1) // epoch 1
 	c.Stabilize()
 	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 100, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1}}); err != nil {
+		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	rd = r.Ready()
 	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, transport.ErrFencedLeaderEpoch) {
 		t.Fatalf("fetch in epoch 0 from leader in epoch 1: %v", rd.Messages)
+	}
+	if err := r.Advance(); err != nil {
+		t.Fatal(err)
+	}
+	// A fetch from an earlier incarnation of node 2 (its broker epoch is 1
+	// now) is refused: its offset says nothing about the log it has.
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 101, Fetch: &transport.ReplicaFetchPartition{
+		CurrentLeaderEpoch: 1, FetchOffset: 50, LastFetchedEpoch: -1, ReplicaEpoch: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	rd = r.Ready()
+	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, transport.ErrStaleBrokerEpoch) {
+		t.Fatalf("fetch from an old incarnation: %v", rd.Messages)
 	}
 	if err := r.Advance(); err != nil {
 		t.Fatal(err)

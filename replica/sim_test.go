@@ -30,6 +30,7 @@ type chaos struct {
 	heal           float64
 	pause          float64
 	elect          float64 // a controlled leader change within the ISR
+	wipe           float64 // a follower's disk is replaced by an empty one
 	faults         replicatest.Faults
 	keepUnsyncedOK bool  // crashes may keep unsynced bytes too
 	alterDelay     int64 // ticks the controller takes to commit an ISR change
@@ -77,6 +78,15 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 				c.Crash(id, ch.keepUnsyncedOK && rng.IntN(2) == 0)
 			}
 		}
+		if rng.Float64() < ch.wipe {
+			// Never the last ISR member: without eligible leader replicas
+			// (KIP-966) its records would be lost with its disk.
+			if id, ok := pick(func(n *replicatest.Node) bool {
+				return n.Up() && n.ID != c.Leader() && (len(c.State.ISR) > 1 || !slices.Contains(c.State.ISR, n.ID))
+			}); ok {
+				c.Wipe(id)
+			}
+		}
 		if rng.Float64() < ch.restart {
 			if id, ok := pick(func(n *replicatest.Node) bool { return !n.Up() }); ok {
 				c.Restart(id)
@@ -108,6 +118,9 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 			}
 		}
 		c.Tick()
+		if tick%25 == 0 {
+			c.Check() // every ISR member holds every acked write, at all times
+		}
 	}
 	// Heal: no more faults, every node up and running.
 	c.Net.ClearRules()
@@ -207,7 +220,8 @@ func TestAckedWritesSurviveLeaderKills(t *testing.T) {
 
 // The randomized simulation (rafttest style): lossy, duplicating,
 // reordering links, partitions one- and two-way, paused nodes, crashes of
-// leaders and followers, controlled leader changes; every run is checked
+// leaders and followers, wiped disks, controlled leader changes, delayed
+// ISR decisions; every run is checked
 // as runChaos says, and a failure names its seed (-replica.seed replays
 // it).
 func TestRandomSimulation(t *testing.T) {
@@ -217,11 +231,30 @@ func TestRandomSimulation(t *testing.T) {
 			total += runChaos(t, seed*10+int64(rf), *simTicks, chaos{
 				replicas: rf, minISR: max(1, rf-1-int(seed%2)),
 				produce: 0.5, crashLeader: 0.01, crashFollower: 0.01, restart: 0.05,
-				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01,
+				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01, wipe: 0.005,
 				faults:     replicatest.Faults{Drop: 0.05, Duplicate: 0.05, MinDelay: 0, MaxDelay: 3},
 				alterDelay: seed % 4,
 			})
 		}
+	}
+	if total == 0 {
+		t.Fatalf("no write was acked: the simulation proved nothing")
+	}
+	t.Logf("acked acks=all produces checked: %d", total)
+}
+
+// The simulation again under harsher weather: 15% of messages lost,
+// long delays, slow ISR decisions, frequent crashes and leader changes.
+func TestRandomSimulationHarsh(t *testing.T) {
+	total := 0
+	for _, seed := range seeds() {
+		total += runChaos(t, seed*10+7, *simTicks, chaos{
+			replicas: 3, minISR: 2,
+			produce: 0.7, crashLeader: 0.015, crashFollower: 0.015, restart: 0.15,
+			partition: 0.03, heal: 0.03, pause: 0.02, elect: 0.03, wipe: 0.01,
+			faults:     replicatest.Faults{Drop: 0.15, Duplicate: 0.1, MinDelay: 0, MaxDelay: 6},
+			alterDelay: 1 + seed%8,
+		})
 	}
 	if total == 0 {
 		t.Fatalf("no write was acked: the simulation proved nothing")

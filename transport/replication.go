@@ -5,6 +5,13 @@ package transport
 // later, where the answer can carry a diverging epoch: KIP-595's reuse of
 // KIP-279's truncation) and OffsetsForLeaderEpoch (KIP-101, KIP-279).
 
+// ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
+// older than one the receiver has seen from it: the node restarted since
+// (Kafka's STALE_BROKER_EPOCH).
+var ErrStaleBrokerEpoch = &Error{77, "STALE_BROKER_EPOCH", false, "request from an earlier incarnation of the node"}
+
+func init() { errorsByCode[ErrStaleBrokerEpoch.Code] = ErrStaleBrokerEpoch }
+
 // UndefinedEpoch is a leader epoch that names no epoch (Kafka's -1): the
 // LastFetchedEpoch of a follower whose log holds no batch, or the answer for
 // an epoch a log does not know.

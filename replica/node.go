@@ -1,0 +1,269 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partlog/partlog/transport"
+)
+
+// Transport carries a replica's messages to the other nodes: the only
+// network seam of package replica. Send hands m over for delivery to node
+// to and returns without waiting for it to arrive; it may lose, delay,
+// duplicate or reorder messages (the replicas recover), but it must not
+// block for long, since the sending replica's loop waits for it. The
+// receiving side passes each message to that node's Node.Step.
+type Transport interface {
+	Send(ctx context.Context, to int32, m Message) error
+}
+
+// NodeOptions configures a Node. The zero value works.
+type NodeOptions struct {
+	// OnHighWatermark is called from the Node's loop with each new high
+	// watermark, after the records below it are written; readers may read
+	// below it. Nil ignores it (HighWatermark still reports it).
+	OnHighWatermark func(hw int64)
+	// OnAlterPartition is called from the Node's loop with each ISR change
+	// the leader proposes, for the controller; the controller answers with
+	// Apply or RejectISRChange. Nil drops proposals.
+	OnAlterPartition func(c ISRChange)
+	// Logger receives send failures and the error that stops the Node.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Node runs a Replica on a goroutine, as etcd raft's Node runs a RawNode:
+// it ticks the replica every Options.TickInterval, feeds it messages and
+// commands, and carries out every Ready — writing the log, sending through
+// the Transport, publishing the high watermark, passing ISR changes on and
+// answering producers. All its methods are safe for concurrent use.
+type Node struct {
+	r    *Replica
+	log  LogWriter
+	tr   Transport
+	opts NodeOptions
+
+	stepc   chan Message
+	propc   chan proposal
+	applyc  chan apply
+	rejectc chan ISRChange
+	statusc chan chan Status
+	stopc   chan struct{}
+	donec   chan struct{}
+
+	hw       atomic.Int64
+	stopOnce sync.Once
+	err      error // why the loop stopped; read after donec closes
+}
+
+type proposal struct {
+	batch []byte
+	acks  transport.Acks
+	res   chan Completion
+}
+
+type apply struct {
+	state LeaderAndISR
+	res   chan error
+}
+
+// StartNode starts r's loop over its log l (the Storage r reads) and
+// transport tr. Close stops it.
+func StartNode(r *Replica, l LogWriter, tr Transport, opts NodeOptions) *Node {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	n := &Node{
+		r: r, log: l, tr: tr, opts: opts,
+		stepc:   make(chan Message, 256),
+		propc:   make(chan proposal),
+		applyc:  make(chan apply),
+		rejectc: make(chan ISRChange),
+		statusc: make(chan chan Status),
+		stopc:   make(chan struct{}),
+		donec:   make(chan struct{}),
+	}
+	n.hw.Store(r.HighWatermark())
+	go n.run()
+	return n
+}
+
+// run is the loop: one input, then every Ready.
+func (n *Node) run() {
+	defer close(n.donec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticker := time.NewTicker(n.r.opts.TickInterval)
+	defer ticker.Stop()
+	waiting := map[uint64]chan Completion{}
+	defer func() {
+		for _, res := range waiting {
+			res <- Completion{Err: fmt.Errorf("%w: %w", transport.ErrNotLeaderOrFollower, ErrClosed)}
+		}
+	}()
+	for {
+		select {
+		case <-ticker.C:
+			n.r.Tick()
+		case m := <-n.stepc:
+			if err := n.r.Step(m); err != nil {
+				n.opts.Logger.Warn("bad message", "partition", n.r.tp.String(), "err", err)
+			}
+		case p := <-n.propc:
+			prop, err := n.r.Propose(p.batch, p.acks)
+			switch {
+			case err != nil:
+				p.res <- Completion{Err: err}
+			case prop.ID == 0: // acks=0
+				p.res <- Completion{BaseOffset: prop.BaseOffset, LastOffset: prop.LastOffset}
+			default:
+				waiting[prop.ID] = p.res
+			}
+		case a := <-n.applyc:
+			a.res <- n.r.Apply(a.state)
+		case c := <-n.rejectc:
+			n.r.RejectISRChange(c)
+		case res := <-n.statusc:
+			res <- n.r.Status()
+		case <-n.stopc:
+			n.err = ErrClosed
+			return
+		}
+		for n.r.HasReady() {
+			if err := n.handleReady(ctx, waiting); err != nil {
+				n.err = fmt.Errorf("%w: %w", ErrClosed, err)
+				n.opts.Logger.Error("replica stopped", "partition", n.r.tp.String(), "err", err)
+				return
+			}
+		}
+	}
+}
+
+// handleReady carries out one Ready, in the order the package
+// documentation gives.
+func (n *Node) handleReady(ctx context.Context, waiting map[uint64]chan Completion) error {
+	rd := n.r.Ready()
+	if err := rd.Persist(n.log); err != nil {
+		return err
+	}
+	for _, m := range rd.Messages {
+		if err := n.tr.Send(ctx, m.To, m); err != nil {
+			n.opts.Logger.Debug("send failed", "partition", n.r.tp.String(), "to", m.To, "err", err)
+		}
+	}
+	if rd.HighWatermark >= 0 {
+		n.hw.Store(rd.HighWatermark)
+		if n.opts.OnHighWatermark != nil {
+			n.opts.OnHighWatermark(rd.HighWatermark)
+		}
+	}
+	if rd.AlterPartition != nil && n.opts.OnAlterPartition != nil {
+		n.opts.OnAlterPartition(*rd.AlterPartition)
+	}
+	for _, c := range rd.Completed {
+		if res, ok := waiting[c.ID]; ok {
+			res <- c
+			delete(waiting, c.ID)
+		}
+	}
+	return n.r.Advance()
+}
+
+// send hands v to the loop on c, or fails when the Node stopped or ctx
+// ended.
+func send[T any](ctx context.Context, n *Node, c chan T, v T) error {
+	select {
+	case c <- v:
+		return nil
+	case <-n.donec:
+		return n.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Step passes a message from another node to the replica.
+func (n *Node) Step(ctx context.Context, m Message) error { return send(ctx, n, n.stepc, m) }
+
+// Propose appends batch as the leader and waits for its Completion: with
+// acks=1 until it is written, with acks=all until the high watermark
+// passes it, with acks=0 only until it is accepted. The Node takes batch
+// over. Errors are Propose's, the Completion's, ctx's, or ErrClosed; a
+// Completion whose error is nil is an acknowledgement.
+func (n *Node) Propose(ctx context.Context, batch []byte, acks transport.Acks) (Completion, error) {
+	res := make(chan Completion, 1)
+	if err := send(ctx, n, n.propc, proposal{batch: batch, acks: acks, res: res}); err != nil {
+		return Completion{}, err
+	}
+	select {
+	case c := <-res:
+		return c, c.Err
+	case <-ctx.Done():
+		return Completion{}, ctx.Err()
+	}
+}
+
+// Apply passes the controller's state to the replica and returns
+// Replica.Apply's error.
+func (n *Node) Apply(ctx context.Context, s LeaderAndISR) error {
+	res := make(chan error, 1)
+	if err := send(ctx, n, n.applyc, apply{state: s, res: res}); err != nil {
+		return err
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RejectISRChange tells the replica the controller refused c.
+func (n *Node) RejectISRChange(ctx context.Context, c ISRChange) error {
+	return send(ctx, n, n.rejectc, c)
+}
+
+// Status returns the replica's state.
+func (n *Node) Status(ctx context.Context) (Status, error) {
+	res := make(chan Status, 1)
+	if err := send(ctx, n, n.statusc, res); err != nil {
+		return Status{}, err
+	}
+	select {
+	case s := <-res:
+		return s, nil
+	case <-ctx.Done():
+		return Status{}, ctx.Err()
+	}
+}
+
+// HighWatermark returns the last high watermark the Node published.
+func (n *Node) HighWatermark() int64 { return n.hw.Load() }
+
+// Err returns why the Node stopped: nil while it runs, ErrClosed after
+// Close, or ErrClosed wrapping the log write failure that stopped it.
+func (n *Node) Err() error {
+	select {
+	case <-n.donec:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+// Close stops the loop and waits for it. Appends still waiting fail with
+// ErrClosed. It does not close the log.
+func (n *Node) Close() error {
+	n.stopOnce.Do(func() { close(n.stopc) })
+	<-n.donec
+	if errors.Is(n.err, ErrClosed) && n.err != ErrClosed {
+		return n.err
+	}
+	return nil
+}
