@@ -138,6 +138,16 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	if p.stopped.Load() {
 		return nil, time.Time{}
 	}
+	if p.idem != nil {
+		if p.idem.bumpPending.Load() {
+			p.bump()
+		}
+		p.idem.epochMu.RLock()
+		defer p.idem.epochMu.RUnlock()
+		if p.idem.bumpPending.Load() {
+			send = false // until the new epoch
+		}
+	}
 	now := time.Now()
 	hurry := p.flushing.Load() > 0 || p.closing.Load() || p.memory.waiting.Load() > 0
 	fatal := p.fatalErr()
