@@ -34,6 +34,8 @@ type hostedNode struct {
 // from a node that was killed or closed meanwhile are lost too, as a
 // network client's would be.
 type lossyClient struct {
+	// Client answers calls the tests do not use with the first node.
+	transport.Client
 	cur atomic.Pointer[hostedNode]
 
 	mu      sync.Mutex
@@ -59,7 +61,7 @@ type lossyClient struct {
 var _ transport.ProducerIDClient = (*lossyClient)(nil)
 
 func newLossyClient(n *partlog.Node) *lossyClient {
-	c := &lossyClient{passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
+	c := &lossyClient{Client: n, passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
 	c.cur.Store(&hostedNode{node: n})
 	return c
 }
