@@ -143,7 +143,6 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			p.bump()
 		}
 		p.idem.epochMu.RLock()
-		defer p.idem.epochMu.RUnlock()
 		if p.idem.bumpPending.Load() {
 			send = false // until the new epoch
 		}
@@ -228,6 +227,10 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 		if d := b.deadline(p); req.deadline.IsZero() || d.Before(req.deadline) {
 			req.deadline = d
 		}
+	}
+	if p.idem != nil {
+		// Promises run below, and may wait; a bump must not wait on them.
+		p.idem.epochMu.RUnlock()
 	}
 	if len(expired) > 0 {
 		p.expire(expired, now)
