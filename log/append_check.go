@@ -9,8 +9,10 @@ import (
 // that must agree with the log batch for batch — an idempotent producer's
 // last sequence numbers, say. Its methods are called with the log's append
 // lock held, in the order the batches go into the log, so no other batch
-// is appended between a CheckAppend and the write of its batch. They must
-// be quick and must not call the Log.
+// is appended between a CheckAppend and the write of its batch. They should
+// be quick, and may read the Log (Read, LogEndOffset, LogStartOffset, Dir)
+// but must not call anything that appends, truncates, deletes or closes,
+// which would wait for the append lock they hold.
 type AppendCheck interface {
 	// CheckAppend is called once the batch is known to be valid, with its
 	// header and the offset its first record will get (h.BaseOffset is

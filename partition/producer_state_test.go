@@ -36,6 +36,9 @@ func idemBatch(id int64, epoch int16, seq int32, n int, ts int64) []byte {
 func openPartition(t *testing.T, fsys vfs.FS, opts log.Options, popts partition.Options) (*partition.Partition, *log.Log) {
 	t.Helper()
 	opts.FS = fsys
+	if opts.MaxIndexBytes == 0 {
+		opts.MaxIndexBytes = 64 << 10 // small preallocated indexes keep the in-memory filesystem light
+	}
 	if popts.Now == nil {
 		// Batches are stamped 1000: a real clock would expire them.
 		popts.Now = func() time.Time { return time.UnixMilli(2000) }

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +137,20 @@ func (ps *partitionState) requeueLocked(bs ...*batch) {
 	q := make([]*batch, 0, ps.queued()+len(bs))
 	q = append(append(append(q, ps.queue[ps.head:at]...), bs...), ps.queue[at:]...)
 	ps.queue, ps.head = q, 0
+}
+
+// removeQueuedLocked takes b out of the queue, where it waits to be sent
+// again.
+func (ps *partitionState) removeQueuedLocked(b *batch) {
+	for i := ps.head; i < len(ps.queue); i++ {
+		if ps.queue[i] == b {
+			ps.queue = slices.Delete(ps.queue, i, i+1)
+			if ps.head == len(ps.queue) {
+				ps.queue, ps.head = ps.queue[:0], 0
+			}
+			return
+		}
+	}
 }
 
 // earlierPendingLocked reports whether an outstanding batch older than b

@@ -69,15 +69,20 @@
 // A batch that had its sequence numbers and then failed for good leaves
 // a gap. When no attempt of it can have been written (every answer
 // refused it) and no later batch of the partition is in flight, the later
-// batches take its numbers and the producer goes on. Otherwise — and when
-// the leader fences the producer (INVALID_PRODUCER_EPOCH) or finds a gap
-// (OUT_OF_ORDER_SEQUENCE_NUMBER) — the producer stops: the batch's
-// records, every record not yet acknowledged and every later Produce fail
-// with an error that wraps ErrFatal and the cause. Kafka 2.5+ would bump
-// the epoch and start the sequences over instead; partlog does not yet.
-// A leader that forgot the producer after producer.id.expiration.ms
-// answers UNKNOWN_PRODUCER_ID, and the producer starts that partition's
-// sequence over at 0.
+// batches take its numbers and the producer goes on. Otherwise — say it
+// timed out after the leader may have written it — the producer bumps its
+// epoch, as Kafka 2.5+ does (KIP-360): once nothing is in flight, every
+// partition's sequence starts over at 0 in the next epoch, so the leader
+// takes what follows and fences anything late from the old epoch. Batches
+// waiting to be sent again go in the new epoch, except those an attempt of
+// which may have been written: they fail with their last error, since
+// resending them could write them twice. When the leader fences the
+// producer (INVALID_PRODUCER_EPOCH) or finds a gap
+// (OUT_OF_ORDER_SEQUENCE_NUMBER), the producer stops: the batch's records,
+// every record not yet acknowledged and every later Produce fail with an
+// error that wraps ErrFatal and the cause. A leader that forgot the
+// producer after producer.id.expiration.ms answers UNKNOWN_PRODUCER_ID,
+// and the producer starts that partition's sequence over at 0.
 //
 // # Guarantees
 //

@@ -31,12 +31,12 @@ var (
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout expired")
 
 	// ErrFatal means an idempotent producer can no longer keep its
-	// promise of order without duplicates, and has stopped: a batch that
-	// had its sequence numbers failed for good (the error also wraps why:
-	// transport.ErrOutOfOrderSequence, transport.ErrInvalidProducerEpoch,
-	// ErrDeliveryTimeout, ...), or InitProducerId failed. Every record not
-	// acknowledged by then, and every later Produce, fails with it; Close
-	// the producer and make a new one.
+	// promise of order without duplicates, and has stopped: the leader
+	// refused a batch's sequence or epoch (the error also wraps why:
+	// transport.ErrOutOfOrderSequence, transport.ErrInvalidProducerEpoch),
+	// the epoch could not be bumped any more, or InitProducerId failed.
+	// Every record not acknowledged by then, and every later Produce,
+	// fails with it; Close the producer and make a new one.
 	ErrFatal = errors.New("producer: fatal error, the producer must be closed")
 )
 

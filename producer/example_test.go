@@ -7,6 +7,8 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -85,4 +87,48 @@ func ExampleProducer_Produce() {
 	// ada visit 0 at offset 0
 	// ada visit 1 at offset 1
 	// ada visit 2 at offset 2
+}
+
+// The producer is idempotent by default: each batch carries the producer id
+// the node handed out, its epoch, and the sequence number of its first
+// record, which the leader checks to drop retries it already wrote.
+func ExampleIdempotent() {
+	node := exampleNode()
+	defer node.Close()
+	p, err := producer.New(node, producer.Linger(0))
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+	for _, batch := range [][]string{{"a", "b"}, {"c"}} {
+		var rs []*producer.Record
+		for _, v := range batch {
+			r := &producer.Record{Topic: "study", Value: []byte(v)}
+			r.SetPartition(0)
+			rs = append(rs, r)
+		}
+		if err := p.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			panic(err)
+		}
+	}
+
+	resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+		ReplicaID: transport.ConsumerReplicaID, MaxBytes: 1 << 20,
+		Topics: []transport.FetchTopic{{Topic: "study", Partitions: []transport.FetchPartition{{Partition: 0, MaxBytes: 1 << 20}}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for data := resp.Topics[0].Partitions[0].Records; len(data) > 0; {
+		h, err := record.ParseHeader(data)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("offsets %d-%d: producer id %d, epoch %d, base sequence %d\n",
+			h.BaseOffset, h.LastOffset(), h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		data = data[h.Size():]
+	}
+	// Output:
+	// offsets 0-1: producer id 0, epoch 0, base sequence 0
+	// offsets 2-2: producer id 0, epoch 0, base sequence 2
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,12 +31,16 @@ import (
 // A batch that had its sequence and then failed for good leaves a gap. If
 // no attempt of it can have been written and no later batch of its
 // partition is in a request, the later batches take its numbers
-// (closeGapLocked). Otherwise — and when the leader fences the producer or
-// finds a gap — the producer fails: its error, wrapping ErrFatal and the
-// cause, fails every record not yet acknowledged and every later Produce.
-// (Kafka 2.5+ instead bumps the epoch and starts the sequences over; that
-// is not done here yet.) UNKNOWN_PRODUCER_ID for the oldest batch still to
-// land means the leader forgot the producer: the partition's sequence
+// (closeGapLocked). Otherwise — it timed out, may have been written, or
+// later batches are in flight — the producer bumps its epoch, as Kafka
+// 2.5+ does (KIP-360, bump): once no request is in flight, every
+// partition's sequence starts over at 0 in epoch+1, and a late batch of
+// the old epoch is fenced by the leader. When the leader refuses the
+// producer's epoch (INVALID_PRODUCER_EPOCH) or finds a gap it did not
+// expect (OUT_OF_ORDER_SEQUENCE_NUMBER), the producer fails: its error,
+// wrapping ErrFatal and the cause, fails every record not yet acknowledged
+// and every later Produce. UNKNOWN_PRODUCER_ID for the oldest batch still
+// to land means the leader forgot the producer: the partition's sequence
 // starts over at 0 (forgotten).
 
 // idempotence is an idempotent producer's state.
@@ -43,11 +48,18 @@ type idempotence struct {
 	client transport.ProducerIDClient
 	// ready is set once id and epoch hold the producer id.
 	ready   atomic.Bool
-	id      int64
-	epoch   int16
+	id      atomic.Int64
+	epoch   atomic.Int32
 	initing atomic.Bool
 	// fatal, once set, is the error that failed the producer.
 	fatal atomic.Pointer[error]
+
+	// bumpPending says a batch failed in a way that needs a new epoch:
+	// nothing is sent until every request has come back and bump has
+	// run. epochMu is held shared by collect while it gives sequences and
+	// sends, and exclusively by bump.
+	bumpPending atomic.Bool
+	epochMu     sync.RWMutex
 }
 
 // fatalErr returns the error that failed an idempotent producer, or nil.
@@ -91,7 +103,8 @@ func (p *Producer) initProducerID() {
 		cancel()
 		switch {
 		case err == nil:
-			p.idem.id, p.idem.epoch = resp.ProducerID, resp.ProducerEpoch
+			p.idem.id.Store(resp.ProducerID)
+			p.idem.epoch.Store(int32(resp.ProducerEpoch))
 			p.idem.ready.Store(true)
 			p.wakeSender()
 			return
@@ -122,7 +135,7 @@ func (p *Producer) sequenceLocked(ps *partitionState, b *batch) {
 // setSequence stamps a batch with the producer id, epoch and base
 // sequence.
 func (p *Producer) setSequence(b *batch, seq int32) {
-	b.builder.SetProducer(p.idem.id, p.idem.epoch, seq)
+	b.builder.SetProducer(p.idem.id.Load(), int16(p.idem.epoch.Load()), seq)
 	b.sequenced, b.baseSequence = true, seq
 }
 
@@ -159,6 +172,9 @@ func (p *Producer) overtaken(b *batch, err error) bool {
 	if p.idem == nil || !b.sequenced ||
 		!errors.Is(err, transport.ErrOutOfOrderSequence) && !errors.Is(err, transport.ErrUnknownProducerID) {
 		return false
+	}
+	if p.idem.bumpPending.Load() {
+		return true // behind a batch that failed: it goes again in the new epoch
 	}
 	ps := b.part
 	ps.mu.Lock()
@@ -234,13 +250,81 @@ func (p *Producer) resequenceLocked(b *batch, withB bool, seq int32) bool {
 	return true
 }
 
-// sequenceFailed fails the producer because a batch that had a sequence
-// failed for good, and returns the batch's error, which says so.
+// sequenceFailed handles a batch that had a sequence and failed for good,
+// leaving a gap closeGapLocked could not close, and returns the batch's
+// error. When the leader refused the producer's sequence or epoch, the
+// producer fails (ErrFatal). Otherwise — the batch timed out, may have been
+// written, or later batches are in flight — the producer bumps its epoch
+// (bump), as Kafka 2.5+ does (KIP-360): the leader takes a new epoch at
+// sequence 0, and fences anything late from the old one.
 func (p *Producer) sequenceFailed(b *batch, err error) error {
 	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFatal) {
+		return err
+	}
+	if !sequenceError(err) {
+		p.idem.bumpPending.Store(true)
 		return err
 	}
 	fatal := fmt.Errorf("%w: batch of %s-%d at sequence %d failed: %w", ErrFatal, b.part.topic.name, b.part.id, b.baseSequence, err)
 	p.setFatal(fatal)
 	return fatal
+}
+
+// bump starts a new epoch once no request is in flight: every partition's
+// sequence starts over at 0, and the batches still to be sent again take
+// new sequences in the new epoch — except those an attempt of which may
+// have been written, which fail (resending them in a new epoch could write
+// them twice). It does nothing while a request is in flight; the worker of
+// the last one calls it again.
+func (p *Producer) bump() {
+	idem := p.idem
+	idem.epochMu.Lock()
+	if !idem.bumpPending.Load() {
+		idem.epochMu.Unlock()
+		return
+	}
+	parts := p.allPartitions.Load()
+	for _, ps := range parts {
+		ps.mu.Lock()
+		busy := ps.inRequest > 0
+		ps.mu.Unlock()
+		if busy {
+			idem.epochMu.Unlock()
+			return // collect sends nothing meanwhile, so idle stays idle
+		}
+	}
+	epoch := idem.epoch.Load()
+	if epoch >= math.MaxInt16 {
+		idem.epochMu.Unlock()
+		p.setFatal(fmt.Errorf("%w: producer epoch %d cannot be bumped", ErrFatal, epoch))
+		return
+	}
+	idem.epoch.Store(epoch + 1)
+	var unknown []*batch
+	for _, ps := range parts {
+		ps.mu.Lock()
+		seq := int32(0)
+		for _, o := range ps.outstanding {
+			if !o.sequenced || o.settled {
+				continue
+			}
+			if o.maybeWritten {
+				o.sequenced = false // it fails below, with no new bump
+				ps.removeQueuedLocked(o)
+				unknown = append(unknown, o)
+				continue
+			}
+			p.setSequence(o, seq)
+			seq = incrementSequence(seq, int32(len(o.records)))
+		}
+		ps.nextSequence = seq
+		ps.mu.Unlock()
+	}
+	idem.bumpPending.Store(false)
+	idem.epochMu.Unlock()
+	for _, b := range unknown {
+		p.settle(b, -1, -1, fmt.Errorf("producer: %s-%d: a batch that may have been written was given up to start producer epoch %d after an earlier batch failed: %w",
+			b.part.topic.name, b.part.id, epoch+1, b.lastErr))
+	}
+	p.wakeSender()
 }

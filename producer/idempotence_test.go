@@ -34,6 +34,8 @@ type hostedNode struct {
 // from a node that was killed or closed meanwhile are lost too, as a
 // network client's would be.
 type lossyClient struct {
+	// Client answers calls the tests do not use with the first node.
+	transport.Client
 	cur atomic.Pointer[hostedNode]
 
 	mu      sync.Mutex
@@ -50,12 +52,16 @@ type lossyClient struct {
 	// its retries with; resent counts those, changed those that differ.
 	sent            map[int32][]byte
 	resent, changed int
+	// stall, while set, makes each produce call append and then wait for
+	// its context to end: the producer times out on a batch the node
+	// wrote.
+	stall atomic.Bool
 }
 
 var _ transport.ProducerIDClient = (*lossyClient)(nil)
 
 func newLossyClient(n *partlog.Node) *lossyClient {
-	c := &lossyClient{passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
+	c := &lossyClient{Client: n, passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
 	c.cur.Store(&hostedNode{node: n})
 	return c
 }
@@ -103,6 +109,10 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 	}
 	h := c.cur.Load()
 	resp, err := h.node.Produce(ctx, req)
+	if c.stall.Load() {
+		<-ctx.Done()
+		return nil, lost(ctx.Err())
+	}
 	select {
 	case c.passed <- struct{}{}:
 	default:
@@ -425,4 +435,74 @@ func TestInitProducerIDRefused(t *testing.T) {
 	require.ErrorIs(t, err, producer.ErrFatal)
 	require.ErrorIs(t, err, transport.ErrInvalidRequest)
 	require.Empty(t, fetchValues(t, node, "t", 0))
+}
+
+// TestDeliveryTimeoutBumpsEpoch: batches that timed out after the node may
+// have written them fail — ErrDeliveryTimeout for the first, which starts
+// a new epoch, and the timed-out ones behind it are given up with their
+// last error, since resending them in the new epoch could write them
+// twice — and the producer goes on in the new epoch (KIP-360) instead of
+// failing: later records start at sequence 0 of epoch 1. The batches the
+// node wrote are in the log once each.
+func TestDeliveryTimeoutBumpsEpoch(t *testing.T) {
+	for _, inFlight := range []int{1, 5} {
+		t.Run(fmt.Sprintf("in-flight=%d", inFlight), func(t *testing.T) {
+			node := openNode(t)
+			createTopic(t, node, "t", 1, nil)
+			c := newLossyClient(node)
+			p := newProducer(t, c, producer.Linger(0), producer.BatchSize(0), producer.MaxInFlight(inFlight),
+				producer.RequestTimeout(50*time.Millisecond), producer.DeliveryTimeout(300*time.Millisecond),
+				producer.RetryBackoff(5*time.Millisecond))
+			ctx := context.Background()
+			require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("a")}).FirstErr())
+
+			c.stall.Store(true)
+			stalled := []string{"b1", "b2", "b3", "b4", "b5"}[:inFlight]
+			errs := make(chan error, len(stalled))
+			var left atomic.Int32
+			left.Store(int32(len(stalled)))
+			for _, v := range stalled {
+				p.Produce(ctx, &producer.Record{Topic: "t", Value: []byte(v)}, func(_ *producer.Record, err error) {
+					if left.Add(-1) == 0 {
+						c.stall.Store(false)
+					}
+					errs <- err
+				})
+			}
+			for i := range stalled {
+				err := <-errs
+				require.Error(t, err)
+				require.NotErrorIs(t, err, producer.ErrFatal)
+				if i == 0 {
+					require.ErrorIs(t, err, producer.ErrDeliveryTimeout)
+				} else {
+					require.True(t, errors.Is(err, producer.ErrDeliveryTimeout) || errors.Is(err, transport.ErrRequestTimedOut), "%v", err)
+				}
+			}
+
+			require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("c")}).FirstErr())
+			require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("d")}).FirstErr())
+			// What the node wrote of the stalled batches is a prefix of
+			// them (a batch follows the one before, or is refused), each
+			// once; the first was written by its first attempt.
+			values := fetchValues(t, node, "t", 0)
+			written := len(values) - 3
+			require.GreaterOrEqual(t, written, 1)
+			want := append(append([]string{"a"}, stalled[:written]...), "c", "d")
+			require.Equal(t, want, values)
+			var got, wantSeq [][2]int32
+			for i := range want {
+				switch {
+				case i <= written:
+					wantSeq = append(wantSeq, [2]int32{0, int32(i)})
+				default:
+					wantSeq = append(wantSeq, [2]int32{1, int32(i - written - 1)})
+				}
+			}
+			for _, b := range fetchBatches(t, node, "t", 0) {
+				got = append(got, [2]int32{int32(b.ProducerEpoch), b.BaseSequence})
+			}
+			require.Equal(t, wantSeq, got)
+		})
+	}
 }

@@ -138,6 +138,15 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	if p.stopped.Load() {
 		return nil, time.Time{}
 	}
+	if p.idem != nil {
+		if p.idem.bumpPending.Load() {
+			p.bump()
+		}
+		p.idem.epochMu.RLock()
+		if p.idem.bumpPending.Load() {
+			send = false // until the new epoch
+		}
+	}
 	now := time.Now()
 	hurry := p.flushing.Load() > 0 || p.closing.Load() || p.memory.waiting.Load() > 0
 	fatal := p.fatalErr()
@@ -218,6 +227,10 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 		if d := b.deadline(p); req.deadline.IsZero() || d.Before(req.deadline) {
 			req.deadline = d
 		}
+	}
+	if p.idem != nil {
+		// Promises run below, and may wait; a bump must not wait on them.
+		p.idem.epochMu.RUnlock()
 	}
 	if len(expired) > 0 {
 		p.expire(expired, now)
