@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,20 @@ import (
 // dir with the extra args, reading until 200ms pass without a record.
 func consumeAll(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	stdout, stderr, code := cli(t, append([]string{"consume", "--dir", dir, "--topic", "t", "--from-beginning", "--timeout", "200ms"}, args...)...)
+	// Wait for exactly the records the topic holds: a short --timeout
+	// alone could end before a large record is read on a loaded machine.
+	total := int64(0)
+	for p, end := range topicEnds(t, dir) {
+		if i := slices.Index(args, "--partition"); i < 0 || args[i+1] == strconv.Itoa(p) {
+			total += end
+		}
+	}
+	if total == 0 {
+		args = append(args, "--timeout", "200ms")
+	} else {
+		args = append(args, "--max-messages", strconv.FormatInt(total, 10), "--timeout", "1m")
+	}
+	stdout, stderr, code := cli(t, append([]string{"consume", "--dir", dir, "--topic", "t", "--from-beginning"}, args...)...)
 	require.Equal(t, exitOK, code, stderr)
 	require.Regexp(t, `^Processed a total of \d+ messages\n$`, stderr)
 	return stdout
