@@ -292,6 +292,10 @@ func TestTruncateTo(t *testing.T) {
 	require.NoError(t, l.TruncateTo(500), "below the log start offset empties the log")
 	require.EqualValues(t, 500, l.LogEndOffset())
 	require.EqualValues(t, 500, l.LogStartOffset())
+
+	require.Error(t, l.TruncateTo(-3), "no log starts at a negative offset")
+	require.EqualValues(t, 500, l.LogEndOffset())
+	require.EqualValues(t, 500, l.LogStartOffset())
 }
 
 func TestFindOffsetByTimestamp(t *testing.T) {

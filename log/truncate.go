@@ -17,6 +17,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if offset < 0 {
+		return fmt.Errorf("log: truncate to offset %d: offsets are not negative", offset)
+	}
 	if offset >= l.leo.Load() {
 		return nil
 	}
