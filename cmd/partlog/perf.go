@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -44,4 +46,29 @@ func runPerf(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("perf", "say produce or consume before the flags, not %s", args[0])
 	}
 	return usageErrorf("perf", "unknown subcommand %q; say produce or consume", args[0])
+}
+
+// cpuProfileFlag adds --cpuprofile to a perf command.
+func cpuProfileFlag(fs *flag.FlagSet) *string {
+	return fs.String("cpuprofile", "", "write a CPU profile of the run to `file`, for 'go tool pprof'")
+}
+
+// startCPUProfile starts a CPU profile into path, if given, and returns
+// the function that stops it.
+func startCPUProfile(command, path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

@@ -55,6 +55,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	fetchSize := fs.Int("fetch-size", 1<<20, "the consumer's max.partition.fetch.bytes, in `bytes`")
 	timeout := fs.Duration("timeout", 60*time.Second, "fail when the records have not all come within this `duration`")
 	fromLatest := fs.Bool("from-latest", false, "start at the end of the partitions rather than the beginning")
+	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, perfConsumeHelp, stdout)
 	if err != nil {
 		return err
@@ -96,6 +97,11 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(interrupt, *timeout)
 	defer cancel()
 	fmt.Fprintln(stdout, perfConsumeHeader)
+	stopProfile, err := startCPUProfile(command, *cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	start := time.Now()
 	prog := perfConsumeProgress{w: stderr, last: start}
 	var count, bytes int64
