@@ -43,11 +43,14 @@ func (o DialOptions) withDefaults() DialOptions {
 }
 
 // connection kinds: a client keeps one connection for each, so that a
-// fetch's long poll never holds up a produce.
+// fetch's long poll never holds up a produce. Group calls that wait
+// (JoinGroup, SyncGroup) take a connection of their own each, from a pool
+// of kind connGroup (see groupConn).
 const (
 	connProduce = iota
 	connFetch
 	connOther
+	connGroup
 	connKinds
 )
 
@@ -71,6 +74,9 @@ type TCPClient struct {
 	failedAt [connKinds]time.Time
 	failure  [connKinds]error
 	versions map[int16]int16 // the highest version both sides speak, by api key
+	// groupConns are the connections for waiting group calls, each
+	// idle (true) or carrying one call (false).
+	groupConns map[*wireConn]bool
 }
 
 // Dial connects to the node at addr (host:port) and agrees on the
@@ -98,6 +104,9 @@ func (c *TCPClient) Close() error {
 		if wc != nil {
 			wc.fail(ErrClosed)
 		}
+	}
+	for wc := range c.groupConns {
+		wc.fail(ErrClosed)
 	}
 	return nil
 }
@@ -379,15 +388,15 @@ func (wc *wireConn) failLocked(err error) {
 	wc.order = nil
 }
 
-// writeLocked writes req with the next correlation id; with cl, the response
-// goes to cl. It is called with wc.mu held.
-func (wc *wireConn) writeLocked(req kmsg.Request, cl *call) error {
+// writeLocked writes req with the next correlation id, in a header that f
+// makes; with cl, the response goes to cl. It is called with wc.mu held.
+func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *call) error {
 	if wc.err != nil {
 		return wc.err
 	}
 	id := wc.nextID
 	wc.nextID++
-	wc.buf = wc.fmt.AppendRequest(wc.buf[:0], req, id)
+	wc.buf = f.AppendRequest(wc.buf[:0], req, id)
 	_, err := wc.w.Write(wc.buf)
 	if err == nil {
 		err = wc.w.Flush()
@@ -407,15 +416,20 @@ func (wc *wireConn) writeLocked(req kmsg.Request, cl *call) error {
 func (wc *wireConn) send(req kmsg.Request) error {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
-	return wc.writeLocked(req, nil)
+	return wc.writeLocked(wc.fmt, req, nil)
 }
 
 // request writes req and waits for its answer or for ctx to end.
 func (wc *wireConn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return wc.requestAs(ctx, wc.fmt, req)
+}
+
+// requestAs is request with the header f makes: another client id.
+func (wc *wireConn) requestAs(ctx context.Context, f *kmsg.RequestFormatter, req kmsg.Request) (kmsg.Response, error) {
 	cl := &call{resp: req.ResponseKind(), raw: make(chan []byte, 1)}
 	cl.resp.SetVersion(req.GetVersion())
 	wc.mu.Lock()
-	err := wc.writeLocked(req, cl)
+	err := wc.writeLocked(f, req, cl)
 	wc.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -475,6 +489,8 @@ func (wc *wireConn) readLoop() {
 }
 
 var (
-	_ Client      = (*TCPClient)(nil)
-	_ AdminClient = (*TCPClient)(nil)
+	_ Client           = (*TCPClient)(nil)
+	_ AdminClient      = (*TCPClient)(nil)
+	_ GroupClient      = (*TCPClient)(nil)
+	_ ProducerIDClient = (*TCPClient)(nil)
 )

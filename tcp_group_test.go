@@ -1,0 +1,376 @@
+package partlog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// consumed is what group members took, shared between their goroutines.
+type consumed struct {
+	mu     sync.Mutex
+	values map[string]int32 // value → the member that consumed it
+	next   map[int32]int64  // partition → the next offset expected
+	owner  map[int32]int32  // partition → the member that consumed it
+	total  int
+	err    error
+	done   chan struct{} // closed once want records were taken
+	want   int
+}
+
+func newConsumed(want int) *consumed {
+	return &consumed{values: map[string]int32{}, next: map[int32]int64{}, owner: map[int32]int32{}, done: make(chan struct{}), want: want}
+}
+
+// add records that member took value from partition p at offset; it fails
+// on a duplicate, a gap, or a partition two members read.
+func (c *consumed) add(member, p int32, offset int64, value string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	switch o, ok := c.owner[p]; {
+	case ok && o != member:
+		c.err = fmt.Errorf("partition %d read by members %d and %d", p, o, member)
+	case c.values[value] != 0:
+		c.err = fmt.Errorf("record %q consumed twice", value)
+	case offset != c.next[p]:
+		c.err = fmt.Errorf("partition %d: offset %d, want %d", p, offset, c.next[p])
+	}
+	if c.err != nil {
+		close(c.done)
+		return
+	}
+	c.owner[p], c.values[value], c.next[p] = member, member+1, offset+1
+	if c.total++; c.total == c.want {
+		close(c.done)
+	}
+}
+
+// TestTCPGroupProducerConsumer runs partlog's idempotent producer and two
+// consumer.Group members — sharing one TCPClient, so that each one's
+// JoinGroup waits on a connection of its own — against a node over TCP.
+// Every record is consumed exactly once, each partition by one member; the
+// committed offsets are the log end offsets, and a member that connects
+// afterwards goes on from them.
+func TestTCPGroupProducerConsumer(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.OffsetsTopicPartitions(3))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 3}))
+	addr := serveNode(t, n)
+	c, err := transport.Dial(ctx, addr, transport.DialOptions{})
+	require.NoError(t, err)
+
+	// Two members join before anything is produced, so that what each
+	// reads is settled before there is anything to read.
+	changed := make(chan struct{}, 1)
+	signal := func(context.Context, *consumer.Consumer, []consumer.TopicPartition) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	member := func() *consumer.Consumer {
+		m, err := consumer.New(c, consumer.Group("lzl"), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest),
+			consumer.DisableAutoCommit(), consumer.SessionTimeout(10*time.Second),
+			consumer.OnPartitionsAssigned(signal), consumer.OnPartitionsRevoked(signal), consumer.OnPartitionsLost(signal))
+		require.NoError(t, err)
+		return m
+	}
+	members := []*consumer.Consumer{member(), member()}
+	settled := func() bool {
+		a, b := members[0].Assignment(), members[1].Assignment()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == 3
+	}
+	const total = 600
+	got := newConsumed(total)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				fs, err := m.Poll(ctx, 50*time.Millisecond)
+				if err != nil {
+					got.mu.Lock()
+					if got.err == nil && ctx.Err() == nil {
+						got.err = fmt.Errorf("member %d: poll: %w", i, err)
+						close(got.done)
+					}
+					got.mu.Unlock()
+					return
+				}
+				fs.EachRecord(func(r *consumer.Record) { got.add(int32(i), r.Partition, r.Offset, string(r.Value)) })
+				if err := m.Commit(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("member %d: commit: %v", i, err)
+				}
+			}
+		})
+	}
+	// The members rebalance by themselves; wait until both own partitions.
+	for !settled() {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("members never settled: %v and %v", members[0].Assignment(), members[1].Assignment())
+		}
+	}
+
+	p, err := producer.New(c)
+	require.NoError(t, err)
+	recs := make([]*producer.Record, total)
+	for i := range recs {
+		recs[i] = &producer.Record{Topic: "study", Key: fmt.Appendf(nil, "k%d", i%11), Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	require.NoError(t, p.ProduceSync(ctx, recs...).FirstErr())
+	require.NoError(t, p.Close())
+
+	select {
+	case <-got.done:
+	case <-ctx.Done():
+	}
+	close(stop)
+	wg.Wait()
+	require.NoError(t, got.err)
+	require.Equal(t, total, got.total)
+	require.Len(t, got.owner, 3)
+	for _, m := range members {
+		require.NoError(t, m.Close())
+	}
+
+	// The producer was idempotent: it took producer id 0 over TCP, and its
+	// batches carry it.
+	pid, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+	require.NoError(t, err)
+	require.Equal(t, &transport.InitProducerIDResponse{ProducerID: 1}, pid, "the producer had id 0")
+	f, err := c.Fetch(ctx, &transport.FetchRequest{MaxBytes: 1 << 20, Topics: []transport.FetchTopic{{Topic: "study",
+		Partitions: []transport.FetchPartition{{Partition: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, LogStartOffset: -1}}}}})
+	require.NoError(t, err)
+	var batch kmsg.RecordBatch
+	require.NoError(t, batch.ReadFrom(f.Topics[0].Partitions[0].Records))
+	require.Equal(t, int64(0), batch.ProducerID)
+	require.Equal(t, int32(0), batch.FirstSequence)
+	require.NoError(t, c.Close())
+
+	// A new connection sees the commits, and a new member goes on from
+	// them.
+	c2, err := transport.Dial(ctx, addr, transport.DialOptions{})
+	require.NoError(t, err)
+	defer c2.Close()
+	off, err := c2.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "lzl"})
+	require.NoError(t, err)
+	require.NoError(t, off.Err)
+	d, err := n.DescribeTopics("study")
+	require.NoError(t, err)
+	committed := map[int32]int64{}
+	for _, tr := range off.Topics {
+		require.Equal(t, "study", tr.Topic)
+		for _, pr := range tr.Partitions {
+			require.NoError(t, pr.Err)
+			committed[pr.Partition] = pr.Offset
+		}
+	}
+	require.Equal(t, map[int32]int64{0: d[0].Partitions[0].LogEndOffset, 1: d[0].Partitions[1].LogEndOffset, 2: d[0].Partitions[2].LogEndOffset}, committed)
+	require.Equal(t, got.next, committed)
+
+	p2, err := producer.New(c2)
+	require.NoError(t, err)
+	const more = 30
+	recs = recs[:0]
+	for i := range more {
+		recs = append(recs, &producer.Record{Topic: "study", Value: fmt.Appendf(nil, "more %d", i)})
+	}
+	require.NoError(t, p2.ProduceSync(ctx, recs...).FirstErr())
+	require.NoError(t, p2.Close())
+	m, err := consumer.New(c2, consumer.Group("lzl"), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	require.NoError(t, err)
+	defer m.Close()
+	seen := map[string]bool{}
+	for rec, err := range m.Records(ctx) {
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, rec.Offset, committed[rec.Partition], "nothing before the committed offset again")
+		require.False(t, seen[string(rec.Value)])
+		seen[string(rec.Value)] = true
+		if len(seen) == more {
+			break
+		}
+	}
+	for i := range more {
+		require.True(t, seen[fmt.Sprintf("more %d", i)])
+	}
+}
+
+// TestTCPKafkaClientGroup has franz-go's kgo, with idempotent writes on as
+// kgo has them by default, produce to a node over TCP, and two kgo clients
+// in one consumer group share the topic's partitions: each record is
+// consumed once, by the member that owns its partition, and the offsets
+// they commit are the log end offsets.
+func TestTCPKafkaClientGroup(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.OffsetsTopicPartitions(3))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const partitions = 4
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: partitions}))
+	addr := serveNode(t, n)
+
+	// The members' assignments, as kgo tells them.
+	var mu sync.Mutex
+	owned := [2]map[int32]bool{{}, {}}
+	changed := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	member := func(i int) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("member-%d", i)),
+			kgo.ConsumerGroup("kgroup"), kgo.ConsumeTopics("study"), kgo.DisableAutoCommit(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				mu.Lock()
+				for _, p := range m["study"] {
+					owned[i][p] = true
+				}
+				mu.Unlock()
+				signal()
+			}),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				mu.Lock()
+				for _, p := range m["study"] {
+					delete(owned[i], p)
+				}
+				mu.Unlock()
+				signal()
+			}))
+		require.NoError(t, err)
+		return cl
+	}
+	members := []*kgo.Client{member(0), member(1)}
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	settled := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(owned[0]) > 0 && len(owned[1]) > 0 && len(owned[0])+len(owned[1]) == partitions
+	}
+	// kgo joins in the background, but hands over assignments in polls.
+	polls := make(chan struct{})
+	var wg sync.WaitGroup
+	const total = 400
+	got := newConsumed(total)
+	var producerIDs sync.Map
+	for i, m := range members {
+		wg.Go(func() {
+			for {
+				select {
+				case <-polls:
+					return
+				default:
+				}
+				pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				fs := m.PollFetches(pctx)
+				pcancel()
+				for _, e := range fs.Errors() {
+					if !errors.Is(e.Err, context.DeadlineExceeded) && !errors.Is(e.Err, context.Canceled) {
+						t.Errorf("member %d: fetch %s-%d: %v", i, e.Topic, e.Partition, e.Err)
+					}
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					producerIDs.Store(r.ProducerID, true)
+					got.add(int32(i), r.Partition, r.Offset, string(r.Value))
+				})
+				if err := m.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("member %d: commit: %v", i, err)
+				}
+			}
+		})
+	}
+	for !settled() {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("kgo members never settled: %v", owned)
+		}
+	}
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("study"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer prod.Close()
+	var results sync.WaitGroup
+	for i := range total {
+		results.Add(1)
+		prod.Produce(ctx, &kgo.Record{Partition: int32(i % partitions), Value: fmt.Appendf(nil, "hello %d", i)}, func(_ *kgo.Record, err error) {
+			defer results.Done()
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	results.Wait()
+
+	select {
+	case <-got.done:
+	case <-ctx.Done():
+	}
+	close(polls)
+	wg.Wait()
+	require.NoError(t, got.err)
+	require.Equal(t, total, got.total)
+	require.Len(t, got.owner, partitions)
+	ids := 0
+	producerIDs.Range(func(k, _ any) bool {
+		ids++
+		require.GreaterOrEqual(t, k.(int64), int64(0), "kgo produced idempotently: its batches carry a producer id")
+		return true
+	})
+	require.Equal(t, 1, ids)
+
+	resp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "kgroup"})
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	committed := map[int32]int64{}
+	for _, tr := range resp.Topics {
+		for _, pr := range tr.Partitions {
+			committed[pr.Partition] = pr.Offset
+		}
+	}
+	require.Equal(t, got.next, committed, "the committed offsets are where each partition's reading ended")
+	d, err := n.DescribeTopics("study")
+	require.NoError(t, err)
+	for p := range int32(partitions) {
+		require.Equal(t, d[0].Partitions[p].LogEndOffset, committed[p])
+	}
+	desc, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
+	require.NoError(t, err)
+	require.Equal(t, "Stable", desc.Groups[0].State)
+	require.Len(t, desc.Groups[0].Members, 2)
+	clientIDs := []string{desc.Groups[0].Members[0].ClientID, desc.Groups[0].Members[1].ClientID}
+	require.ElementsMatch(t, []string{"member-0", "member-1"}, clientIDs, "the client id travels in the request header")
+}
