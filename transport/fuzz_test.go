@@ -2,6 +2,7 @@ package transport
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,6 +19,26 @@ func FuzzServerRequest(f *testing.F) {
 		metadataToWire(&MetadataRequest{Topics: []string{"a", "b"}}, 12),
 		produceToWire(&ProduceRequest{Acks: AcksLeader}, 3),
 		fetchToWire(&FetchRequest{}, 4),
+		findCoordinatorToWire(&FindCoordinatorRequest{Key: "g"}, 5),
+		findCoordinatorToWire(&FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction}, 3),
+		joinGroupToWire(&JoinGroupRequest{Group: "g", SessionTimeout: time.Second, MemberID: "m", GroupInstanceID: "i",
+			ProtocolType: "consumer", Protocols: []JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}, Reason: "r"}, 9),
+		joinGroupToWire(&JoinGroupRequest{Group: "g", ProtocolType: "consumer"}, 0),
+		syncGroupToWire(&SyncGroupRequest{Group: "g", GenerationID: 1, MemberID: "m", ProtocolType: "consumer",
+			Assignments: []SyncGroupAssignment{{MemberID: "m", Assignment: []byte("a")}}}, 5),
+		heartbeatToWire(&HeartbeatRequest{Group: "g", GenerationID: 1, MemberID: "m", GroupInstanceID: "i"}, 4),
+		leaveGroupToWire(&LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m", Reason: "bye"}}}, 5),
+		leaveGroupToWire(&LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m"}}}, 0),
+		offsetCommitToWire(&OffsetCommitRequest{Group: "g", GenerationID: 1, MemberID: "m", Topics: []OffsetCommitTopic{{Topic: "t",
+			Partitions: []OffsetCommitPartition{{Partition: 0, Offset: 5, LeaderEpoch: 1, Metadata: "x"}}}}}, 9),
+		offsetCommitToWire(&OffsetCommitRequest{Group: "g", GenerationID: -1}, 2),
+		offsetFetchToWire(&OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}}}, 9),
+		offsetFetchToWire(&OffsetFetchRequest{Group: "g"}, 7),
+		describeGroupsToWire(&DescribeGroupsRequest{Groups: []string{"g", "h"}}, 6),
+		listGroupsToWire(&ListGroupsRequest{StatesFilter: []string{"Stable"}}, 4),
+		deleteGroupsToWire(&DeleteGroupsRequest{Groups: []string{"g"}}, 3),
+		initProducerIDToWire(&InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, 5),
+		initProducerIDToWire(&InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute}, 0),
 	}
 	for _, req := range seeds {
 		f.Add(fmt.AppendRequest(nil, req, 7)[4:])
@@ -43,6 +64,42 @@ func FuzzServerRequest(f *testing.F) {
 			listOffsetsFromWire(req)
 		case *kmsg.MetadataRequest:
 			metadataFromWire(req)
+		case *kmsg.FindCoordinatorRequest:
+			reqs := findCoordinatorFromWire(req)
+			resps := make([]*FindCoordinatorResponse, len(reqs))
+			for i := range resps {
+				resps[i] = &FindCoordinatorResponse{}
+			}
+			if len(reqs) > 0 {
+				findCoordinatorResponseToWire(reqs, resps, h.apiVersion).AppendTo(nil)
+			}
+		case *kmsg.JoinGroupRequest:
+			joinGroupFromWire(req)
+		case *kmsg.SyncGroupRequest:
+			syncGroupFromWire(req)
+		case *kmsg.HeartbeatRequest:
+			heartbeatFromWire(req)
+		case *kmsg.LeaveGroupRequest:
+			leaveGroupFromWire(req)
+		case *kmsg.OffsetCommitRequest:
+			offsetCommitFromWire(req)
+		case *kmsg.OffsetFetchRequest:
+			reqs := offsetFetchFromWire(req)
+			resps := make([]*OffsetFetchResponse, len(reqs))
+			for i := range resps {
+				resps[i] = &OffsetFetchResponse{}
+			}
+			if len(reqs) > 0 {
+				offsetFetchResponseToWire(reqs, resps, h.apiVersion).AppendTo(nil)
+			}
+		case *kmsg.DescribeGroupsRequest:
+			describeGroupsFromWire(req)
+		case *kmsg.ListGroupsRequest:
+			listGroupsFromWire(req)
+		case *kmsg.DeleteGroupsRequest:
+			deleteGroupsFromWire(req)
+		case *kmsg.InitProducerIDRequest:
+			initProducerIDFromWire(req)
 		}
 	})
 }

@@ -55,9 +55,11 @@ const (
 )
 
 // TCPClient sends requests to one node over TCP in Kafka's wire protocol:
-// to a partlog Server, or to a Kafka broker. It implements Client, so a
-// producer or consumer in another process than the node uses it as it
-// would the node itself.
+// to a partlog Server, or to a Kafka broker. It implements Client,
+// AdminClient, GroupClient and ProducerIDClient, so a producer (idempotent
+// or not) or a consumer (in a group or not) in another process than the
+// node uses it as it would the node itself. A call the node does not
+// speak fails with ErrUnsupportedVersion.
 //
 // Requests are pipelined: many may be in flight on a connection, and are
 // answered in the order sent. A broken connection fails its requests in

@@ -57,7 +57,9 @@ var ErrServerClosed = errors.New("transport: server closed")
 // — a *partlog.Node — so that producers and consumers in other processes,
 // partlog's own (Dial) or any Kafka client, reach the node: ApiVersions,
 // Metadata, Produce, Fetch and ListOffsets, in the versions that carry
-// RecordBatch v2.
+// RecordBatch v2; and, for a handler that implements the optional
+// interface, the admin APIs (AdminClient), the group coordinator's
+// (GroupClient) and InitProducerId (ProducerIDClient).
 //
 // As a Kafka broker does, it handles the requests of one connection one
 // at a time, in order, so that batches a client pipelines on a connection
