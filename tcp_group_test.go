@@ -248,7 +248,7 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	}
 	member := func(i int) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("member-%d", i)),
-			kgo.ConsumerGroup("kgroup"), kgo.ConsumeTopics("study"), kgo.DisableAutoCommit(),
+			kgo.ConsumerGroup("kgroup"), kgo.ConsumeTopics("study"), kgo.DisableAutoCommit(), kgo.HeartbeatInterval(100*time.Millisecond), kgo.FetchMaxWait(time.Second),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 				mu.Lock()
@@ -270,11 +270,9 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 		return cl
 	}
 	members := []*kgo.Client{member(0), member(1)}
-	defer func() {
-		for _, m := range members {
-			m.Close()
-		}
-	}()
+	defer members[0].Close()
+	closeSecond := sync.OnceFunc(members[1].Close)
+	defer closeSecond()
 	settled := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -373,4 +371,34 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	require.Len(t, desc.Groups[0].Members, 2)
 	clientIDs := []string{desc.Groups[0].Members[0].ClientID, desc.Groups[0].Members[1].ClientID}
 	require.ElementsMatch(t, []string{"member-0", "member-1"}, clientIDs, "the client id travels in the request header")
+
+	// The second member leaves; the first takes its partitions over and
+	// goes on from the offsets the second committed.
+	closeSecond()
+	const more = 100
+	got2 := newConsumed(more)
+	for p, o := range committed {
+		got2.next[p] = o
+	}
+	for i := range more {
+		results.Add(1)
+		prod.Produce(ctx, &kgo.Record{Partition: int32(i % partitions), Value: fmt.Appendf(nil, "more %d", i)}, func(_ *kgo.Record, err error) {
+			defer results.Done()
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	results.Wait()
+	for got2.total < more && got2.err == nil {
+		fs := members[0].PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "took %d of %d records", got2.total, more)
+		for _, e := range fs.Errors() {
+			t.Errorf("fetch %s-%d: %v", e.Topic, e.Partition, e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got2.add(0, r.Partition, r.Offset, string(r.Value)) })
+		require.NoError(t, members[0].CommitUncommittedOffsets(ctx))
+	}
+	require.NoError(t, got2.err)
+	require.Len(t, got2.owner, partitions, "the remaining member reads every partition")
 }
