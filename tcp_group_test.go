@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,4 +403,88 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	}
 	require.NoError(t, got2.err)
 	require.Len(t, got2.owner, partitions, "the remaining member reads every partition")
+}
+
+// losingAnswers is a Node whose first produces are appended but not
+// answered: the handler fails after the append, and the server closes the
+// connection, as when a connection breaks between the append and the
+// answer.
+type losingAnswers struct {
+	*partlog.Node
+	lose atomic.Int32
+}
+
+func (l *losingAnswers) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	resp, err := l.Node.Produce(ctx, req)
+	if err == nil && l.lose.Add(-1) >= 0 {
+		return nil, errors.New("the answer is lost")
+	}
+	return resp, err
+}
+
+// TestTCPIdempotentProducerLostAnswers: partlog's producer sends over TCP,
+// and the first answers are lost after the node appended the batches.
+// Idempotent, it sends them again with their sequence numbers, the node
+// answers the duplicates with their first offsets, and the log holds
+// each record exactly once. Without idempotence the same faults leave
+// duplicates, which shows the faults bite.
+func TestTCPIdempotentProducerLostAnswers(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			n := openNode(t, vfs.NewMem())
+			defer n.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2}))
+			l := &losingAnswers{Node: n}
+			l.lose.Store(3)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			s := transport.NewServer(l, transport.ServerOptions{})
+			go s.Serve(ln)
+			defer s.Close()
+			c, err := transport.Dial(ctx, ln.Addr().String(), transport.DialOptions{ReconnectBackoff: time.Millisecond})
+			require.NoError(t, err)
+			defer c.Close()
+
+			p, err := producer.New(c, producer.Idempotent(idempotent), producer.RetryBackoff(time.Millisecond))
+			require.NoError(t, err)
+			const total = 300
+			recs := make([]*producer.Record, total)
+			for i := range recs {
+				recs[i] = &producer.Record{Topic: "study", Partition: int32(i % 2), Value: fmt.Appendf(nil, "v%d", i)}
+			}
+			// In rounds, so that several requests carry batches.
+			for i := 0; i < total; i += 50 {
+				require.NoError(t, p.ProduceSync(ctx, recs[i:i+50]...).FirstErr())
+			}
+			require.NoError(t, p.Close())
+			require.Less(t, l.lose.Load(), int32(0), "every planned loss happened")
+
+			d, err := n.DescribeTopics("study")
+			require.NoError(t, err)
+			leo := d[0].Partitions[0].LogEndOffset + d[0].Partitions[1].LogEndOffset
+			if !idempotent {
+				require.Greater(t, leo, int64(total), "lost answers made duplicates")
+				return
+			}
+			require.Equal(t, int64(total), leo)
+			cons, err := consumer.New(c, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+			require.NoError(t, err)
+			defer cons.Close()
+			seen := map[string]bool{}
+			for rec, err := range cons.Records(ctx) {
+				require.NoError(t, err)
+				require.False(t, seen[string(rec.Value)], "%s twice", rec.Value)
+				seen[string(rec.Value)] = true
+				if len(seen) == total {
+					break
+				}
+			}
+			for i, r := range recs {
+				require.True(t, seen[string(r.Value)])
+				require.Equal(t, int64(i/2), r.Offset, "acknowledged at the offset it has in the log")
+			}
+		})
+	}
 }
