@@ -14,7 +14,13 @@
 // process. Because the protocol is Kafka's, a Kafka client (franz-go, the
 // Java client) can produce to and fetch from a partlog node too, in the
 // API versions that carry RecordBatch v2: ApiVersions, Metadata, Produce,
-// Fetch and ListOffsets.
+// Fetch and ListOffsets; and use its consumer groups (FindCoordinator,
+// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+// DescribeGroups, ListGroups, DeleteGroups), its producer ids
+// (InitProducerId, for idempotent producers) and its admin APIs
+// (CreateTopics, DeleteTopics, DescribeConfigs). A server advertises an
+// optional API in ApiVersions only when its handler implements the
+// interface.
 //
 // Errors come in two kinds. A method's error return says the request got no
 // answer at all (the node is closed, the connection failed, the context
