@@ -403,6 +403,36 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	}
 	require.NoError(t, got2.err)
 	require.Len(t, got2.owner, partitions, "the remaining member reads every partition")
+
+	// A Kafka admin's view, through kgo's requests from a client outside
+	// the group: the group and its offsets, then its deletion.
+	members[0].Close()
+	lg := kmsg.NewPtrListGroupsRequest()
+	lgResp, err := lg.RequestWith(ctx, prod)
+	require.NoError(t, err)
+	require.Len(t, lgResp.Groups, 1)
+	require.Equal(t, "kgroup", lgResp.Groups[0].Group)
+	require.Equal(t, "Empty", lgResp.Groups[0].GroupState, "both members left")
+	of := kmsg.NewPtrOffsetFetchRequest()
+	ofg := kmsg.NewOffsetFetchRequestGroup()
+	ofg.Group = "kgroup"
+	of.Groups = append(of.Groups, ofg)
+	ofResp, err := of.RequestWith(ctx, prod)
+	require.NoError(t, err)
+	require.Len(t, ofResp.Groups, 1)
+	for _, tr := range ofResp.Groups[0].Topics {
+		for _, pr := range tr.Partitions {
+			require.Equal(t, got2.next[pr.Partition], pr.Offset, "partition %d", pr.Partition)
+		}
+	}
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"kgroup"}
+	dgResp, err := dg.RequestWith(ctx, prod)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), dgResp.Groups[0].ErrorCode)
+	desc, err = n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
+	require.NoError(t, err)
+	require.Equal(t, "Dead", desc.Groups[0].State)
 }
 
 // losingAnswers is a Node whose first produces are appended but not
