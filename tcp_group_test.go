@@ -554,3 +554,76 @@ func TestTCPIdempotentProducerLostAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestTCPGroupMemberRidesOutBrokenConnections: the server in front of a
+// node is closed, breaking every connection of a consumer.Group member
+// over TCP, and a new one listens on the same address. The member keeps
+// its membership (the outage is shorter than its session), reconnects, and
+// consumes what was produced meanwhile: every record once, at contiguous
+// offsets, with the commits at the log end afterwards.
+func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.OffsetsTopicPartitions(1))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	s := transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+
+	c, err := transport.Dial(ctx, addr, transport.DialOptions{ReconnectBackoff: time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	m, err := consumer.New(c, consumer.Group("lzl"), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest),
+		consumer.DisableAutoCommit(), consumer.SessionTimeout(30*time.Second))
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := producer.New(n) // in the node's process: only the member's connections break
+	require.NoError(t, err)
+	defer p.Close()
+
+	const round = 100
+	got := newConsumed(2 * round)
+	produce := func(from int) {
+		recs := make([]*producer.Record, round)
+		for i := range recs {
+			recs[i] = &producer.Record{Topic: "study", Partition: int32(i % 2), Value: fmt.Appendf(nil, "v%d", from+i)}
+		}
+		require.NoError(t, p.ProduceSync(ctx, recs...).FirstErr())
+	}
+	consume := func(until int) {
+		for got.total < until && got.err == nil {
+			fs, err := m.Poll(ctx, time.Second)
+			require.NoError(t, err)
+			fs.EachRecord(func(r *consumer.Record) { got.add(0, r.Partition, r.Offset, string(r.Value)) })
+			if err := m.Commit(ctx); err != nil {
+				require.True(t, transport.IsRetriable(err), "a commit fails only for the broken connection: %v", err)
+			}
+		}
+		require.NoError(t, got.err)
+	}
+	produce(0)
+	consume(round)
+	generation := m.GroupMetadata().Generation
+
+	require.NoError(t, s.Close()) // every connection breaks
+	ln, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	s = transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+	defer s.Close()
+
+	produce(round)
+	consume(2 * round)
+	require.NoError(t, m.Commit(ctx))
+	require.Equal(t, generation, m.GroupMetadata().Generation, "the member kept its membership: no rebalance")
+	d, err := n.DescribeTopics("study")
+	require.NoError(t, err)
+	committed, err := m.Committed(ctx)
+	require.NoError(t, err)
+	for p := range int32(2) {
+		require.Equal(t, d[0].Partitions[p].LogEndOffset, committed[consumer.TopicPartition{Topic: "study", Partition: p}].Offset)
+	}
+}
