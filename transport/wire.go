@@ -31,8 +31,8 @@ var supportedAPIs = []apiRange{
 	{key: 1, min: 4, max: 12}, // Fetch
 	{key: 2, min: 1, max: 7},  // ListOffsets
 	{key: 3, min: 1, max: 12}, // Metadata
-	{key: 8, min: 2, max: 9},  // OffsetCommit
-	{key: 9, min: 1, max: 9},  // OffsetFetch
+	{key: 8, min: 2, max: 9},  // OffsetCommit (v0 is ZooKeeper's, v1 has per-offset timestamps)
+	{key: 9, min: 1, max: 9},  // OffsetFetch (v0 reads ZooKeeper)
 	{key: 10, min: 0, max: 5}, // FindCoordinator
 	{key: 11, min: 0, max: 9}, // JoinGroup
 	{key: 12, min: 0, max: 4}, // Heartbeat
