@@ -3,8 +3,8 @@
 // Metadata, with Kafka's error codes — and the Client interface through
 // which clients send them. Consumer groups use the optional GroupClient
 // interface (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, DescribeGroups, ListGroups, DeleteGroups,
-// FindCoordinator), found by a type assertion on a Client.
+// OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, FindCoordinator), found by a type
+// assertion on a Client.
 //
 // A Node in the same process implements Client directly: a request is a Go
 // value handed over and answered with no encoding. Between processes the
@@ -14,12 +14,13 @@
 // process. Because the protocol is Kafka's, a Kafka client (franz-go, the
 // Java client) can produce to and fetch from a partlog node too, in the
 // API versions that carry RecordBatch v2: ApiVersions, Metadata, Produce,
-// Fetch and ListOffsets; and, when the Server's handler is a GroupClient
-// (a Node is), be a member of a consumer group, with the group requests
-// above. The TCPClient is a GroupClient too; it sends JoinGroup and
-// SyncGroup, which wait for the rest of the group, on a connection of
-// their own, and a node answers a connection's requests in order, so each
-// member of a group needs a TCPClient of its own.
+// Fetch and ListOffsets; and use its consumer groups (FindCoordinator,
+// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+// DescribeGroups, ListGroups, DeleteGroups), its producer ids
+// (InitProducerId, for idempotent producers) and its admin APIs
+// (CreateTopics, DeleteTopics, DescribeConfigs). A server advertises an
+// optional API in ApiVersions only when its handler implements the
+// interface.
 //
 // Errors come in two kinds. A method's error return says the request got no
 // answer at all (the node is closed, the connection failed, the context

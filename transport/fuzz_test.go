@@ -1,8 +1,8 @@
 package transport
 
 import (
-	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,34 +19,27 @@ func FuzzServerRequest(f *testing.F) {
 		metadataToWire(&MetadataRequest{Topics: []string{"a", "b"}}, 12),
 		produceToWire(&ProduceRequest{Acks: AcksLeader}, 3),
 		fetchToWire(&FetchRequest{}, 4),
+		findCoordinatorToWire(&FindCoordinatorRequest{Key: "g"}, 5),
+		findCoordinatorToWire(&FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction}, 3),
+		joinGroupToWire(&JoinGroupRequest{Group: "g", SessionTimeout: time.Second, MemberID: "m", GroupInstanceID: "i",
+			ProtocolType: "consumer", Protocols: []JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}, Reason: "r"}, 9),
+		joinGroupToWire(&JoinGroupRequest{Group: "g", ProtocolType: "consumer"}, 0),
+		syncGroupToWire(&SyncGroupRequest{Group: "g", GenerationID: 1, MemberID: "m", ProtocolType: "consumer",
+			Assignments: []SyncGroupAssignment{{MemberID: "m", Assignment: []byte("a")}}}, 5),
+		heartbeatToWire(&HeartbeatRequest{Group: "g", GenerationID: 1, MemberID: "m", GroupInstanceID: "i"}, 4),
+		leaveGroupToWire(&LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m", Reason: "bye"}}}, 5),
+		leaveGroupToWire(&LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m"}}}, 0),
+		offsetCommitToWire(&OffsetCommitRequest{Group: "g", GenerationID: 1, MemberID: "m", Topics: []OffsetCommitTopic{{Topic: "t",
+			Partitions: []OffsetCommitPartition{{Partition: 0, Offset: 5, LeaderEpoch: 1, Metadata: "x"}}}}}, 9),
+		offsetCommitToWire(&OffsetCommitRequest{Group: "g", GenerationID: -1}, 2),
+		offsetFetchToWire(&OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}}}, 9),
+		offsetFetchToWire(&OffsetFetchRequest{Group: "g"}, 7),
+		describeGroupsToWire(&DescribeGroupsRequest{Groups: []string{"g", "h"}}, 6),
+		listGroupsToWire(&ListGroupsRequest{StatesFilter: []string{"Stable"}}, 4),
+		deleteGroupsToWire(&DeleteGroupsRequest{Groups: []string{"g"}}, 3),
+		initProducerIDToWire(&InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, 5),
+		initProducerIDToWire(&InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute}, 0),
 	}
-	// The group requests.
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Version, join.Group, join.ProtocolType, join.SessionTimeoutMillis = 9, "g", "consumer", 10000
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
-	sync := kmsg.NewPtrSyncGroupRequest()
-	sync.Version, sync.Group, sync.MemberID = 5, "g", "m"
-	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{0, 0}}}
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Version, commit.Group = 8, "g"
-	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version, fetch.Group = 7, "g"
-	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Version, leave.Group = 5, "g"
-	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
-	find := kmsg.NewPtrFindCoordinatorRequest()
-	find.Version, find.CoordinatorKey = 3, "g"
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Version, hb.Group, hb.MemberID = 4, "g", "m"
-	describe := kmsg.NewPtrDescribeGroupsRequest()
-	describe.Version, describe.Groups = 5, []string{"g"}
-	list := kmsg.NewPtrListGroupsRequest()
-	list.Version = 4
-	del := kmsg.NewPtrDeleteGroupsRequest()
-	del.Version, del.Groups = 2, []string{"g"}
-	seeds = append(seeds, join, sync, commit, fetch, leave, find, hb, describe, list, del)
 	for _, req := range seeds {
 		f.Add(fmt.AppendRequest(nil, req, 7)[4:])
 	}
@@ -71,80 +64,42 @@ func FuzzServerRequest(f *testing.F) {
 			listOffsetsFromWire(req)
 		case *kmsg.MetadataRequest:
 			metadataFromWire(req)
-		default:
-			if _, _, err := dispatchGroup(context.Background(), stubGroups{}, req, h.apiVersion, "127.0.0.1:9092"); err != nil {
-				t.Fatalf("a group request failed: %v", err)
+		case *kmsg.FindCoordinatorRequest:
+			reqs := findCoordinatorFromWire(req)
+			resps := make([]*FindCoordinatorResponse, len(reqs))
+			for i := range resps {
+				resps[i] = &FindCoordinatorResponse{}
 			}
+			if len(reqs) > 0 {
+				findCoordinatorResponseToWire(reqs, resps, h.apiVersion).AppendTo(nil)
+			}
+		case *kmsg.JoinGroupRequest:
+			joinGroupFromWire(req)
+		case *kmsg.SyncGroupRequest:
+			syncGroupFromWire(req)
+		case *kmsg.HeartbeatRequest:
+			heartbeatFromWire(req)
+		case *kmsg.LeaveGroupRequest:
+			leaveGroupFromWire(req)
+		case *kmsg.OffsetCommitRequest:
+			offsetCommitFromWire(req)
+		case *kmsg.OffsetFetchRequest:
+			reqs := offsetFetchFromWire(req)
+			resps := make([]*OffsetFetchResponse, len(reqs))
+			for i := range resps {
+				resps[i] = &OffsetFetchResponse{}
+			}
+			if len(reqs) > 0 {
+				offsetFetchResponseToWire(reqs, resps, h.apiVersion).AppendTo(nil)
+			}
+		case *kmsg.DescribeGroupsRequest:
+			describeGroupsFromWire(req)
+		case *kmsg.ListGroupsRequest:
+			listGroupsFromWire(req)
+		case *kmsg.DeleteGroupsRequest:
+			deleteGroupsFromWire(req)
+		case *kmsg.InitProducerIDRequest:
+			initProducerIDFromWire(req)
 		}
 	})
-}
-
-// stubGroups answers every group request at once, echoing what it can.
-type stubGroups struct{}
-
-func (stubGroups) FindCoordinator(_ context.Context, r *FindCoordinatorRequest) (*FindCoordinatorResponse, error) {
-	return &FindCoordinatorResponse{NodeID: 1}, nil
-}
-func (stubGroups) JoinGroup(_ context.Context, r *JoinGroupRequest) (*JoinGroupResponse, error) {
-	resp := &JoinGroupResponse{MemberID: r.MemberID, Leader: r.MemberID, ProtocolType: r.ProtocolType}
-	for _, p := range r.Protocols {
-		resp.Members = append(resp.Members, JoinGroupMember{MemberID: r.MemberID, GroupInstanceID: r.GroupInstanceID, Metadata: p.Metadata})
-	}
-	return resp, nil
-}
-func (stubGroups) SyncGroup(_ context.Context, r *SyncGroupRequest) (*SyncGroupResponse, error) {
-	resp := &SyncGroupResponse{ProtocolType: r.ProtocolType, ProtocolName: r.ProtocolName}
-	if len(r.Assignments) > 0 {
-		resp.Assignment = r.Assignments[0].Assignment
-	}
-	return resp, nil
-}
-func (stubGroups) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
-	return &HeartbeatResponse{Err: ErrRebalanceInProgress}, nil
-}
-func (stubGroups) LeaveGroup(_ context.Context, r *LeaveGroupRequest) (*LeaveGroupResponse, error) {
-	resp := &LeaveGroupResponse{}
-	for _, m := range r.Members {
-		resp.Members = append(resp.Members, LeaveGroupMemberResponse{MemberID: m.MemberID, GroupInstanceID: m.GroupInstanceID})
-	}
-	return resp, nil
-}
-func (stubGroups) OffsetCommit(_ context.Context, r *OffsetCommitRequest) (*OffsetCommitResponse, error) {
-	resp := &OffsetCommitResponse{}
-	for _, t := range r.Topics {
-		rt := OffsetCommitTopicResponse{Topic: t.Topic}
-		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, OffsetCommitPartitionResponse{Partition: p.Partition, Err: ErrIllegalGeneration})
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
-}
-func (stubGroups) OffsetFetch(_ context.Context, r *OffsetFetchRequest) (*OffsetFetchResponse, error) {
-	resp := &OffsetFetchResponse{}
-	for _, t := range r.Topics {
-		rt := OffsetFetchTopicResponse{Topic: t.Topic}
-		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, OffsetFetchPartitionResponse{Partition: p, Offset: -1, LeaderEpoch: -1})
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, nil
-}
-func (stubGroups) DescribeGroups(_ context.Context, r *DescribeGroupsRequest) (*DescribeGroupsResponse, error) {
-	resp := &DescribeGroupsResponse{}
-	for _, g := range r.Groups {
-		resp.Groups = append(resp.Groups, DescribedGroup{Group: g, State: "Dead", Members: []DescribedMember{{MemberID: g}}})
-	}
-	return resp, nil
-}
-func (stubGroups) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
-	return &ListGroupsResponse{Groups: []ListedGroup{{Group: "g", State: "Empty"}}}, nil
-}
-func (stubGroups) DeleteGroups(_ context.Context, r *DeleteGroupsRequest) (*DeleteGroupsResponse, error) {
-	resp := &DeleteGroupsResponse{}
-	for _, g := range r.Groups {
-		resp.Results = append(resp.Results, DeletedGroup{Group: g, Err: ErrGroupIDNotFound})
-	}
-	return resp, nil
 }

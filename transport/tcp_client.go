@@ -43,23 +43,23 @@ func (o DialOptions) withDefaults() DialOptions {
 }
 
 // connection kinds: a client keeps one connection for each, so that a
-// fetch's long poll never holds up a produce.
+// fetch's long poll never holds up a produce. Group calls that wait
+// (JoinGroup, SyncGroup) take a connection of their own each, from a pool
+// of kind connGroup (see groupConn).
 const (
 	connProduce = iota
 	connFetch
 	connOther
-	// connJoin carries JoinGroup and SyncGroup, which wait for the rest
-	// of the group; connGroup the other group requests, so that commits
-	// are not held up behind a join.
-	connJoin
 	connGroup
 	connKinds
 )
 
 // TCPClient sends requests to one node over TCP in Kafka's wire protocol:
-// to a partlog Server, or to a Kafka broker. It implements Client, so a
-// producer or consumer in another process than the node uses it as it
-// would the node itself.
+// to a partlog Server, or to a Kafka broker. It implements Client,
+// AdminClient, GroupClient and ProducerIDClient, so a producer (idempotent
+// or not) or a consumer (in a group or not) in another process than the
+// node uses it as it would the node itself. A call the node does not
+// speak fails with ErrUnsupportedVersion.
 //
 // Requests are pipelined: many may be in flight on a connection, and are
 // answered in the order sent. A broken connection fails its requests in
@@ -76,6 +76,9 @@ type TCPClient struct {
 	failedAt [connKinds]time.Time
 	failure  [connKinds]error
 	versions map[int16]int16 // the highest version both sides speak, by api key
+	// groupConns are the connections for waiting group calls, each
+	// idle (true) or carrying one call (false).
+	groupConns map[*wireConn]bool
 }
 
 // Dial connects to the node at addr (host:port) and agrees on the
@@ -103,6 +106,9 @@ func (c *TCPClient) Close() error {
 		if wc != nil {
 			wc.fail(ErrClosed)
 		}
+	}
+	for wc := range c.groupConns {
+		wc.fail(ErrClosed)
 	}
 	return nil
 }
@@ -384,15 +390,15 @@ func (wc *wireConn) failLocked(err error) {
 	wc.order = nil
 }
 
-// writeLocked writes req with the next correlation id; with cl, the response
-// goes to cl. It is called with wc.mu held.
-func (wc *wireConn) writeLocked(req kmsg.Request, cl *call) error {
+// writeLocked writes req with the next correlation id, in a header that f
+// makes; with cl, the response goes to cl. It is called with wc.mu held.
+func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *call) error {
 	if wc.err != nil {
 		return wc.err
 	}
 	id := wc.nextID
 	wc.nextID++
-	wc.buf = wc.fmt.AppendRequest(wc.buf[:0], req, id)
+	wc.buf = f.AppendRequest(wc.buf[:0], req, id)
 	_, err := wc.w.Write(wc.buf)
 	if err == nil {
 		err = wc.w.Flush()
@@ -412,15 +418,20 @@ func (wc *wireConn) writeLocked(req kmsg.Request, cl *call) error {
 func (wc *wireConn) send(req kmsg.Request) error {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
-	return wc.writeLocked(req, nil)
+	return wc.writeLocked(wc.fmt, req, nil)
 }
 
 // request writes req and waits for its answer or for ctx to end.
 func (wc *wireConn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return wc.requestAs(ctx, wc.fmt, req)
+}
+
+// requestAs is request with the header f makes: another client id.
+func (wc *wireConn) requestAs(ctx context.Context, f *kmsg.RequestFormatter, req kmsg.Request) (kmsg.Response, error) {
 	cl := &call{resp: req.ResponseKind(), raw: make(chan []byte, 1)}
 	cl.resp.SetVersion(req.GetVersion())
 	wc.mu.Lock()
-	err := wc.writeLocked(req, cl)
+	err := wc.writeLocked(f, req, cl)
 	wc.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -480,6 +491,8 @@ func (wc *wireConn) readLoop() {
 }
 
 var (
-	_ Client      = (*TCPClient)(nil)
-	_ AdminClient = (*TCPClient)(nil)
+	_ Client           = (*TCPClient)(nil)
+	_ AdminClient      = (*TCPClient)(nil)
+	_ GroupClient      = (*TCPClient)(nil)
+	_ ProducerIDClient = (*TCPClient)(nil)
 )

@@ -57,7 +57,9 @@ var ErrServerClosed = errors.New("transport: server closed")
 // — a *partlog.Node — so that producers and consumers in other processes,
 // partlog's own (Dial) or any Kafka client, reach the node: ApiVersions,
 // Metadata, Produce, Fetch and ListOffsets, in the versions that carry
-// RecordBatch v2.
+// RecordBatch v2; and, for a handler that implements the optional
+// interface, the admin APIs (AdminClient), the group coordinator's
+// (GroupClient) and InitProducerId (ProducerIDClient).
 //
 // As a Kafka broker does, it handles the requests of one connection one
 // at a time, in order, so that batches a client pipelines on a connection
@@ -157,9 +159,12 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
-	advertised := s.opts.Advertised
-	if advertised == "" {
-		advertised = local.String()
+	p := peer{advertised: s.opts.Advertised}
+	if p.advertised == "" {
+		p.advertised = local.String()
+	}
+	if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
+		p.clientHost = host
 	}
 	// Fetch answers go out with sendfile where the connection is a socket.
 	sc, _ := c.(syscall.Conn)
@@ -181,7 +186,7 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		}
 		c.SetReadDeadline(time.Time{})
 		var files []filePiece
-		out, files, err = s.answer(out[:0], frame, advertised, sc)
+		out, files, err = s.answer(out[:0], frame, p, sc)
 		if err != nil {
 			// Kafka closes a connection whose request it cannot parse.
 			s.opts.Logger.Warn("transport: bad request", "remote", c.RemoteAddr(), "err", err)
@@ -233,11 +238,17 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 	return dst, nil
 }
 
+// peer is what a server knows of a connection's two ends.
+type peer struct {
+	advertised string // the server's address, for answers that name it
+	clientHost string // the client's IP address
+}
+
 // answer handles one request frame and appends its response frame to out,
 // or nothing for a request that gets none. A Fetch answer on a socket
 // (sc not nil) leaves its records in their files: the pieces say where
 // they go in the frame, and the caller closes them.
-func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) ([]byte, []filePiece, error) {
+func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []filePiece, error) {
 	h, req, body, err := parseRequestHeader(frame)
 	if err != nil {
 		return nil, nil, err
@@ -262,7 +273,7 @@ func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) (
 		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
 		return out, pieces, nil
 	}
-	resp, err := s.dispatch(req, h.apiVersion, advertised)
+	resp, err := s.dispatch(req, h, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -272,9 +283,9 @@ func (s *Server) answer(out, frame []byte, advertised string, sc syscall.Conn) (
 	return appendResponseFrame(out, h.correlationID, resp), nil, nil
 }
 
-// dispatch calls the handler for one decoded request.
-func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (kmsg.Response, error) {
-	ctx := s.ctx
+// dispatch calls the handler for one decoded request with header h.
+func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Response, error) {
+	ctx, version := s.ctx, h.apiVersion
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		if req.TransactionID != nil {
@@ -299,12 +310,19 @@ func (s *Server) dispatch(req kmsg.Request, version int16, advertised string) (k
 		if err != nil {
 			return nil, err
 		}
-		fillAddresses(resp, advertised)
+		fillAddresses(resp, p.advertised)
 		return metadataResponseToWire(resp, version), nil
 	}
-	if gc, ok := s.handler.(GroupClient); ok {
-		if resp, handled, err := dispatchGroup(ctx, gc, req, version, advertised); handled {
-			return resp, err
+	if gc, ok := s.handler.(GroupClient); ok && isGroupRequest(req) {
+		return s.dispatchGroup(ctx, gc, req, h, p)
+	}
+	if pc, ok := s.handler.(ProducerIDClient); ok {
+		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
+			resp, err := pc.InitProducerID(ctx, initProducerIDFromWire(req))
+			if err != nil {
+				return nil, err
+			}
+			return initProducerIDResponseToWire(resp, version), nil
 		}
 	}
 	if admin, ok := s.handler.(AdminClient); ok {

@@ -21,41 +21,51 @@ type apiRange struct {
 }
 
 // supportedAPIs are the APIs and versions partlog's TCP client sends and
-// its server answers (the admin APIs only for a handler that is an
-// AdminClient, the group APIs for a GroupClient), as ApiVersions reports them. The minimums are the first
-// versions that carry RecordBatch v2 (magic 2); the maximums the last that
-// name topics rather than topic ids.
+// its server answers (some only for a handler that implements an optional
+// interface: see optionalAPIs), as ApiVersions reports them. The minimums
+// of the data APIs are the first versions that carry RecordBatch v2 (magic
+// 2); the maximums the last that name topics rather than topic ids, and
+// that carry nothing partlog's types do not hold.
 var supportedAPIs = []apiRange{
 	{key: 0, min: 3, max: 9},  // Produce
 	{key: 1, min: 4, max: 12}, // Fetch
 	{key: 2, min: 1, max: 7},  // ListOffsets
 	{key: 3, min: 1, max: 12}, // Metadata
-	{key: 18, min: 0, max: 3}, // ApiVersions
-	{key: 19, min: 2, max: 7}, // CreateTopics
-	{key: 20, min: 1, max: 5}, // DeleteTopics
-	{key: 32, min: 1, max: 4}, // DescribeConfigs
-	{key: 8, min: 2, max: 8},  // OffsetCommit
-	{key: 9, min: 1, max: 7},  // OffsetFetch
-	{key: 10, min: 0, max: 3}, // FindCoordinator
+	{key: 8, min: 2, max: 9},  // OffsetCommit (v0 is ZooKeeper's, v1 has per-offset timestamps)
+	{key: 9, min: 1, max: 9},  // OffsetFetch (v0 reads ZooKeeper)
+	{key: 10, min: 0, max: 5}, // FindCoordinator
 	{key: 11, min: 0, max: 9}, // JoinGroup
 	{key: 12, min: 0, max: 4}, // Heartbeat
 	{key: 13, min: 0, max: 5}, // LeaveGroup
 	{key: 14, min: 0, max: 5}, // SyncGroup
-	{key: 15, min: 0, max: 5}, // DescribeGroups
+	{key: 15, min: 0, max: 6}, // DescribeGroups
 	{key: 16, min: 0, max: 4}, // ListGroups
-	{key: 42, min: 0, max: 2}, // DeleteGroups
+	{key: 18, min: 0, max: 3}, // ApiVersions
+	{key: 19, min: 2, max: 7}, // CreateTopics
+	{key: 20, min: 1, max: 5}, // DeleteTopics
+	{key: 22, min: 0, max: 5}, // InitProducerId
+	{key: 32, min: 1, max: 4}, // DescribeConfigs
+	{key: 42, min: 0, max: 3}, // DeleteGroups
 }
 
-// adminAPIs are the keys of the AdminClient's APIs.
-var adminAPIs = map[int16]bool{19: true, 20: true, 32: true}
+// optionalAPIs are the APIs a server answers only when its handler
+// implements an optional interface: the predicate says whether it does.
+var optionalAPIs = map[int16]func(Client) bool{
+	8: isGroupClient, 9: isGroupClient, 10: isGroupClient, 11: isGroupClient, 12: isGroupClient,
+	13: isGroupClient, 14: isGroupClient, 15: isGroupClient, 16: isGroupClient, 42: isGroupClient,
+	19: isAdminClient, 20: isAdminClient, 32: isAdminClient,
+	22: isProducerIDClient,
+}
+
+func isAdminClient(h Client) bool      { _, ok := h.(AdminClient); return ok }
+func isGroupClient(h Client) bool      { _, ok := h.(GroupClient); return ok }
+func isProducerIDClient(h Client) bool { _, ok := h.(ProducerIDClient); return ok }
 
 // apisFor returns the APIs a server with handler h answers.
 func apisFor(h Client) []apiRange {
-	_, admin := h.(AdminClient)
-	_, groups := h.(GroupClient)
 	var apis []apiRange
 	for _, r := range supportedAPIs {
-		if (!adminAPIs[r.key] || admin) && (!groupAPIs[r.key] || groups) {
+		if has, optional := optionalAPIs[r.key]; !optional || has(h) {
 			apis = append(apis, r)
 		}
 	}

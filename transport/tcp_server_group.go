@@ -1,0 +1,134 @@
+package transport
+
+// tcp_server_group.go answers the group coordinator's requests for a
+// handler that is a GroupClient.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// isGroupRequest reports whether req is one of GroupClient's.
+func isGroupRequest(req kmsg.Request) bool {
+	switch req.(type) {
+	case *kmsg.FindCoordinatorRequest, *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
+		*kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest,
+		*kmsg.ListGroupsRequest, *kmsg.DeleteGroupsRequest:
+		return true
+	}
+	return false
+}
+
+// dispatchGroup calls a GroupClient handler for one decoded request with
+// header h, from the client at p.
+//
+// A JoinGroup or SyncGroup may wait for the other members, up to the
+// rebalance timeout; the connection answers nothing else meanwhile, so
+// clients send them on a connection of their own.
+func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Request, h requestHeader, p peer) (kmsg.Response, error) {
+	version := h.apiVersion
+	switch req := req.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		reqs := findCoordinatorFromWire(req)
+		if len(reqs) == 0 {
+			return nil, fmt.Errorf("%w: FindCoordinator names no key", ErrInvalidRequest)
+		}
+		resps := make([]*FindCoordinatorResponse, len(reqs))
+		for i, r := range reqs {
+			resp, err := gc.FindCoordinator(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			fillCoordinator(resp, p.advertised)
+			resps[i] = resp
+		}
+		return findCoordinatorResponseToWire(reqs, resps, version), nil
+	case *kmsg.JoinGroupRequest:
+		r := joinGroupFromWire(req)
+		r.ClientID, r.ClientHost = deref(h.clientID), p.clientHost
+		resp, err := gc.JoinGroup(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return joinGroupResponseToWire(resp, version), nil
+	case *kmsg.SyncGroupRequest:
+		resp, err := gc.SyncGroup(ctx, syncGroupFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return syncGroupResponseToWire(resp, version), nil
+	case *kmsg.HeartbeatRequest:
+		resp, err := gc.Heartbeat(ctx, heartbeatFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return heartbeatResponseToWire(resp, version), nil
+	case *kmsg.LeaveGroupRequest:
+		resp, err := gc.LeaveGroup(ctx, leaveGroupFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return leaveGroupResponseToWire(resp, version), nil
+	case *kmsg.OffsetCommitRequest:
+		resp, err := gc.OffsetCommit(ctx, offsetCommitFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return offsetCommitResponseToWire(resp, version), nil
+	case *kmsg.OffsetFetchRequest:
+		reqs := offsetFetchFromWire(req)
+		if len(reqs) == 0 {
+			return nil, fmt.Errorf("%w: OffsetFetch names no group", ErrInvalidRequest)
+		}
+		resps := make([]*OffsetFetchResponse, len(reqs))
+		for i, r := range reqs {
+			resp, err := gc.OffsetFetch(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			resps[i] = resp
+		}
+		return offsetFetchResponseToWire(reqs, resps, version), nil
+	case *kmsg.DescribeGroupsRequest:
+		resp, err := gc.DescribeGroups(ctx, describeGroupsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return describeGroupsResponseToWire(resp, version), nil
+	case *kmsg.ListGroupsRequest:
+		resp, err := gc.ListGroups(ctx, listGroupsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return listGroupsResponseToWire(resp, version), nil
+	case *kmsg.DeleteGroupsRequest:
+		resp, err := gc.DeleteGroups(ctx, deleteGroupsFromWire(req))
+		if err != nil {
+			return nil, err
+		}
+		return deleteGroupsResponseToWire(resp, version), nil
+	}
+	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// fillCoordinator gives a FindCoordinator answer that names a coordinator
+// without an address the server's: a single node does not know its
+// listener.
+func fillCoordinator(resp *FindCoordinatorResponse, advertised string) {
+	if resp.Err != nil || resp.Host != "" {
+		return
+	}
+	host, portText, err := net.SplitHostPort(advertised)
+	if err != nil {
+		return
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return
+	}
+	resp.Host, resp.Port = host, int32(port)
+}
