@@ -38,8 +38,17 @@
 // (consumer.Group); a group's committed offsets, fenced by generation, live
 // in the compacted internal topic __consumer_offsets and survive crashes.
 //
-// Exactly-once (idempotent producers, transactions) and replication across
-// nodes are the project's next steps.
+// Producers are idempotent by default: a retry after a lost answer, a
+// timeout or a node restart is recognised by its producer id and sequence
+// and never written twice. Topics with cleanup.policy=compact keep the
+// latest record per key (the log cleaner). A Node serves other processes
+// over TCP in Kafka's own wire protocol (transport.NewServer, partlog
+// serve): partlog's producer and consumer through transport.Dial, or any
+// Kafka client.
+//
+// Replication across nodes (the replica package's state machine, wired into
+// the Node with a controller) and transactions are the project's next
+// steps.
 //
 // # Packages, bottom up
 //
@@ -49,10 +58,15 @@
 //	index      the mmap'd offset index (.index) and time index (.timeindex)
 //	segment    one .log file with its indexes: append, read, recover
 //	log        one partition's directory of segments; Dir for a node's directory
-//	transport  Produce, Fetch, ListOffsets, Metadata and Kafka's error codes;
-//	           the Client interface a Node implements in process
-//	partition  one partition: log, high watermark, leader epoch, long polls
-//	producer   partitioners, batching, acks, retries
+//	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
+//	           producer-id calls, Kafka's error codes; the Client interface a
+//	           Node implements in process, and a TCP server and client in
+//	           Kafka's wire protocol
+//	partition  one partition: log, high watermark, leader epoch, long polls,
+//	           idempotent producers' state
+//	replica    replication as a deterministic state machine: followers, ISR,
+//	           high watermark, truncation by leader epoch
+//	producer   partitioners, batching, acks, retries, idempotence
 //	group      the group coordinator: membership, generations, offsets in
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
@@ -60,7 +74,8 @@
 //	partlog    the Node that wires them: topics, configs, requests
 //
 // The command partlog (cmd/partlog) is Kafka's console tools for a data
-// directory: topics, produce, consume, groups, perf, dump-log.
+// directory or a served node: topics, produce, consume, groups, perf,
+// dump-log, and serve.
 //
 // # On disk
 //
