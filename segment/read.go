@@ -77,6 +77,10 @@ func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size i
 	end := s.size.Load()
 	sc := newPooledScanner(s.log, s.indexedBelow(startOffset, end), end, ScanHeaders)
 	defer sc.release()
+	// Read the first header alone, not with a chunk of the batch behind
+	// it: a range sent with sendfile then copies almost nothing into
+	// memory, and Read reads the range again anyway.
+	sc.big = true
 	pos = -1
 	for sc.Next() {
 		h := sc.Header()
