@@ -1,0 +1,469 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// ClusterClient is a Client for a cluster of nodes, as a Kafka client is:
+// it learns from Metadata which node leads each partition, sends each
+// partition's part of a request to its leader over TCP (a TCPClient per
+// node), and learns again when a node answers that it no longer leads a
+// partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) or cannot be
+// reached. Such partitions come back with their retriable error, which a
+// producer or consumer retries after its backoff, by then at the new
+// leader. It also gets producer ids (from any node).
+//
+// ClusterClient is safe for concurrent use.
+type ClusterClient struct {
+	bootstrap []string
+	opts      DialOptions
+
+	mu      sync.Mutex
+	closed  bool
+	stale   bool                  // a node said the metadata is out of date
+	addrs   map[int32]string      // node id -> host:port, from Metadata
+	nodes   map[string]*TCPClient // by address
+	leaders map[string][]int32    // topic -> leader of each partition, -1 for none
+}
+
+// DialCluster connects to the cluster through the first reachable address
+// of bootstrap (host:port) and learns its nodes and leaders.
+func DialCluster(ctx context.Context, bootstrap []string, opts DialOptions) (*ClusterClient, error) {
+	if len(bootstrap) == 0 {
+		return nil, errors.New("transport: no bootstrap address")
+	}
+	c := &ClusterClient{
+		bootstrap: append([]string(nil), bootstrap...), opts: opts,
+		addrs: map[int32]string{}, nodes: map[string]*TCPClient{}, leaders: map[string][]int32{},
+	}
+	if _, err := c.Metadata(ctx, &MetadataRequest{}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the connections to every node.
+func (c *ClusterClient) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, n := range c.nodes {
+		n.Close()
+	}
+	clear(c.nodes)
+	return nil
+}
+
+// node returns the client of the node at addr, dialling it when needed.
+func (c *ClusterClient) node(ctx context.Context, addr string) (*TCPClient, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if n, ok := c.nodes[addr]; ok {
+		c.mu.Unlock()
+		return n, nil
+	}
+	c.mu.Unlock()
+	n, err := Dial(ctx, addr, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		n.Close()
+		return nil, ErrClosed
+	}
+	if old, ok := c.nodes[addr]; ok { // another caller dialled meanwhile
+		n.Close()
+		return old, nil
+	}
+	c.nodes[addr] = n
+	return n, nil
+}
+
+// anyNode calls fn with the nodes the client knows, in random order, then
+// the bootstrap addresses, until one answers.
+func (c *ClusterClient) anyNode(ctx context.Context, fn func(*TCPClient) error) error {
+	c.mu.Lock()
+	var addrs []string
+	for _, a := range c.addrs {
+		addrs = append(addrs, a)
+	}
+	c.mu.Unlock()
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	addrs = append(addrs, c.bootstrap...)
+	var errs []error
+	for _, a := range addrs {
+		n, err := c.node(ctx, a)
+		if err == nil {
+			if err = fn(n); err == nil {
+				return nil
+			}
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("%w: no node answered: %w", ErrNetwork, errors.Join(errs...))
+}
+
+// Metadata asks any node, and learns the nodes and leaders it answers.
+func (c *ClusterClient) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	var resp *MetadataResponse
+	err := c.anyNode(ctx, func(n *TCPClient) error {
+		var err error
+		resp, err = n.Metadata(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.learn(resp)
+	return resp, nil
+}
+
+// learn takes the nodes and leaders of a Metadata answer.
+func (c *ClusterClient) learn(resp *MetadataResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range resp.Brokers {
+		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if old, ok := c.addrs[b.NodeID]; ok && old != addr {
+			if n, ok := c.nodes[old]; ok {
+				n.Close()
+				delete(c.nodes, old)
+			}
+		}
+		c.addrs[b.NodeID] = addr
+	}
+	for _, t := range resp.Topics {
+		if t.Err != nil {
+			delete(c.leaders, t.Topic)
+			continue
+		}
+		leaders := make([]int32, len(t.Partitions))
+		for i := range leaders {
+			leaders[i] = -1
+		}
+		for _, p := range t.Partitions {
+			if int(p.Partition) < len(leaders) && p.Err == nil {
+				leaders[p.Partition] = p.Leader
+			}
+		}
+		c.leaders[t.Topic] = leaders
+	}
+	c.stale = false
+}
+
+// refresh learns the leaders of topics again when a node said the client's
+// view is stale, or when it knows nothing of one of topics.
+func (c *ClusterClient) refresh(ctx context.Context, topics []string) {
+	c.mu.Lock()
+	need := c.stale
+	for _, t := range topics {
+		if _, ok := c.leaders[t]; !ok {
+			need = true
+		}
+	}
+	known := make([]string, 0, len(c.leaders)+len(topics))
+	for t := range c.leaders {
+		known = append(known, t)
+	}
+	c.mu.Unlock()
+	if !need {
+		return
+	}
+	for _, t := range topics {
+		if !contains(known, t) {
+			known = append(known, t)
+		}
+	}
+	c.Metadata(ctx, &MetadataRequest{Topics: known}) // on failure, partitions answer LEADER_NOT_AVAILABLE
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderAddr returns the address of the leader of a partition, or "".
+func (c *ClusterClient) leaderAddr(topic string, partition int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leaders := c.leaders[topic]
+	if partition < 0 || int(partition) >= len(leaders) || leaders[partition] < 0 {
+		return ""
+	}
+	return c.addrs[leaders[partition]]
+}
+
+// noteAnswer marks the view stale when err says a node no longer leads
+// a partition or could not be reached.
+func (c *ClusterClient) noteAnswer(err error) {
+	if err == nil {
+		return
+	}
+	for _, stale := range []error{ErrNotLeaderOrFollower, ErrLeaderNotAvailable, ErrUnknownTopicOrPartition,
+		ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrNetwork, ErrNotEnoughReplicas} {
+		if errors.Is(err, stale) {
+			c.mu.Lock()
+			c.stale = true
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+// slot names a partition of a request: the index of its topic, and its
+// number.
+type slot struct {
+	topic     int
+	partition int32
+}
+
+// split groups the partitions of a request by the address of their
+// leader, those without a known leader under "", and says where each went.
+func split[P any](c *ClusterClient, topics []string, parts func(i int) []P, partition func(P) int32) (map[string]map[int][]P, map[slot]string) {
+	by := map[string]map[int][]P{}
+	route := map[slot]string{}
+	for i, t := range topics {
+		for _, p := range parts(i) {
+			addr := c.leaderAddr(t, partition(p))
+			if by[addr] == nil {
+				by[addr] = map[int][]P{}
+			}
+			by[addr][i] = append(by[addr][i], p)
+			route[slot{i, partition(p)}] = addr
+		}
+	}
+	return by, route
+}
+
+// fanOut calls send for each leader's share concurrently and returns the
+// answers by address, with the error of each address that gave none.
+func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send func(context.Context, *TCPClient, string) (R, error)) (map[string]R, map[string]error) {
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		resps = map[string]R{}
+		errs  = map[string]error{}
+	)
+	for _, addr := range addrs {
+		wg.Go(func() {
+			n, err := c.node(ctx, addr)
+			var r R
+			if err == nil {
+				r, err = send(ctx, n, addr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[addr] = err
+				c.noteAnswer(err)
+				return
+			}
+			resps[addr] = r
+		})
+	}
+	wg.Wait()
+	return resps, errs
+}
+
+// Produce sends each partition's batch to its leader.
+func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
+	topics := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i] = t.Topic
+	}
+	c.refresh(ctx, topics)
+	by, route := split(c, topics, func(i int) []ProducePartition { return req.Topics[i].Partitions },
+		func(p ProducePartition) int32 { return p.Partition })
+	addrs := leaderAddrs(by)
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n *TCPClient, addr string) (*ProduceResponse, error) {
+		sub := &ProduceRequest{Acks: req.Acks, Timeout: req.Timeout}
+		for i, parts := range by[addr] {
+			sub.Topics = append(sub.Topics, ProduceTopic{Topic: topics[i], Partitions: parts})
+		}
+		return n.Produce(ctx, sub)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &ProduceResponse{Topics: make([]ProduceTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		out.Topics[i].Topic = t.Topic
+		for _, p := range t.Partitions {
+			pr := ProducePartitionResponse{Partition: p.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			addr := route[slot{i, p.Partition}]
+			switch {
+			case addr == "":
+				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
+				c.noteAnswer(pr.Err)
+			case errs[addr] != nil:
+				pr.Err = errs[addr]
+			default:
+				if got, ok := findProduce(resps[addr], t.Topic, p.Partition); ok {
+					pr = got
+					c.noteAnswer(pr.Err)
+				} else {
+					pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
+				}
+			}
+			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
+		}
+	}
+	return out, nil
+}
+
+// leaderAddrs returns the addresses of a split that have a leader.
+func leaderAddrs[P any](by map[string]map[int][]P) []string {
+	var addrs []string
+	for a := range by {
+		if a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+func findProduce(r *ProduceResponse, topic string, partition int32) (ProducePartitionResponse, bool) {
+	for _, t := range r.Topics {
+		if t.Topic == topic {
+			for _, p := range t.Partitions {
+				if p.Partition == partition {
+					return p, true
+				}
+			}
+		}
+	}
+	return ProducePartitionResponse{}, false
+}
+
+// Fetch sends each partition's part to its leader; the leaders' long polls
+// run at once, and the answer comes when all have answered.
+func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
+	topics := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i] = t.Topic
+	}
+	c.refresh(ctx, topics)
+	by, route := split(c, topics, func(i int) []FetchPartition { return req.Topics[i].Partitions },
+		func(p FetchPartition) int32 { return p.Partition })
+	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n *TCPClient, addr string) (*FetchResponse, error) {
+		sub := *req
+		sub.Topics = nil
+		for i, parts := range by[addr] {
+			sub.Topics = append(sub.Topics, FetchTopic{Topic: topics[i], Partitions: parts})
+		}
+		return n.Fetch(ctx, &sub)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &FetchResponse{Topics: make([]FetchTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		out.Topics[i].Topic = t.Topic
+		for _, p := range t.Partitions {
+			pr := FetchPartitionResponse{Partition: p.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			addr := route[slot{i, p.Partition}]
+			switch {
+			case addr == "":
+				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
+				c.noteAnswer(pr.Err)
+			case errs[addr] != nil:
+				pr.Err = errs[addr]
+			default:
+				pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
+				for _, rt := range resps[addr].Topics {
+					for _, rp := range rt.Partitions {
+						if rt.Topic == t.Topic && rp.Partition == p.Partition {
+							pr = rp
+						}
+					}
+				}
+				c.noteAnswer(pr.Err)
+			}
+			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
+		}
+	}
+	return out, nil
+}
+
+// ListOffsets sends each partition's part to its leader.
+func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
+	topics := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i] = t.Topic
+	}
+	c.refresh(ctx, topics)
+	by, route := split(c, topics, func(i int) []ListOffsetsPartition { return req.Topics[i].Partitions },
+		func(p ListOffsetsPartition) int32 { return p.Partition })
+	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n *TCPClient, addr string) (*ListOffsetsResponse, error) {
+		sub := &ListOffsetsRequest{ReplicaID: req.ReplicaID, Isolation: req.Isolation}
+		for i, parts := range by[addr] {
+			sub.Topics = append(sub.Topics, ListOffsetsTopic{Topic: topics[i], Partitions: parts})
+		}
+		return n.ListOffsets(ctx, sub)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &ListOffsetsResponse{Topics: make([]ListOffsetsTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		out.Topics[i].Topic = t.Topic
+		for _, p := range t.Partitions {
+			pr := ListOffsetsPartitionResponse{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+			addr := route[slot{i, p.Partition}]
+			switch {
+			case addr == "":
+				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
+				c.noteAnswer(pr.Err)
+			case errs[addr] != nil:
+				pr.Err = errs[addr]
+			default:
+				pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
+				for _, rt := range resps[addr].Topics {
+					for _, rp := range rt.Partitions {
+						if rt.Topic == t.Topic && rp.Partition == p.Partition {
+							pr = rp
+						}
+					}
+				}
+				c.noteAnswer(pr.Err)
+			}
+			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
+		}
+	}
+	return out, nil
+}
+
+// InitProducerID gets a producer id from any node.
+func (c *ClusterClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
+	var resp *InitProducerIDResponse
+	err := c.anyNode(ctx, func(n *TCPClient) error {
+		var err error
+		resp, err = n.InitProducerID(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+var (
+	_ Client           = (*ClusterClient)(nil)
+	_ ProducerIDClient = (*ClusterClient)(nil)
+)
