@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,17 +65,23 @@ var benchFetchBytes = flag.Int("fetch-bytes", 1<<20, "MaxPartitionFetchBytes for
 
 // BenchmarkConsume reads a partition of records from the page cache, from
 // the beginning to the end, once per op: through Poll, and through the
-// Records iterator.
+// Records iterator, each with new memory for every fetch (the default) and
+// with FetchBuffers(ReuseBuffers).
 func BenchmarkConsume(b *testing.B) {
 	for _, shape := range benchShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			node := filledNode(b, shape.records, shape.size, shape.batch)
-			for _, how := range []string{"poll", "iter"} {
+			for _, how := range []string{"poll", "iter", "poll-reuse", "iter-reuse"} {
 				b.Run(how, func(b *testing.B) {
 					b.SetBytes(int64(shape.records * shape.size))
 					b.ReportAllocs()
+					iterate := strings.HasPrefix(how, "iter")
+					buffers := consumer.KeepBuffers
+					if strings.HasSuffix(how, "-reuse") {
+						buffers = consumer.ReuseBuffers
+					}
 					for b.Loop() {
-						consumeAll(b, node, shape.records, shape.size, how == "iter")
+						consumeAll(b, node, shape.records, shape.size, iterate, buffers)
 					}
 					b.ReportMetric(float64(shape.records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 				})
@@ -119,10 +126,10 @@ func BenchmarkNodeFetch(b *testing.B) {
 
 // consumeAll reads want records of size-byte values from the start of
 // "bench"-0 and checks that they all came.
-func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool) {
+func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool, buffers consumer.BufferPolicy) {
 	c, err := consumer.New(node,
 		consumer.PartitionsAt(map[consumer.TopicPartition]int64{{Topic: "bench"}: 0}),
-		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)))
+		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)), consumer.FetchBuffers(buffers))
 	if err != nil {
 		b.Fatal(err)
 	}
