@@ -106,3 +106,26 @@ func (c *Consumer) recycleLocked() {
 	}
 	c.bufs.retired = c.bufs.retired[:0]
 }
+
+// copyOutSmall copies the data of chunks into memory of their own, and
+// reports that it did, when together they fill less than a quarter of a
+// buffer of size bytes: the fetch then gives the buffer back at once. So a
+// buffer that chunks hold is at least a quarter full, and the buffers held
+// stay within four times FetchMaxBytes however little each fetch brings.
+func copyOutSmall(size int, chunks []*chunk) bool {
+	total := 0
+	for _, ch := range chunks {
+		if ch != nil {
+			total += len(ch.data)
+		}
+	}
+	if total >= size/4 {
+		return false
+	}
+	for _, ch := range chunks {
+		if ch != nil {
+			ch.data = append([]byte(nil), ch.data...)
+		}
+	}
+	return true
+}

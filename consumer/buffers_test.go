@@ -145,3 +145,25 @@ func TestReuseBuffersRecordsLoopWithBreaksAndSeeks(t *testing.T) {
 	require.True(t, sought)
 	require.Equal(t, []int64{n, n}, next)
 }
+
+func TestReuseBuffersCopiesSmallAnswersOut(t *testing.T) {
+	// Each fetch brings one record of a 1 MiB buffer: rather than hold the
+	// buffer for it, the consumer copies it out and gives the buffer back.
+	// The copies are the records' own, so they never share memory.
+	node := openNode(t)
+	createTopic(t, node, "t", 1, nil)
+	c := newConsumer(t, node, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+		consumer.FetchBuffers(consumer.ReuseBuffers))
+	var held []consumer.Record
+	var seen memory
+	for i := range int64(20) {
+		produce(t, node, "t", 0, record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, i))})
+		recs := pollN(t, c, 1)
+		require.Equal(t, i, recs[0].Offset)
+		require.False(t, seen.add(&recs[0]), "offset %d shares memory with an earlier record", i)
+		held = append(held, recs[0])
+	}
+	for i := range held {
+		require.Equal(t, bufValue(0, int64(i)), string(held[i].Value))
+	}
+}

@@ -365,6 +365,7 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf 
 			}
 		}
 	}
+	shared := buf != nil && !copyOutSmall(cap(buf.b), chunks)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -393,7 +394,7 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf 
 		if t.p.removed || t.p.epoch != t.epoch {
 			continue // moved or unassigned since: the answer is stale
 		}
-		if ch := chunks[i]; ch != nil && buf != nil {
+		if ch := chunks[i]; ch != nil && shared {
 			ch.buf = buf
 			buf.refs++
 		}
