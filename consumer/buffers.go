@@ -23,7 +23,9 @@ const (
 	// ReuseBuffers reads fetches into buffers used before: a record's
 	// Key, Value and Headers are valid only until the next Poll, or until
 	// the body of a Records loop returns, as bufio.Scanner's Bytes are
-	// until the next Scan. Copy what you keep.
+	// until the next Scan. Any Poll or turn of a Records loop, on any
+	// goroutine, may reuse the memory of records handed out before it.
+	// Copy what you keep.
 	ReuseBuffers BufferPolicy = true
 )
 
