@@ -93,35 +93,48 @@ func BenchmarkConsume(b *testing.B) {
 // BenchmarkNodeFetch reads the same partitions with the node's Fetch
 // alone, one fetch after the other on one goroutine, without decoding: the
 // ceiling for a consumer of one partition, whose fetches cannot overlap.
+// The -buffer variants read every fetch into the same FetchRequest.Buffer,
+// as a consumer with FetchBuffers(ReuseBuffers) does.
 func BenchmarkNodeFetch(b *testing.B) {
 	for _, shape := range benchShapes {
-		b.Run(shape.name, func(b *testing.B) {
-			node := filledNode(b, shape.records, shape.size, shape.batch)
-			b.SetBytes(int64(shape.records * shape.size))
-			b.ReportAllocs()
-			for b.Loop() {
-				for off := int64(0); off < int64(shape.records); {
-					resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
-						ReplicaID: transport.ConsumerReplicaID, MaxBytes: 50 << 20,
-						Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
-							FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
-						}}}},
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					for data := resp.Topics[0].Partitions[0].Records; len(data) > 0; {
-						h, err := record.ParseHeader(data)
-						if err != nil {
-							b.Fatal(err)
-						}
-						off, data = h.NextOffset(), data[h.Size():]
-					}
-				}
+		for _, reuse := range []bool{false, true} {
+			name := shape.name
+			var buf []byte
+			if reuse {
+				name += "-buffer"
+				buf = make([]byte, 0, *benchFetchBytes)
 			}
-			b.ReportMetric(float64(shape.records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-		})
+			b.Run(name, func(b *testing.B) { nodeFetchAll(b, shape.records, shape.size, shape.batch, buf) })
+		}
 	}
+}
+
+// nodeFetchAll is BenchmarkNodeFetch for one shape, fetching into buf.
+func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
+	node := filledNode(b, records, size, batch)
+	b.SetBytes(int64(records * size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for off := int64(0); off < int64(records); {
+			resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+				ReplicaID: transport.ConsumerReplicaID, MaxBytes: 50 << 20, Buffer: buf,
+				Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
+					FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
+				}}}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for data := resp.Topics[0].Partitions[0].Records; len(data) > 0; {
+				h, err := record.ParseHeader(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				off, data = h.NextOffset(), data[h.Size():]
+			}
+		}
+	}
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
 // consumeAll reads want records of size-byte values from the start of
