@@ -53,6 +53,11 @@ type buffers struct {
 	// free are ready for the fetcher; retired hold records that may still
 	// be in the caller's hands.
 	free, retired []*fetchBuf
+	// least is the size of the largest answer that did not fit its
+	// buffer: the buffers from then on are at least as large, so that a
+	// batch larger than MaxPartitionFetchBytes (a fetch brings it whole)
+	// is read into reused memory too.
+	least int
 }
 
 // getLocked returns a buffer of at least size bytes for a fetch, with
@@ -61,6 +66,7 @@ func (c *Consumer) getBufLocked(size int) *fetchBuf {
 	if c.cfg.buffers != ReuseBuffers {
 		return nil
 	}
+	size = max(size, c.bufs.least)
 	for n := len(c.bufs.free); n > 0; n = len(c.bufs.free) {
 		b := c.bufs.free[n-1]
 		c.bufs.free[n-1] = nil
@@ -68,9 +74,17 @@ func (c *Consumer) getBufLocked(size int) *fetchBuf {
 		if cap(b.b) >= size {
 			return b
 		}
-		// Sized before partitions were added: let it go.
+		// Sized for fewer partitions or smaller batches: let it go.
 	}
 	return &fetchBuf{b: make([]byte, 0, size)}
+}
+
+// outgrewLocked notes an answer of size bytes fetched into buf, which
+// had to go to new memory when it is larger.
+func (c *Consumer) outgrewLocked(buf *fetchBuf, size int) {
+	if buf != nil && size > cap(buf.b) {
+		c.bufs.least = max(c.bufs.least, size)
+	}
 }
 
 // putLocked gives back a buffer that no chunk points into and whose bytes

@@ -167,3 +167,34 @@ func TestReuseBuffersCopiesSmallAnswersOut(t *testing.T) {
 		require.Equal(t, bufValue(0, int64(i)), string(held[i].Value))
 	}
 }
+
+func TestReuseBuffersGrowForBatchesLargerThanAFetch(t *testing.T) {
+	// Batches of 10 values of 200 bytes do not fit MaxPartitionFetchBytes:
+	// each fetch brings one whole, and the buffers grow to hold one.
+	node := openNode(t)
+	createTopic(t, node, "t", 1, nil)
+	const n = 300
+	for off := int64(0); off < n; off += 10 {
+		recs := make([]record.Record, 10)
+		for i := range recs {
+			recs[i] = record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, off+int64(i)))}
+		}
+		produce(t, node, "t", 0, recs...)
+	}
+	c := newConsumer(t, node, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+		consumer.FetchBuffers(consumer.ReuseBuffers), consumer.MaxPartitionFetchBytes(512), consumer.FetchMaxBytes(1024))
+	var seen memory
+	reused := false
+	for next := int64(0); next < n; {
+		fs, err := c.Poll(context.Background(), pollTimeout)
+		require.NoError(t, err)
+		require.False(t, fs.Empty())
+		fs.EachRecord(func(r *consumer.Record) {
+			require.Equal(t, next, r.Offset)
+			require.Equal(t, bufValue(0, r.Offset), string(r.Value))
+			reused = seen.add(r) || reused
+			next++
+		})
+	}
+	require.True(t, reused, "no value was read into memory a value was read into before")
+}

@@ -347,10 +347,14 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf 
 	answers := make([]*transport.FetchPartitionResponse, len(ts))
 	chunks := make([]*chunk, len(ts))
 	empty := true
+	answered := 0
 	if err == nil {
 		matchFetch(resp, ts, answers)
 		for i, t := range ts {
 			a := answers[i]
+			if a != nil {
+				answered += len(a.Records)
+			}
 			if a == nil || a.Err != nil || len(a.Records) == 0 {
 				continue
 			}
@@ -372,6 +376,7 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf 
 	// Every chunk queued holds a reference to the buffer, whether or not
 	// its bytes landed in it; the buffer goes back at once if none does.
 	defer c.putBufLocked(buf)
+	c.outgrewLocked(buf, answered)
 	now := time.Now()
 	c.cancelFetch = nil
 	for _, t := range ts {
