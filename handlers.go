@@ -109,6 +109,10 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 		budget = 50 << 20 // fetch.max.bytes
 	}
 	total, failed := 0, false
+	// free is the part of req.Buffer not holding records yet; each
+	// partition reads into it, capped so that it cannot append over
+	// what the next one reads.
+	free := req.Buffer[:0]
 	for i, rt := range req.Topics {
 		tr := &resp.Topics[i]
 		tr.Topic = rt.Topic
@@ -142,7 +146,11 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 					res, err = p.Fetch(nil, rp.FetchOffset, limit)
 				}
 			default:
-				res, err = p.Fetch(nil, rp.FetchOffset, limit)
+				res, err = p.Fetch(free[:0:cap(free)], rp.FetchOffset, limit)
+				if n := len(res.Records); n > 0 && n <= cap(free) && &res.Records[0] == &free[:1][0] {
+					res.Records = res.Records[:n:n]
+					free = free[n:n:cap(free)] // read in place
+				}
 			}
 			pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,17 +65,23 @@ var benchFetchBytes = flag.Int("fetch-bytes", 1<<20, "MaxPartitionFetchBytes for
 
 // BenchmarkConsume reads a partition of records from the page cache, from
 // the beginning to the end, once per op: through Poll, and through the
-// Records iterator.
+// Records iterator, each with new memory for every fetch (the default) and
+// with FetchBuffers(ReuseBuffers).
 func BenchmarkConsume(b *testing.B) {
 	for _, shape := range benchShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			node := filledNode(b, shape.records, shape.size, shape.batch)
-			for _, how := range []string{"poll", "iter"} {
+			for _, how := range []string{"poll", "iter", "poll-reuse", "iter-reuse"} {
 				b.Run(how, func(b *testing.B) {
 					b.SetBytes(int64(shape.records * shape.size))
 					b.ReportAllocs()
+					iterate := strings.HasPrefix(how, "iter")
+					buffers := consumer.KeepBuffers
+					if strings.HasSuffix(how, "-reuse") {
+						buffers = consumer.ReuseBuffers
+					}
 					for b.Loop() {
-						consumeAll(b, node, shape.records, shape.size, how == "iter")
+						consumeAll(b, node, shape.records, shape.size, iterate, buffers)
 					}
 					b.ReportMetric(float64(shape.records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 				})
@@ -86,43 +93,56 @@ func BenchmarkConsume(b *testing.B) {
 // BenchmarkNodeFetch reads the same partitions with the node's Fetch
 // alone, one fetch after the other on one goroutine, without decoding: the
 // ceiling for a consumer of one partition, whose fetches cannot overlap.
+// The -buffer variants read every fetch into the same FetchRequest.Buffer,
+// as a consumer with FetchBuffers(ReuseBuffers) does.
 func BenchmarkNodeFetch(b *testing.B) {
 	for _, shape := range benchShapes {
-		b.Run(shape.name, func(b *testing.B) {
-			node := filledNode(b, shape.records, shape.size, shape.batch)
-			b.SetBytes(int64(shape.records * shape.size))
-			b.ReportAllocs()
-			for b.Loop() {
-				for off := int64(0); off < int64(shape.records); {
-					resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
-						ReplicaID: transport.ConsumerReplicaID, MaxBytes: 50 << 20,
-						Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
-							FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
-						}}}},
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					for data := resp.Topics[0].Partitions[0].Records; len(data) > 0; {
-						h, err := record.ParseHeader(data)
-						if err != nil {
-							b.Fatal(err)
-						}
-						off, data = h.NextOffset(), data[h.Size():]
-					}
-				}
+		for _, reuse := range []bool{false, true} {
+			name := shape.name
+			var buf []byte
+			if reuse {
+				name += "-buffer"
+				buf = make([]byte, 0, *benchFetchBytes)
 			}
-			b.ReportMetric(float64(shape.records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-		})
+			b.Run(name, func(b *testing.B) { nodeFetchAll(b, shape.records, shape.size, shape.batch, buf) })
+		}
 	}
+}
+
+// nodeFetchAll is BenchmarkNodeFetch for one shape, fetching into buf.
+func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
+	node := filledNode(b, records, size, batch)
+	b.SetBytes(int64(records * size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for off := int64(0); off < int64(records); {
+			resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+				ReplicaID: transport.ConsumerReplicaID, MaxBytes: 50 << 20, Buffer: buf,
+				Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
+					FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
+				}}}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for data := resp.Topics[0].Partitions[0].Records; len(data) > 0; {
+				h, err := record.ParseHeader(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				off, data = h.NextOffset(), data[h.Size():]
+			}
+		}
+	}
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
 // consumeAll reads want records of size-byte values from the start of
 // "bench"-0 and checks that they all came.
-func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool) {
+func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool, buffers consumer.BufferPolicy) {
 	c, err := consumer.New(node,
 		consumer.PartitionsAt(map[consumer.TopicPartition]int64{{Topic: "bench"}: 0}),
-		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)))
+		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)), consumer.FetchBuffers(buffers))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -68,6 +68,10 @@ type Consumer struct {
 	// for decoding batches, is theirs.
 	pollMu      sync.Mutex
 	pollScratch []record.Record
+
+	// bufs are the fetch buffers kept for reuse (FetchBuffers), guarded
+	// by mu.
+	bufs buffers
 }
 
 // posState says whether a partition knows where it is.
@@ -215,6 +219,7 @@ func (c *Consumer) removeLocked(p *partState) {
 func (c *Consumer) dropChunksLocked(p *partState) {
 	for _, ch := range p.chunks {
 		c.releaseLocked(ch.bytes)
+		c.unrefLocked(ch)
 	}
 	clear(p.chunks)
 	p.chunks = p.chunks[:0]

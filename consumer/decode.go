@@ -31,6 +31,8 @@ type chunk struct {
 	// partition is not fetched after this chunk, whose decoding reports
 	// the error.
 	last bool
+	// buf is the reused buffer data and records point into, if any.
+	buf *fetchBuf
 
 	highWatermark, lastStable, logStart int64
 }

@@ -54,8 +54,11 @@
 // raw bytes and the fetcher is never held up. Close stops the goroutine
 // and waits for it.
 //
-// Nothing a caller gets is ever reused. Keys, values and header values
-// point into the fetched bytes; each fetch gets bytes of its own. Poll
+// By default nothing a caller gets is ever reused. Keys, values and
+// header values point into the fetched bytes; each fetch gets bytes of its
+// own. FetchBuffers(ReuseBuffers) trades that for speed: fetches reuse
+// the memory of records already handed out, which are then valid only
+// until the next Poll or the next turn of the Records loop. Poll
 // returns a Fetches: per partition, a slice of records decoded for that
 // Poll, which it never touches again. Records yields records by value,
 // decoding each batch into a buffer of its own and copying each record

@@ -25,6 +25,8 @@ type step struct {
 	metadata bool
 	resets   []target
 	fetch    []target
+	// buf is the buffer to fetch into, when buffers are reused.
+	buf *fetchBuf
 	// until is when to plan again if nothing wakes the fetcher earlier;
 	// zero means only when woken.
 	until time.Time
@@ -62,7 +64,7 @@ func (c *Consumer) run() {
 		case len(s.resets) > 0:
 			c.resetOffsets(s.resets)
 		case len(s.fetch) > 0:
-			c.fetch(ctx, now, s.fetch)
+			c.fetch(ctx, now, s.fetch, s.buf)
 			cancel()
 		default:
 			c.wait(s.until)
@@ -148,6 +150,11 @@ func (c *Consumer) planLocked(now time.Time) step {
 		}
 		p.inflight = true
 		s.fetch = append(s.fetch, target{p: p, epoch: p.epoch, from: p.fetchOffset})
+	}
+	if len(s.fetch) > 0 {
+		// Sized for a fetch of every partition, so that buffers fit
+		// whichever partitions the next fetch is for.
+		s.buf = c.getBufLocked(min(len(c.order)*int(c.cfg.maxPartitionFetchBytes), int(c.cfg.fetchMaxBytes)))
 	}
 	return s
 }
@@ -308,13 +315,16 @@ func (c *Consumer) resetOffsets(ts []target) {
 // fetch sends one fetch for the partitions in ts and queues each
 // partition's whole batches for Poll. ctx is cancelled when a partition
 // that is not part of the fetch wants fetching, or one that is was moved.
-func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target) {
+func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf *fetchBuf) {
 	req := &transport.FetchRequest{
 		ReplicaID: transport.ConsumerReplicaID,
 		MaxWait:   c.cfg.fetchMaxWait,
 		MinBytes:  c.cfg.fetchMinBytes,
 		MaxBytes:  c.cfg.fetchMaxBytes,
 		Isolation: c.cfg.isolation,
+	}
+	if buf != nil {
+		req.Buffer = buf.b
 	}
 	for _, t := range ts {
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != t.p.tp.Topic {
@@ -337,10 +347,14 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target) {
 	answers := make([]*transport.FetchPartitionResponse, len(ts))
 	chunks := make([]*chunk, len(ts))
 	empty := true
+	answered := 0
 	if err == nil {
 		matchFetch(resp, ts, answers)
 		for i, t := range ts {
 			a := answers[i]
+			if a != nil {
+				answered += len(a.Records)
+			}
 			if a == nil || a.Err != nil || len(a.Records) == 0 {
 				continue
 			}
@@ -355,9 +369,14 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target) {
 			}
 		}
 	}
+	shared := buf != nil && !copyOutSmall(cap(buf.b), chunks)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Every chunk queued holds a reference to the buffer, whether or not
+	// its bytes landed in it; the buffer goes back at once if none does.
+	defer c.putBufLocked(buf)
+	c.outgrewLocked(buf, answered)
 	now := time.Now()
 	c.cancelFetch = nil
 	for _, t := range ts {
@@ -379,6 +398,10 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target) {
 	for i, t := range ts {
 		if t.p.removed || t.p.epoch != t.epoch {
 			continue // moved or unassigned since: the answer is stale
+		}
+		if ch := chunks[i]; ch != nil && shared {
+			ch.buf = buf
+			buf.refs++
 		}
 		c.applyLocked(t, answers[i], chunks[i], now)
 	}

@@ -26,7 +26,8 @@ import (
 //
 // Records are yielded by value: each is the caller's, to keep as it is,
 // and its Key, Value and Headers point into fetched bytes that the
-// consumer never reuses. The iterator decodes batches straight into the
+// consumer never reuses — unless FetchBuffers(ReuseBuffers) says so: then
+// they are valid only until the loop body returns. The iterator decodes batches straight into the
 // values it yields, so that a loop allocates nothing per record: it is the
 // fastest way through a partition.
 //
@@ -75,6 +76,7 @@ func (c *Consumer) take(ctx context.Context) (run, error) {
 			return run{}, ErrClosed
 		}
 		c.startLocked()
+		c.recycleLocked()
 		r, ok, err := c.takeLocked(c.cfg.maxPollRecords, true, nil)
 		ready := c.ready
 		c.mu.Unlock()

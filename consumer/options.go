@@ -90,6 +90,7 @@ type config struct {
 	reset                  OffsetReset
 	isolation              IsolationLevel
 	checkCRCs              CRCCheck
+	buffers                BufferPolicy
 	metadataMaxAge         time.Duration
 	retryBackoff           time.Duration
 	retryBackoffMax        time.Duration

@@ -85,8 +85,11 @@ func (c *Consumer) collect() (Fetches, <-chan struct{}, error) {
 	var out Fetches
 	var taken []*partState
 	n := 0
-	for n < max {
+	for first := true; n < max; first = false {
 		c.mu.Lock()
+		if first {
+			c.recycleLocked() // the last Poll's records are done with
+		}
 		if c.closed {
 			c.mu.Unlock()
 			if n > 0 {

@@ -27,6 +27,8 @@ type run struct {
 	from    int64
 	// start is the partition's position before the run, end after it.
 	start, end int64
+	// buf is the reused buffer records and batches point into, if any.
+	buf *fetchBuf
 
 	highWatermark, lastStable, logStart int64
 }
@@ -67,7 +69,7 @@ func (c *Consumer) takeLocked(limit int, report bool, skip []*partState) (r run,
 		for len(p.chunks) > 0 {
 			ch := p.chunks[0]
 			r = run{
-				p: p, tp: p.tp, moves: p.moves, seeks: p.seeks, from: ch.from, start: p.position,
+				p: p, tp: p.tp, moves: p.moves, seeks: p.seeks, from: ch.from, start: p.position, buf: ch.buf,
 				highWatermark: ch.highWatermark, lastStable: ch.lastStable, logStart: ch.logStart,
 			}
 			switch {
@@ -109,6 +111,7 @@ func (c *Consumer) popLocked(p *partState) {
 	ch := p.chunks[0]
 	p.position = ch.end
 	c.releaseLocked(ch.bytes)
+	c.unrefLocked(ch)
 	p.chunks[0] = nil
 	p.chunks = p.chunks[1:]
 	c.wakeFetcherLocked(p, false)
@@ -230,8 +233,11 @@ func (c *Consumer) unread(r *run, recs []Record, end int64, batches []byte) {
 		return
 	}
 	ch := &chunk{
-		records: recs, end: end, data: batches, from: r.from,
+		records: recs, end: end, data: batches, from: r.from, buf: r.buf,
 		highWatermark: r.highWatermark, lastStable: r.lastStable, logStart: r.logStart,
+	}
+	if ch.buf != nil {
+		ch.buf.refs++ // the records given back stay valid
 	}
 	p.chunks = append(p.chunks, nil)
 	copy(p.chunks[1:], p.chunks)

@@ -95,6 +95,12 @@ type FetchRequest struct {
 	// rather than Records where it can: a network server asks so, to send
 	// the records with sendfile. Whoever sets it closes the files.
 	FileRecords bool
+	// Buffer, in process only, is memory the node may read the records
+	// into, from Buffer[:0] on, rather than into new memory: each
+	// partition's Records then lies in Buffer's backing array where it
+	// fits. The node writes to it only during the Fetch call. It is not
+	// sent over the wire; nil means new memory.
+	Buffer []byte
 }
 
 // FetchTopic is the part of a FetchRequest for one topic.

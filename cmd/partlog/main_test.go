@@ -58,7 +58,7 @@ func TestHelpSubcommand(t *testing.T) {
 			[]string{"--num-records records", "--record-size bytes", "--acks acks", "--batch-size bytes", "--linger duration",
 				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value"}},
 		{[]string{"perf", "consume", "-h"}, "Usage: partlog perf consume --dir DIR --topic TOPIC --messages N [flags]\n",
-			[]string{"--messages records", "--fetch-size bytes", "--timeout duration", "--from-latest"}},
+			[]string{"--messages records", "--fetch-size bytes", "--fetch-max-bytes bytes", "--timeout duration", "--from-latest"}},
 	} {
 		stdout, stderr, code := cli(t, tc.args...)
 		require.Equal(t, exitOK, code, tc.args)

@@ -101,6 +101,7 @@ func TestPerfUsage(t *testing.T) {
 		{[]string{"consume", "--dir", dir, "--topic", "t"}, "perf consume: --messages must be positive", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--messages", "1"}, "perf consume: --topic is required", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--fetch-size", "0"}, "perf consume: --fetch-size must be positive and below 2 GiB", "perf consume"},
+		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--fetch-max-bytes", "-1"}, "perf consume: --fetch-max-bytes must not be negative and must be below 2 GiB", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--timeout", "0s"}, "perf consume: --timeout must be positive", "perf consume"},
 	} {
 		stdout, stderr, code := cli(t, append([]string{"perf"}, tc.args...)...)
