@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -57,13 +56,6 @@ type Controller interface {
 	// call, and forgets them.
 	Updates() []Update
 }
-
-// Errors of the controller. Protocol errors are transport's Kafka errors.
-var (
-	// ErrMetadataReplay means a restarted controller found records in its
-	// store that do not apply to the state before them.
-	ErrMetadataReplay = errors.New("replica: metadata log does not replay")
-)
 
 // ControllerOptions configures a LocalController. The zero value works:
 // Kafka's defaults. Durations are rounded up to whole ticks.

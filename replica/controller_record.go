@@ -2,7 +2,6 @@ package replica
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 )
@@ -126,11 +125,6 @@ func appendIDs(dst []byte, ids []int32) []byte {
 	return dst
 }
 
-// ErrCorruptMetadata means a metadata record did not decode: it is
-// truncated, has bytes after its fields, an unknown version or type, or a
-// field out of range.
-var ErrCorruptMetadata = errors.New("replica: corrupt metadata record")
-
 // DecodeMetadataRecord decodes one record EncodeMetadataRecord wrote. It
 // returns an error matching ErrCorruptMetadata for anything else.
 func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
@@ -157,7 +151,7 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 		default:
 			d.fail("unclean flag %d", u)
 		}
-		if d.err == nil && (r.Partitions <= 0 || r.Topic == "") {
+		if d.err == nil && (r.Partitions <= 0 || r.Partitions > maxMetadataList || r.Topic == "") {
 			d.fail("topic %q with %d partitions", r.Topic, r.Partitions)
 		}
 	case RecordPartition:

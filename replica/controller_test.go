@@ -359,3 +359,17 @@ func TestControllerPlacementSpread(t *testing.T) {
 		t.Fatalf("deleting twice: %v", err)
 	}
 }
+
+func TestControllerOptionsValidation(t *testing.T) {
+	if _, err := replica.NewController(&replica.MemStore{}, replica.ControllerOptions{SessionTimeout: -time.Second}); err == nil {
+		t.Fatal("negative SessionTimeout accepted")
+	}
+	// A store whose records do not apply fails the restart.
+	store := &replica.MemStore{}
+	if err := store.Append([]replica.MetadataRecord{{Type: replica.RecordFenceNode, Node: 1, BrokerEpoch: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.NewController(store, replica.ControllerOptions{}); !errors.Is(err, replica.ErrMetadataReplay) {
+		t.Fatalf("replaying a fence of an unknown node: %v", err)
+	}
+}
