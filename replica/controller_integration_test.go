@@ -311,3 +311,63 @@ func TestControllerDrivesReplicasThroughLeaderKill(t *testing.T) {
 		t.Fatalf("in-flight write failed with %v", inflight.err)
 	}
 }
+
+// The leader, cut off from its followers, shrinks the ISR to itself through
+// the controller's AlterPartition, then dies: with unclean election off the
+// controller leaves the partition offline rather than elect a follower
+// that lacks committed records, and when the leader's node comes back it
+// leads again in a new epoch, the followers rejoin, and every acknowledged
+// record is on every node.
+func TestControllerKeepsPartitionOfflineWithoutISR(t *testing.T) {
+	c := newCtlCluster(t, 3)
+	var acked []*ctlProduce
+	for i := range 3 {
+		acked = append(acked, c.produce(fmt.Sprintf("a%d", i)))
+		c.ticks(2)
+	}
+	c.net.Isolate(0, 1, 2)
+	// Written by the lone leader, never committed: the followers do not
+	// get it, and min.insync.replicas is 2.
+	lone := c.produce("lone")
+	c.ticks(40) // past replica.lag.time.max.ms (30 ticks)
+	s := mustPartition(t, c.ctl, "t", 0)
+	if s.Leader != 0 || !slices.Equal(s.ISR, []int32{0}) {
+		t.Fatalf("isolated leader did not shrink the ISR to itself: %+v", s)
+	}
+	if lone.done && lone.err == nil {
+		t.Fatal("acks=all write acknowledged with an ISR of one")
+	}
+
+	c.crash(0)
+	c.net.HealAll()
+	c.ticks(sessionTicks)
+	s = mustPartition(t, c.ctl, "t", 0)
+	if s.Leader != replica.NoLeader || !slices.Equal(s.ISR, []int32{0}) {
+		t.Fatalf("after the only ISR member died: %+v, want offline with ISR [0]", s)
+	}
+	for _, id := range []int32{1, 2} {
+		if r := c.nodes[id].rep.Role(); r != replica.RoleNone {
+			t.Fatalf("node %d is %s while the partition is offline", id, r)
+		}
+	}
+
+	c.start(0)
+	c.ticks(20)
+	s = mustPartition(t, c.ctl, "t", 0)
+	if s.Leader != 0 || s.LeaderEpoch != 2 || !slices.Equal(s.ISR, []int32{0, 1, 2}) {
+		t.Fatalf("after node 0 returned: %+v, want leader 0 in epoch 2 with the full ISR", s)
+	}
+	var want []string
+	for _, p := range acked {
+		if !p.done || p.err != nil {
+			t.Fatalf("produce %v: done=%v err=%v", p.values, p.done, p.err)
+		}
+		want = append(want, p.values...)
+	}
+	for _, id := range c.ids {
+		got := slices.DeleteFunc(c.committed(id), func(v string) bool { return v == "lone" })
+		if !slices.Equal(got, want) {
+			t.Fatalf("node %d holds %v, want %v", id, got, want)
+		}
+	}
+}
