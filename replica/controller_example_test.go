@@ -1,0 +1,42 @@
+package replica_test
+
+import (
+	"fmt"
+
+	"github.com/partlog/partlog/replica"
+)
+
+// A controller with three nodes and one topic: node 0 stops heartbeating,
+// and after the 9 s session (90 ticks of 100 ms) it is fenced and node 1
+// leads in leader epoch 1.
+func ExampleLocalController() {
+	c, err := replica.NewController(&replica.MemStore{}, replica.ControllerOptions{})
+	if err != nil {
+		panic(err)
+	}
+	epochs := map[int32]int64{}
+	for id := range int32(3) {
+		epochs[id], _ = c.RegisterNode(id)
+	}
+	if err := c.CreateTopic("orders", 1, 3, replica.TopicConfig{}); err != nil {
+		panic(err)
+	}
+	for _, u := range c.Updates() {
+		fmt.Printf("node %d applies %+v\n", u.Node, u.State)
+	}
+	for range 90 {
+		for _, id := range []int32{1, 2} {
+			_ = c.Heartbeat(id, epochs[id])
+		}
+		_ = c.Tick()
+	}
+	for _, u := range c.Updates() {
+		fmt.Printf("node %d applies %+v\n", u.Node, u.State)
+	}
+	// Output:
+	// node 0 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
+	// node 1 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
+	// node 2 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
+	// node 1 applies {Leader:1 LeaderEpoch:1 PartitionEpoch:1 Replicas:[0 1 2] ISR:[1 2]}
+	// node 2 applies {Leader:1 LeaderEpoch:1 PartitionEpoch:1 Replicas:[0 1 2] ISR:[1 2]}
+}

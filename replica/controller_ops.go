@@ -1,0 +1,284 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/transport"
+)
+
+// RegisterNode implements Controller.
+func (c *LocalController) RegisterNode(id int32) (int64, error) {
+	if id < 0 {
+		return 0, fmt.Errorf("%w: node id %d is negative", transport.ErrInvalidRequest, id)
+	}
+	if n, ok := c.nodes[id]; ok && !n.Fenced {
+		if err := c.commit(c.fenceRecords(id)); err != nil {
+			return 0, err
+		}
+	}
+	epoch := c.nextEpoch
+	recs := []MetadataRecord{{Type: RecordRegisterNode, Node: id, BrokerEpoch: epoch}}
+	recs = append(recs, c.electOffline(id)...)
+	if err := c.commit(recs); err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// Heartbeat implements Controller.
+func (c *LocalController) Heartbeat(id int32, brokerEpoch int64) error {
+	n, ok := c.nodes[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: node %d", transport.ErrBrokerIDNotRegistered, id)
+	case n.BrokerEpoch != brokerEpoch:
+		return fmt.Errorf("%w: node %d heartbeat in broker epoch %d, registered in %d",
+			transport.ErrStaleBrokerEpoch, id, brokerEpoch, n.BrokerEpoch)
+	}
+	n.lastHeartbeat = c.now
+	if !n.Fenced {
+		return nil
+	}
+	recs := []MetadataRecord{{Type: RecordUnfenceNode, Node: id, BrokerEpoch: brokerEpoch}}
+	return c.commit(append(recs, c.electOffline(id)...))
+}
+
+// Tick implements Controller.
+func (c *LocalController) Tick() error {
+	c.now++
+	session := c.opts.ticks(c.opts.SessionTimeout)
+	ids := make([]int32, 0, len(c.nodes))
+	for id := range c.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if n := c.nodes[id]; !n.Fenced && c.now-n.lastHeartbeat >= session {
+			if err := c.commit(c.fenceRecords(id)); err != nil {
+				return err
+			}
+		}
+	}
+	if !c.opts.NoAutoLeaderRebalance && c.now%c.opts.ticks(c.opts.LeaderImbalanceCheckInterval) == 0 {
+		return c.ElectPreferredLeaders()
+	}
+	return nil
+}
+
+// fenceRecords returns the records that fence node id's current
+// incarnation: it leaves every ISR but the last member's place, and each
+// partition it led elects a new leader among the others, or goes offline.
+func (c *LocalController) fenceRecords(id int32) []MetadataRecord {
+	recs := []MetadataRecord{{Type: RecordFenceNode, Node: id, BrokerEpoch: c.nodes[id].BrokerEpoch}}
+	alive := func(m int32) bool { return m != id && c.live(m) }
+	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
+		if !slices.Contains(cur.Replicas, id) {
+			return
+		}
+		s := cur.clone()
+		changed := false
+		if len(s.ISR) > 1 && slices.Contains(s.ISR, id) {
+			s.ISR = slices.DeleteFunc(s.ISR, func(m int32) bool { return m == id })
+			changed = true
+		}
+		if s.Leader == id {
+			elect(&s, alive, unclean)
+			changed = true
+		}
+		if changed {
+			s.PartitionEpoch++
+			recs = append(recs, partitionRecord(tp, s))
+		}
+	})
+	return recs
+}
+
+// electOffline returns the records that elect a leader for every
+// partition without one, once node joining is alive.
+func (c *LocalController) electOffline(joining int32) []MetadataRecord {
+	var recs []MetadataRecord
+	alive := func(m int32) bool { return m == joining || c.live(m) }
+	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
+		if cur.Leader != NoLeader || !slices.Contains(cur.Replicas, joining) {
+			return
+		}
+		s := cur.clone()
+		if elect(&s, alive, unclean) {
+			s.PartitionEpoch++
+			recs = append(recs, partitionRecord(tp, s))
+		}
+	})
+	return recs
+}
+
+// elect sets s's leader with ElectLeader, bumping the leader epoch when the
+// leader changes; an unclean leader becomes the whole ISR. It reports
+// whether s changed.
+func elect(s *LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
+	leader, unclean, _ := ElectLeader(s.Replicas, s.ISR, alive, mode)
+	if leader == s.Leader {
+		return false
+	}
+	s.Leader = leader
+	s.LeaderEpoch++
+	if unclean {
+		s.ISR = []int32{leader}
+	}
+	return true
+}
+
+// ElectPreferredLeaders implements Controller.
+func (c *LocalController) ElectPreferredLeaders() error {
+	var recs []MetadataRecord
+	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, _ Unclean) {
+		if len(cur.Replicas) == 0 {
+			return
+		}
+		p := cur.Replicas[0]
+		if cur.Leader == p || !c.live(p) || !slices.Contains(cur.ISR, p) {
+			return
+		}
+		s := cur.clone()
+		s.Leader = p
+		s.LeaderEpoch++
+		s.PartitionEpoch++
+		recs = append(recs, partitionRecord(tp, s))
+	})
+	return c.commit(recs)
+}
+
+// maxTopicNameLength is Kafka's limit on a topic name's length.
+const maxTopicNameLength = 249
+
+// validTopicName reports whether name is a legal Kafka topic name.
+func validTopicName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > maxTopicNameLength {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateTopic implements Controller. Each partition starts with its first
+// replica leading in leader epoch 0 and every replica in the ISR.
+func (c *LocalController) CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error {
+	var live []int32
+	for id, n := range c.nodes {
+		if !n.Fenced {
+			live = append(live, id)
+		}
+	}
+	slices.Sort(live)
+	switch {
+	case !validTopicName(name):
+		return fmt.Errorf("%w: %q", transport.ErrInvalidTopic, name)
+	case c.topics[name] != nil:
+		return fmt.Errorf("%w: %s", transport.ErrTopicAlreadyExists, name)
+	case partitions <= 0 || partitions > maxMetadataList:
+		return fmt.Errorf("%w: %d", transport.ErrInvalidPartitions, partitions)
+	case replicationFactor <= 0 || replicationFactor > len(live):
+		return fmt.Errorf("%w: %d with %d live nodes", transport.ErrInvalidReplicationFactor, replicationFactor, len(live))
+	}
+	recs := []MetadataRecord{{Type: RecordTopic, Topic: name, Partitions: int32(partitions), Unclean: cfg.Unclean}}
+	for p, replicas := range assignReplicas(live, partitions, replicationFactor, c.placements) {
+		s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
+		recs = append(recs, partitionRecord(log.TopicPartition{Topic: name, Partition: int32(p)}, s))
+	}
+	return c.commit(recs)
+}
+
+// assignReplicas spreads partitions over nodes as Kafka's rack-unaware
+// assignment does: partition p's first replica is node (start+p) mod n, and
+// its followers follow at a shift that grows each time the partitions wrap
+// around the nodes, so that leaders and followers are both spread. Kafka
+// picks start and the first shift at random; here both rotate with
+// rotation (the number of topics placed before), which is deterministic.
+func assignReplicas(nodes []int32, partitions, rf, rotation int) [][]int32 {
+	n := len(nodes)
+	start := rotation % n
+	shift := rotation % max(1, n-1)
+	out := make([][]int32, partitions)
+	for p := range partitions {
+		if p > 0 && (start+p)%n == start {
+			shift++
+		}
+		first := (start + p) % n
+		replicas := []int32{nodes[first]}
+		for j := range rf - 1 {
+			replicas = append(replicas, nodes[(first+1+(shift+j)%(n-1))%n])
+		}
+		out[p] = replicas
+	}
+	return out
+}
+
+// DeleteTopic implements Controller.
+func (c *LocalController) DeleteTopic(name string) error {
+	if c.topics[name] == nil {
+		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+	}
+	return c.commit([]MetadataRecord{{Type: RecordRemoveTopic, Topic: name}})
+}
+
+// AlterPartition implements Controller. It refuses, as Kafka's controller
+// does, a change made in an older leader epoch (FENCED_LEADER_EPOCH), by a
+// node that does not lead (NOT_LEADER_OR_FOLLOWER), in another partition
+// epoch (INVALID_UPDATE_VERSION), by a leader in an earlier broker epoch
+// (STALE_BROKER_EPOCH), a malformed ISR (INVALID_REQUEST), and one adding
+// a replica that is fenced or whose broker epoch is not the one the leader
+// saw it fetch in (INELIGIBLE_REPLICA, KIP-903).
+func (c *LocalController) AlterPartition(from int32, tp log.TopicPartition, a ISRChange) (LeaderAndISR, error) {
+	cur, err := c.Partition(tp)
+	if err != nil {
+		return LeaderAndISR{}, err
+	}
+	refuse := func(e error, format string, args ...any) (LeaderAndISR, error) {
+		return LeaderAndISR{}, fmt.Errorf("%w: %s from node %d: %s", e, tp, from, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case a.LeaderEpoch < cur.LeaderEpoch:
+		return refuse(transport.ErrFencedLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
+	case a.LeaderEpoch > cur.LeaderEpoch:
+		return refuse(transport.ErrUnknownLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
+	case from != cur.Leader:
+		return refuse(transport.ErrNotLeaderOrFollower, "the leader is %d", cur.Leader)
+	case a.PartitionEpoch != cur.PartitionEpoch:
+		return refuse(transport.ErrInvalidUpdateVersion, "partition epoch %d, current %d", a.PartitionEpoch, cur.PartitionEpoch)
+	case len(a.ISR) == 0 || len(a.BrokerEpochs) != len(a.ISR) || !slices.Contains(a.ISR, from):
+		return refuse(transport.ErrInvalidRequest, "ISR %v with broker epochs %v", a.ISR, a.BrokerEpochs)
+	}
+	for i, id := range a.ISR {
+		if !slices.Contains(cur.Replicas, id) || slices.Index(a.ISR, id) != i {
+			return refuse(transport.ErrInvalidRequest, "ISR %v against replicas %v", a.ISR, cur.Replicas)
+		}
+		n := c.nodes[id]
+		if id == from {
+			if n != nil && a.BrokerEpochs[i] != -1 && a.BrokerEpochs[i] != n.BrokerEpoch {
+				return refuse(transport.ErrStaleBrokerEpoch, "leader in broker epoch %d, registered in %d", a.BrokerEpochs[i], n.BrokerEpoch)
+			}
+			continue
+		}
+		if slices.Contains(cur.ISR, id) {
+			continue
+		}
+		switch {
+		case n == nil || n.Fenced:
+			return refuse(transport.ErrIneligibleReplica, "node %d is fenced", id)
+		case a.BrokerEpochs[i] != n.BrokerEpoch:
+			return refuse(transport.ErrIneligibleReplica, "node %d is in broker epoch %d, not %d", id, n.BrokerEpoch, a.BrokerEpochs[i])
+		}
+	}
+	s := cur.clone()
+	s.ISR = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return !slices.Contains(a.ISR, id) })
+	s.PartitionEpoch++
+	if err := c.commit([]MetadataRecord{partitionRecord(tp, s)}); err != nil {
+		return LeaderAndISR{}, err
+	}
+	return s.clone(), nil
+}

@@ -1,0 +1,265 @@
+package replica
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// MetadataRecordType says which change a MetadataRecord records, as the
+// record types of KRaft's __cluster_metadata log do.
+type MetadataRecordType uint8
+
+// The metadata record types.
+const (
+	// RecordRegisterNode: a node registered (or registered again after a
+	// restart) in a new broker epoch, unfenced (Kafka's
+	// RegisterBrokerRecord). An earlier incarnation of it is fenced.
+	RecordRegisterNode MetadataRecordType = iota + 1
+	// RecordFenceNode: the controller fenced a node, its heartbeats having
+	// stopped (Kafka's FenceBrokerRecord).
+	RecordFenceNode
+	// RecordUnfenceNode: a fenced node heartbeat again in its broker epoch
+	// (Kafka's UnfenceBrokerRecord).
+	RecordUnfenceNode
+	// RecordTopic: a topic was created (Kafka's TopicRecord with its
+	// configuration).
+	RecordTopic
+	// RecordPartition: a partition's whole state, on creation and on each
+	// change (Kafka's PartitionRecord; KRaft writes changes as
+	// PartitionChangeRecord deltas, this log writes the full state).
+	RecordPartition
+	// RecordRemoveTopic: a topic was deleted (Kafka's RemoveTopicRecord).
+	RecordRemoveTopic
+)
+
+// String returns the type's name.
+func (t MetadataRecordType) String() string {
+	switch t {
+	case RecordRegisterNode:
+		return "RegisterNode"
+	case RecordFenceNode:
+		return "FenceNode"
+	case RecordUnfenceNode:
+		return "UnfenceNode"
+	case RecordTopic:
+		return "Topic"
+	case RecordPartition:
+		return "Partition"
+	case RecordRemoveTopic:
+		return "RemoveTopic"
+	}
+	return fmt.Sprintf("MetadataRecordType(%d)", t)
+}
+
+// MetadataRecordVersion is the version EncodeMetadataRecord writes. A
+// decoder refuses versions it does not know rather than misread them.
+const MetadataRecordVersion uint8 = 0
+
+// maxMetadataList bounds the replica and ISR lists and the topic name a
+// decoder accepts, so that a corrupt length cannot make it allocate much.
+const maxMetadataList = 1 << 12
+
+// MetadataRecord is one change to the cluster metadata: the controller
+// appends it to its MetadataStore before applying it, and a restarted
+// controller replays the records in order. The fields Type names are set;
+// the others are zero.
+type MetadataRecord struct {
+	Type MetadataRecordType
+	// Node and BrokerEpoch: RegisterNode, FenceNode and UnfenceNode.
+	Node        int32
+	BrokerEpoch int64
+	// Topic: Topic, Partition and RemoveTopic.
+	Topic string
+	// Partitions and Unclean: Topic.
+	Partitions int32
+	Unclean    Unclean
+	// Partition and State: Partition.
+	Partition int32
+	State     LeaderAndISR
+}
+
+// EncodeMetadataRecord appends r's encoding to dst: a version byte, the
+// type byte, then the type's fields, big endian, with strings and lists
+// prefixed by a uint16 length.
+func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
+	dst = append(dst, MetadataRecordVersion, byte(r.Type))
+	be := binary.BigEndian
+	switch r.Type {
+	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
+		dst = be.AppendUint32(dst, uint32(r.Node))
+		dst = be.AppendUint64(dst, uint64(r.BrokerEpoch))
+	case RecordTopic:
+		dst = appendString(dst, r.Topic)
+		dst = be.AppendUint32(dst, uint32(r.Partitions))
+		u := byte(0)
+		if r.Unclean {
+			u = 1
+		}
+		dst = append(dst, u)
+	case RecordPartition:
+		dst = appendString(dst, r.Topic)
+		dst = be.AppendUint32(dst, uint32(r.Partition))
+		s := r.State
+		dst = be.AppendUint32(dst, uint32(s.Leader))
+		dst = be.AppendUint32(dst, uint32(s.LeaderEpoch))
+		dst = be.AppendUint32(dst, uint32(s.PartitionEpoch))
+		dst = appendIDs(dst, s.Replicas)
+		dst = appendIDs(dst, s.ISR)
+	case RecordRemoveTopic:
+		dst = appendString(dst, r.Topic)
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(s)))
+	return append(dst, s...)
+}
+
+func appendIDs(dst []byte, ids []int32) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(ids)))
+	for _, id := range ids {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(id))
+	}
+	return dst
+}
+
+// DecodeMetadataRecord decodes one record EncodeMetadataRecord wrote. It
+// returns an error matching ErrCorruptMetadata for anything else.
+func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
+	d := decoder{b: b}
+	var r MetadataRecord
+	if v := d.u8(); d.err == nil && v != MetadataRecordVersion {
+		return r, fmt.Errorf("%w: version %d", ErrCorruptMetadata, v)
+	}
+	r.Type = MetadataRecordType(d.u8())
+	switch r.Type {
+	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
+		r.Node = int32(d.u32())
+		r.BrokerEpoch = int64(d.u64())
+		if d.err == nil && (r.Node < 0 || r.BrokerEpoch < 0) {
+			d.fail("node %d broker epoch %d", r.Node, r.BrokerEpoch)
+		}
+	case RecordTopic:
+		r.Topic = d.str()
+		r.Partitions = int32(d.u32())
+		switch u := d.u8(); u {
+		case 0:
+		case 1:
+			r.Unclean = AllowUnclean
+		default:
+			d.fail("unclean flag %d", u)
+		}
+		if d.err == nil && (r.Partitions <= 0 || r.Partitions > maxMetadataList || r.Topic == "") {
+			d.fail("topic %q with %d partitions", r.Topic, r.Partitions)
+		}
+	case RecordPartition:
+		r.Topic = d.str()
+		r.Partition = int32(d.u32())
+		r.State.Leader = int32(d.u32())
+		r.State.LeaderEpoch = int32(d.u32())
+		r.State.PartitionEpoch = int32(d.u32())
+		r.State.Replicas = d.ids()
+		r.State.ISR = d.ids()
+		if d.err == nil && (r.Topic == "" || r.Partition < 0 || r.State.LeaderEpoch < 0 || r.State.PartitionEpoch < 0 || r.State.Leader < NoLeader) {
+			d.fail("partition %s-%d state %+v", r.Topic, r.Partition, r.State)
+		}
+	case RecordRemoveTopic:
+		r.Topic = d.str()
+	default:
+		if d.err == nil {
+			d.fail("type %d", r.Type)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after the record", len(d.b))
+	}
+	if d.err != nil {
+		return MetadataRecord{}, d.err
+	}
+	return r, nil
+}
+
+// decoder reads big-endian fields, remembering the first failure.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrCorruptMetadata, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if len(d.b) < n {
+		d.fail("truncated: %d bytes left, %d wanted", len(d.b), n)
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) u8() uint8 {
+	if p := d.take(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if p := d.take(2); p != nil {
+		return binary.BigEndian.Uint16(p)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if p := d.take(4); p != nil {
+		return binary.BigEndian.Uint32(p)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if p := d.take(8); p != nil {
+		return binary.BigEndian.Uint64(p)
+	}
+	return 0
+}
+
+func (d *decoder) str() string {
+	n := int(d.u16())
+	if n > maxMetadataList {
+		d.fail("string of %d bytes", n)
+		return ""
+	}
+	return string(d.take(n))
+}
+
+func (d *decoder) ids() []int32 {
+	n := int(d.u16())
+	if d.err != nil {
+		return nil
+	}
+	if n > maxMetadataList || n*4 > len(d.b) {
+		d.fail("list of %d ids in %d bytes", n, len(d.b))
+		return nil
+	}
+	ids := make([]int32, n)
+	for i := range ids {
+		v := d.u32()
+		if v > math.MaxInt32 {
+			d.fail("negative id %d", int32(v))
+			return nil
+		}
+		ids[i] = int32(v)
+	}
+	return ids
+}

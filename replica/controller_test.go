@@ -1,0 +1,375 @@
+package replica_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+)
+
+// ctlOptions: 100 ms ticks, so the 9 s session is 90 ticks; the
+// imbalance check every 10 s (100 ticks).
+var ctlOptions = replica.ControllerOptions{LeaderImbalanceCheckInterval: 10 * time.Second}
+
+const sessionTicks = 90
+
+// newController starts a controller over store with nodes 0..n-1
+// registered, each in broker epoch id+1.
+func newController(t *testing.T, store replica.MetadataStore, n int) *replica.LocalController {
+	t.Helper()
+	c, err := replica.NewController(store, ctlOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range int32(n) {
+		e, err := c.RegisterNode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e != int64(id)+1 {
+			t.Fatalf("node %d got broker epoch %d, want %d", id, e, id+1)
+		}
+	}
+	return c
+}
+
+func mustPartition(t *testing.T, c replica.Controller, topic string, p int32) replica.LeaderAndISR {
+	t.Helper()
+	s, err := c.Partition(log.TopicPartition{Topic: topic, Partition: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tickBeating ticks the controller n times, heartbeating the given nodes
+// in their current broker epochs before each tick.
+func tickBeating(t *testing.T, c *replica.LocalController, n int, beating ...int32) {
+	t.Helper()
+	for range n {
+		for _, id := range beating {
+			if err := c.Heartbeat(id, c.State().Nodes[id].BrokerEpoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Tick(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sameState(t *testing.T, got, want replica.LeaderAndISR) {
+	t.Helper()
+	if got.Leader != want.Leader || got.LeaderEpoch != want.LeaderEpoch || got.PartitionEpoch != want.PartitionEpoch ||
+		!slices.Equal(got.Replicas, want.Replicas) || !slices.Equal(got.ISR, want.ISR) {
+		t.Fatalf("state %+v, want %+v", got, want)
+	}
+}
+
+// A node whose heartbeats stop is fenced after exactly the session
+// timeout; the partitions it led elect the next ISR member in assignment
+// order with the leader epoch bumped, it leaves every ISR, and the other
+// replicas are told.
+func TestControllerFencesSilentNode(t *testing.T) {
+	c := newController(t, &replica.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	s := mustPartition(t, c, "t", 0)
+	sameState(t, s, replica.LeaderAndISR{Leader: 0, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1, 2}})
+	if u := c.Updates(); len(u) != 3 {
+		t.Fatalf("creation updates %+v, want one per node", u)
+	}
+	tickBeating(t, c, sessionTicks-1, 1, 2)
+	if c.State().Nodes[0].Fenced {
+		t.Fatalf("node 0 fenced after %d ticks, before the session timeout", sessionTicks-1)
+	}
+	if u := c.Updates(); len(u) != 0 {
+		t.Fatalf("updates %+v while nothing changed", u)
+	}
+	tickBeating(t, c, 1, 1, 2)
+	if !c.State().Nodes[0].Fenced {
+		t.Fatal("node 0 not fenced after the session timeout")
+	}
+	want := replica.LeaderAndISR{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{0, 1, 2}, ISR: []int32{1, 2}}
+	sameState(t, mustPartition(t, c, "t", 0), want)
+	u := c.Updates()
+	if len(u) != 2 || u[0].Node != 1 || u[1].Node != 2 {
+		t.Fatalf("updates %+v, want the new state for nodes 1 and 2", u)
+	}
+	for _, x := range u {
+		sameState(t, x.State, want)
+	}
+
+	// A fenced node's heartbeat in its epoch unfences it and sends it
+	// its partitions; it stays out of the ISR until the leader adds it.
+	if err := c.Heartbeat(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c.State().Nodes[0].Fenced {
+		t.Fatal("node 0 still fenced after a heartbeat")
+	}
+	u = c.Updates()
+	if len(u) != 1 || u[0].Node != 0 {
+		t.Fatalf("updates %+v, want node 0's partition", u)
+	}
+	sameState(t, u[0].State, want)
+	if err := c.Heartbeat(0, 7); !errors.Is(err, transport.ErrStaleBrokerEpoch) {
+		t.Fatalf("heartbeat in a wrong epoch: %v", err)
+	}
+	if err := c.Heartbeat(9, 1); !errors.Is(err, transport.ErrBrokerIDNotRegistered) {
+		t.Fatalf("heartbeat of an unknown node: %v", err)
+	}
+}
+
+// A re-registration (a restart) fences the old incarnation first: a
+// leader that restarts fast still loses its leadership and ISR place.
+func TestControllerReregistrationFencesOldIncarnation(t *testing.T) {
+	c := newController(t, &replica.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.RegisterNode(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e != 4 {
+		t.Fatalf("broker epoch %d, want 4", e)
+	}
+	sameState(t, mustPartition(t, c, "t", 0),
+		replica.LeaderAndISR{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{0, 1, 2}, ISR: []int32{1, 2}})
+	if st := c.State().Nodes[0]; st.Fenced || st.BrokerEpoch != 4 {
+		t.Fatalf("node 0 %+v", st)
+	}
+}
+
+// shrinkTo commits an ISR change to isr proposed by the current leader.
+func shrinkTo(t *testing.T, c replica.Controller, tp log.TopicPartition, isr ...int32) replica.LeaderAndISR {
+	t.Helper()
+	s, _ := c.Partition(tp)
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = c.State().Nodes[id].BrokerEpoch
+	}
+	ns, err := c.AlterPartition(s.Leader, tp, replica.ISRChange{LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch, ISR: isr, BrokerEpochs: epochs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// With the ISR down to its leader, fencing the leader leaves the partition
+// offline with the ISR kept (never empty); only a topic with unclean
+// leader election picks a replica outside the ISR, which becomes the
+// whole ISR. The offline partition comes back when its ISR member does.
+func TestControllerUncleanElection(t *testing.T) {
+	for _, mode := range []replica.Unclean{replica.CleanOnly, replica.AllowUnclean} {
+		c := newController(t, &replica.MemStore{}, 3)
+		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{Unclean: mode}); err != nil {
+			t.Fatal(err)
+		}
+		tp := log.TopicPartition{Topic: "t"}
+		shrinkTo(t, c, tp, 0)
+		tickBeating(t, c, sessionTicks, 1, 2)
+		got := mustPartition(t, c, "t", 0)
+		if mode == replica.CleanOnly {
+			sameState(t, got, replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{0}})
+			if err := c.Heartbeat(0, 1); err != nil {
+				t.Fatal(err)
+			}
+			sameState(t, mustPartition(t, c, "t", 0), replica.LeaderAndISR{Leader: 0, LeaderEpoch: 2, PartitionEpoch: 3, Replicas: []int32{0, 1, 2}, ISR: []int32{0}})
+		} else {
+			sameState(t, got, replica.LeaderAndISR{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{1}})
+		}
+	}
+}
+
+func TestControllerAlterPartition(t *testing.T) {
+	tp := log.TopicPartition{Topic: "t"}
+	setup := func(t *testing.T) *replica.LocalController {
+		c := newController(t, &replica.MemStore{}, 3)
+		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		shrinkTo(t, c, tp, 0, 1) // leader 0, epochs 0/1, ISR [0 1]
+		c.Updates()
+		return c
+	}
+	t.Run("shrink and expand", func(t *testing.T) {
+		c := setup(t)
+		s, err := c.AlterPartition(0, tp, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{2, 0, 1}, BrokerEpochs: []int64{3, 1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := replica.LeaderAndISR{Leader: 0, LeaderEpoch: 0, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1, 2}}
+		sameState(t, s, want)
+		sameState(t, mustPartition(t, c, "t", 0), want)
+		if u := c.Updates(); len(u) != 3 {
+			t.Fatalf("updates %+v, want all three replicas", u)
+		}
+	})
+	cases := []struct {
+		name   string
+		from   int32
+		change replica.ISRChange
+		want   error
+	}{
+		{"old leader epoch", 0, replica.ISRChange{LeaderEpoch: -1, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrFencedLeaderEpoch},
+		{"not the leader", 1, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, transport.ErrNotLeaderOrFollower},
+		{"old partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrInvalidUpdateVersion},
+		{"newer partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 2, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrInvalidUpdateVersion},
+		{"empty ISR", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1}, transport.ErrInvalidRequest},
+		{"ISR without the leader", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, transport.ErrInvalidRequest},
+		{"not a replica", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 7}, BrokerEpochs: []int64{1, 1}}, transport.ErrInvalidRequest},
+		{"duplicate member", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 0}, BrokerEpochs: []int64{1, 1}}, transport.ErrInvalidRequest},
+		{"leader restarted", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{9}}, transport.ErrStaleBrokerEpoch},
+		{"joiner in another broker epoch (KIP-903)", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, 2}}, transport.ErrIneligibleReplica},
+		{"joiner epoch unknown", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, -1}}, transport.ErrIneligibleReplica},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := setup(t)
+			before := mustPartition(t, c, "t", 0)
+			_, err := c.AlterPartition(tc.from, tp, tc.change)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("AlterPartition: %v, want %v", err, tc.want)
+			}
+			sameState(t, mustPartition(t, c, "t", 0), before)
+			if u := c.Updates(); len(u) != 0 {
+				t.Fatalf("refused change pushed %+v", u)
+			}
+		})
+	}
+	t.Run("fenced joiner", func(t *testing.T) {
+		c := setup(t)
+		tickBeating(t, c, sessionTicks, 0, 1)
+		_, err := c.AlterPartition(0, tp, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, 3}})
+		if !errors.Is(err, transport.ErrIneligibleReplica) {
+			t.Fatalf("AlterPartition adding a fenced node: %v", err)
+		}
+	})
+	t.Run("unknown partition", func(t *testing.T) {
+		c := setup(t)
+		_, err := c.AlterPartition(0, log.TopicPartition{Topic: "t", Partition: 1}, replica.ISRChange{ISR: []int32{0}, BrokerEpochs: []int64{1}})
+		if !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+			t.Fatalf("AlterPartition of an unknown partition: %v", err)
+		}
+	})
+}
+
+// After a failover, leadership goes back to the preferred replica on the
+// imbalance check once it is back in the ISR, and not before.
+func TestControllerPreferredLeaderElection(t *testing.T) {
+	c := newController(t, &replica.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	tp := log.TopicPartition{Topic: "t"}
+	tickBeating(t, c, sessionTicks, 1, 2) // node 0 fenced at tick 90
+	if err := c.Heartbeat(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	tickBeating(t, c, 10, 0, 1, 2) // tick 100: node 0 is not in the ISR
+	s := mustPartition(t, c, "t", 0)
+	if s.Leader != 1 {
+		t.Fatalf("leader %d moved to a replica outside the ISR", s.Leader)
+	}
+	shrinkTo(t, c, tp, 0, 1, 2) // leader 1 adds node 0 back
+	tickBeating(t, c, 99, 0, 1, 2)
+	if s := mustPartition(t, c, "t", 0); s.Leader != 1 {
+		t.Fatalf("leader moved to %d before the imbalance check", s.Leader)
+	}
+	c.Updates()
+	tickBeating(t, c, 1, 0, 1, 2) // tick 200
+	want := replica.LeaderAndISR{Leader: 0, LeaderEpoch: 2, PartitionEpoch: 3, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1, 2}}
+	sameState(t, mustPartition(t, c, "t", 0), want)
+	if u := c.Updates(); len(u) != 3 {
+		t.Fatalf("updates %+v, want all three replicas", u)
+	}
+}
+
+// Replicas spread over the nodes: each node leads the same number of
+// partitions and holds the same number of replicas, no partition has a
+// node twice, and successive topics start on different nodes.
+func TestControllerPlacementSpread(t *testing.T) {
+	c := newController(t, &replica.MemStore{}, 4)
+	for _, name := range []string{"a", "b"} {
+		if err := c.CreateTopic(name, 8, 3, replica.TopicConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		leaders, replicas := map[int32]int{}, map[int32]int{}
+		followerPairs := map[[2]int32]int{}
+		for p := range int32(8) {
+			s := mustPartition(t, c, name, p)
+			if len(s.Replicas) != 3 || s.Leader != s.Replicas[0] {
+				t.Fatalf("%s-%d: %+v", name, p, s)
+			}
+			leaders[s.Leader]++
+			for i, id := range s.Replicas {
+				if slices.Index(s.Replicas, id) != i {
+					t.Fatalf("%s-%d: node %d twice in %v", name, p, id, s.Replicas)
+				}
+				replicas[id]++
+			}
+			followerPairs[[2]int32{s.Replicas[0], s.Replicas[1]}]++
+		}
+		for id := range int32(4) {
+			if leaders[id] != 2 || replicas[id] != 6 {
+				t.Fatalf("%s: node %d leads %d and holds %d replicas, want 2 and 6 (%v %v)", name, id, leaders[id], replicas[id], leaders, replicas)
+			}
+		}
+		if len(followerPairs) != 8 {
+			t.Fatalf("%s: leader/first-follower pairs repeat: %v", name, followerPairs)
+		}
+	}
+	if a, b := mustPartition(t, c, "a", 0).Leader, mustPartition(t, c, "b", 0).Leader; a == b {
+		t.Fatalf("both topics start on node %d", a)
+	}
+	for _, tc := range []struct {
+		name       string
+		partitions int
+		rf         int
+		want       error
+	}{
+		{"a", 1, 1, transport.ErrTopicAlreadyExists},
+		{"bad/name", 1, 1, transport.ErrInvalidTopic},
+		{"c", 0, 1, transport.ErrInvalidPartitions},
+		{"c", 1, 5, transport.ErrInvalidReplicationFactor},
+	} {
+		if err := c.CreateTopic(tc.name, tc.partitions, tc.rf, replica.TopicConfig{}); !errors.Is(err, tc.want) {
+			t.Fatalf("CreateTopic(%q, %d, %d): %v, want %v", tc.name, tc.partitions, tc.rf, err, tc.want)
+		}
+	}
+	c.Updates()
+	if err := c.DeleteTopic("a"); err != nil {
+		t.Fatal(err)
+	}
+	u := c.Updates()
+	if len(u) != 24 || !u[0].Deleted {
+		t.Fatalf("delete pushed %d updates (%+v), want 24 deletions", len(u), u[:min(len(u), 2)])
+	}
+	if _, err := c.Partition(log.TopicPartition{Topic: "a"}); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+		t.Fatalf("deleted topic: %v", err)
+	}
+	if err := c.DeleteTopic("a"); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+		t.Fatalf("deleting twice: %v", err)
+	}
+}
+
+func TestControllerOptionsValidation(t *testing.T) {
+	if _, err := replica.NewController(&replica.MemStore{}, replica.ControllerOptions{SessionTimeout: -time.Second}); err == nil {
+		t.Fatal("negative SessionTimeout accepted")
+	}
+	// A store whose records do not apply fails the restart.
+	store := &replica.MemStore{}
+	if err := store.Append([]replica.MetadataRecord{{Type: replica.RecordFenceNode, Node: 1, BrokerEpoch: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replica.NewController(store, replica.ControllerOptions{}); !errors.Is(err, replica.ErrMetadataReplay) {
+		t.Fatalf("replaying a fence of an unknown node: %v", err)
+	}
+}
