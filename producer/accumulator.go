@@ -225,7 +225,8 @@ type batch struct {
 	// outside the partition's queue (the sender), or to the partition's
 	// lock while the batch is queued.
 
-	// wire is the encoded batch of the current attempt.
+	// wire is the encoded batch of the current attempt when it is
+	// compressed; an uncompressed batch is sent from the builder's buffer.
 	wire     []byte
 	attempts int
 	retryAt  time.Time
