@@ -273,7 +273,7 @@ type pending struct {
 var zeros [64 << 10]byte
 
 func (p *Producer) newBatch(ps *partitionState, reserved int64, now time.Time, recordSize int) *batch {
-	b, _ := p.batches.Get().(*batch)
+	b := p.batches.get()
 	if b == nil {
 		b = new(batch)
 	}
@@ -312,7 +312,7 @@ func (p *Producer) recycle(b *batch) {
 	keep := cap(b.wire) <= limit && b.builder.Size() <= limit
 	*b = batch{builder: b.builder, records: b.records[:0], wire: b.wire[:0]}
 	if keep {
-		p.batches.Put(b)
+		p.batches.put(b)
 	}
 }
 
