@@ -486,13 +486,23 @@ func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) 
 	}
 	ps.draining = true
 	for len(ps.outstanding) > 0 && ps.outstanding[0].settled {
+		// The head leaves the outstanding batches before its promises
+		// run: it is older than any batch still to be answered, so it
+		// counts no longer against the partition's limit, and the next
+		// batch can be appended while its promises run.
 		head := ps.outstanding[0]
-		ps.mu.Unlock()
-		p.keepPromises(head)
-		ps.mu.Lock()
 		n := copy(ps.outstanding, ps.outstanding[1:])
 		ps.outstanding[n] = nil
 		ps.outstanding = ps.outstanding[:n]
+		ps.promising = head
+		wake := ps.queued() > 0 && len(ps.outstanding) < ps.limit
+		ps.mu.Unlock()
+		if wake {
+			p.wakeSender() // a closed batch is ready; this goroutine is busy
+		}
+		p.keepPromises(head)
+		ps.mu.Lock()
+		ps.promising = nil
 		if head.done != nil {
 			close(head.done)
 		}
