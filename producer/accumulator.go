@@ -38,6 +38,9 @@ type partitionState struct {
 	// draining is set while a goroutine runs outstanding batches'
 	// promises.
 	draining bool
+	// promising is the settled batch whose promises run now, taken out of
+	// outstanding; older than every batch there.
+	promising *batch
 	// nextSequence is the sequence number the next batch sent for the
 	// first time starts at (idempotence).
 	nextSequence int32
@@ -68,7 +71,7 @@ func (ps *partitionState) lastLocked() *batch {
 	case len(ps.outstanding) > 0:
 		return ps.outstanding[len(ps.outstanding)-1]
 	}
-	return nil
+	return ps.promising
 }
 
 // canSendLocked reports whether the front batch b may go into a request
@@ -76,8 +79,10 @@ func (ps *partitionState) lastLocked() *batch {
 // then no batch has more than limit-1 younger ones that could land before
 // it, and a retry of it is still among the five batches the leader
 // remembers (without idempotence, the limit of 1 waits for the last
-// batch's promises). A retry goes alone, once every earlier attempt has
-// come back, so that it cannot be overtaken again.
+// batch's answer, not for its promises: a batch whose promises run has
+// left the outstanding ones, older than all of them). A retry goes alone,
+// once every earlier attempt has come back, so that it cannot be
+// overtaken again.
 func (ps *partitionState) canSendLocked(b *batch) bool {
 	if b.attempts == 0 {
 		return len(ps.outstanding) < ps.limit
@@ -225,7 +230,8 @@ type batch struct {
 	// outside the partition's queue (the sender), or to the partition's
 	// lock while the batch is queued.
 
-	// wire is the encoded batch of the current attempt.
+	// wire is the encoded batch of the current attempt when it is
+	// compressed; an uncompressed batch is sent from the builder's buffer.
 	wire     []byte
 	attempts int
 	retryAt  time.Time
@@ -272,7 +278,7 @@ type pending struct {
 var zeros [64 << 10]byte
 
 func (p *Producer) newBatch(ps *partitionState, reserved int64, now time.Time, recordSize int) *batch {
-	b, _ := p.batches.Get().(*batch)
+	b := p.batches.get()
 	if b == nil {
 		b = new(batch)
 	}
@@ -311,7 +317,7 @@ func (p *Producer) recycle(b *batch) {
 	keep := cap(b.wire) <= limit && b.builder.Size() <= limit
 	*b = batch{builder: b.builder, records: b.records[:0], wire: b.wire[:0]}
 	if keep {
-		p.batches.Put(b)
+		p.batches.put(b)
 	}
 }
 

@@ -32,7 +32,7 @@ type Producer struct {
 	allPartitions atomicSlice[partitionState]
 	refreshing    atomic.Bool
 	// batches recycles settled batches with their buffers.
-	batches sync.Pool
+	batches *batchPool
 
 	// flushing counts Flush calls under way: while any is, every batch is
 	// ready at once.
@@ -87,12 +87,13 @@ func New(client transport.Client, opts ...Option) (*Producer, error) {
 		}
 	}
 	p := &Producer{
-		idem:   idem,
-		client: client,
-		cfg:    cfg,
-		memory: newBufferPool(cfg.bufferMemory),
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
+		idem:    idem,
+		client:  client,
+		cfg:     cfg,
+		memory:  newBufferPool(cfg.bufferMemory),
+		batches: newBatchPool(cfg.bufferMemory, cfg.batchSize),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
 	}
 	p.topics.Store(&map[string]*topicState{})
 	p.senderWakeAt.Store(math.MaxInt64)

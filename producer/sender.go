@@ -292,13 +292,19 @@ func (p *Producer) send(req *request) {
 	msg.Acks, msg.Timeout = p.cfg.acks, p.cfg.requestTimeout
 	msg.Topics = msg.Topics[:0]
 	for _, b := range req.batches {
-		// Every attempt encodes the batch anew: the node rewrote the last
-		// attempt's header in place (base offset, leader epoch, and with
-		// LogAppendTime the timestamps and CRC).
-		b.wire = b.builder.AppendTo(b.wire[:0])
+		// Every attempt encodes the batch's header anew: the node rewrote
+		// the last attempt's in place (base offset, leader epoch, and with
+		// LogAppendTime the timestamps and CRC). Uncompressed, the batch
+		// goes in the builder's own buffer, which takes no more records:
+		// copying it would cost as much as encoding the records did.
+		wire, ok := b.builder.Finish()
+		if !ok {
+			b.wire = b.builder.AppendTo(b.wire[:0])
+			wire = b.wire
+		}
 		b.attempts++
 		tp := topicOf(msg, b.part.topic.name)
-		tp.Partitions = append(tp.Partitions, transport.ProducePartition{Partition: b.part.id, Records: b.wire})
+		tp.Partitions = append(tp.Partitions, transport.ProducePartition{Partition: b.part.id, Records: wire})
 	}
 
 	ctx, cancel := p.requestContext(req.deadline)
@@ -480,13 +486,23 @@ func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) 
 	}
 	ps.draining = true
 	for len(ps.outstanding) > 0 && ps.outstanding[0].settled {
+		// The head leaves the outstanding batches before its promises
+		// run: it is older than any batch still to be answered, so it
+		// counts no longer against the partition's limit, and the next
+		// batch can be appended while its promises run.
 		head := ps.outstanding[0]
-		ps.mu.Unlock()
-		p.keepPromises(head)
-		ps.mu.Lock()
 		n := copy(ps.outstanding, ps.outstanding[1:])
 		ps.outstanding[n] = nil
 		ps.outstanding = ps.outstanding[:n]
+		ps.promising = head
+		wake := ps.queued() > 0 && len(ps.outstanding) < ps.limit
+		ps.mu.Unlock()
+		if wake {
+			p.wakeSender() // a closed batch is ready; this goroutine is busy
+		}
+		p.keepPromises(head)
+		ps.mu.Lock()
+		ps.promising = nil
 		if head.done != nil {
 			close(head.done)
 		}

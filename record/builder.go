@@ -219,7 +219,12 @@ func (b *Builder) AppendTo(dst []byte) []byte {
 	} else {
 		dst = append(dst, b.buf...)
 	}
-	batch := dst[start:]
+	b.seal(dst[start:])
+	return dst
+}
+
+// seal writes the header of the encoded batch, and then its CRC.
+func (b *Builder) seal(batch []byte) {
 	if len(batch)-LogOverhead > math.MaxInt32 {
 		panic(fmt.Sprintf("record: a batch of %d bytes is over the format's limit", len(batch)))
 	}
@@ -239,7 +244,6 @@ func (b *Builder) AppendTo(dst []byte) []byte {
 	}
 	putHeader(batch, &h)
 	putCRC(batch)
-	return dst
 }
 
 // compressed reports whether AppendTo compresses the records section.
