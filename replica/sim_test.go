@@ -130,7 +130,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		c.Restart(id)
 	}
 	if c.Leader() == replica.NoLeader {
-		c.Elect()
+		c.Fatalf("no leader with every node up: the controller elects one as an ISR member registers; controller %+v", c.State)
 	}
 	for i := 0; len(c.State.ISR) < len(ids) || c.PendingAlters() > 0; i++ {
 		if i == 1000 {
