@@ -140,6 +140,8 @@ type Cluster struct {
 	rng       *rand.Rand
 	truncToHW bool
 	lossAt    int64 // ForgetCommitted's offset, or -1
+	store     *replica.MemStore
+	ctrlOpts  replica.ControllerOptions
 	alters    []pendingAlter
 }
 
@@ -187,7 +189,8 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	if copts.LeaderImbalanceCheckInterval == 0 {
 		copts.NoAutoLeaderRebalance = true
 	}
-	ctrl, err := replica.NewController(&replica.MemStore{}, copts)
+	c.store, c.ctrlOpts = &replica.MemStore{}, copts
+	ctrl, err := replica.NewController(c.store, copts)
 	if err != nil {
 		c.Fatalf("new controller: %v", err)
 	}
@@ -317,6 +320,29 @@ func (c *Cluster) Crash(id int32, keepUnsynced bool) {
 	}
 }
 
+// Kill stops node id abruptly, as Crash does, but returns at once: until
+// its session times out the controller still counts the node as alive,
+// leading or in the ISR.
+func (c *Cluster) Kill(id int32, keepUnsynced bool) {
+	c.T.Helper()
+	c.crash(id, keepUnsynced)
+}
+
+// RestartController replaces the controller by a new one that replays the
+// old one's metadata store, as a controller failover does: the nodes keep
+// their registrations and get a full session to heartbeat in; updates the
+// old one had not handed out are lost, and the nodes keep the states they
+// applied.
+func (c *Cluster) RestartController() {
+	c.T.Helper()
+	ctrl, err := replica.NewController(c.store, c.ctrlOpts)
+	if err != nil {
+		c.Fatalf("restart controller: %v", err)
+	}
+	c.Controller = ctrl
+	c.tracef("controller restarted")
+}
+
 // crash stops node id abruptly, as Crash does, without waiting for the
 // controller to notice. It reports whether the node was up.
 func (c *Cluster) crash(id int32, keepUnsynced bool) bool {
@@ -357,10 +383,14 @@ func (c *Cluster) Bounce(id int32) {
 }
 
 // Wipe crashes node id, gives it an empty disk (and no high watermark
-// checkpoint), and starts it again: a replaced drive.
+// checkpoint), and starts it again at once: a replaced drive. It does not
+// wait for the session timeout: registering again fences the node's old
+// incarnation, so the node is out of the ISR (unless it is the last
+// member) before its empty replica starts, and nothing else happens in
+// between.
 func (c *Cluster) Wipe(id int32) {
 	c.T.Helper()
-	c.Crash(id, false)
+	c.crash(id, false)
 	n := c.Nodes[id]
 	n.FS = vfs.NewMem()
 	n.HighWatermark = 0
