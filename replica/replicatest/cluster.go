@@ -448,8 +448,9 @@ func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Pro
 // Leader returns the controller's leader, or NoLeader.
 func (c *Cluster) Leader() int32 { return c.State.Leader }
 
-// Tick advances the network and every running, unpaused node by one tick,
-// then stabilizes.
+// Tick advances the network, the controller (every running node
+// heartbeats) and every running, unpaused node by one tick, then
+// stabilizes.
 func (c *Cluster) Tick() {
 	c.T.Helper()
 	c.Net.Tick()
@@ -458,15 +459,19 @@ func (c *Cluster) Tick() {
 		c.alters = c.alters[1:]
 		c.alterPartition(a.from, a.change)
 	}
+	if err := c.Controller.Tick(); err != nil {
+		c.Fatalf("controller tick: %v", err)
+	}
+	// Every running node heartbeats at the new time, so the controller
+	// fences one exactly a session timeout after its last tick up. A
+	// paused node heartbeats too: Pause stalls its replica, not its
+	// session.
 	for _, id := range c.Cfg.Replicas {
 		if n := c.Nodes[id]; n.Up() {
 			if err := c.Controller.Heartbeat(id, n.brokerEpoch); err != nil {
 				c.Fatalf("node %d heartbeat: %v", id, err)
 			}
 		}
-	}
-	if err := c.Controller.Tick(); err != nil {
-		c.Fatalf("controller tick: %v", err)
 	}
 	c.applyUpdates()
 	for _, id := range c.Cfg.Replicas {
