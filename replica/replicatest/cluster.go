@@ -159,8 +159,10 @@ type Batch struct {
 	Values                 []string
 }
 
-// NewCluster starts a node for each replica, elects the first as leader in
-// epoch 0 with every replica in the ISR, and applies that state.
+// NewCluster starts the controller and a node for each replica, registers
+// the nodes, and creates the partition: the first replica leads in epoch 0
+// with every replica in the ISR. The controller places replicas in node
+// order, so Replicas must be ascending.
 func NewCluster(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	c := &Cluster{
