@@ -99,7 +99,8 @@
 // ISR member (ElectLeader) in a new leader epoch and taking it out of ISRs
 // (never emptying one); AlterPartition commits or refuses a leader's
 // Ready.AlterPartition; leadership goes back to preferred replicas on the
-// imbalance check. Updates lists the LeaderAndISR each node must Apply.
+// imbalance check, or to a chosen ISR member with ElectReplica. Updates
+// lists the LeaderAndISR each node must Apply.
 // Each change is a versioned MetadataRecord appended to a MetadataStore
 // (LogStore keeps them in a log.Log, like KRaft's __cluster_metadata)
 // before it is applied, and NewController replays the store: a restarted

@@ -86,8 +86,9 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 		t.Fatalf("produce at follower: %v", err)
 	}
 	r := c.Nodes[1].Replica
+	epoch2 := c.Nodes[2].BrokerEpoch()
 	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 99, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: 1}}); err != nil {
+		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: epoch2}}); err != nil {
 		t.Fatal(err)
 	}
 	rd := r.Ready()
@@ -100,7 +101,7 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	c.ElectPreferring(1) // epoch 1
 	c.Stabilize()
 	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 100, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: 1}}); err != nil {
+		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: epoch2}}); err != nil {
 		t.Fatal(err)
 	}
 	rd = r.Ready()
@@ -110,10 +111,10 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	if err := r.Advance(); err != nil {
 		t.Fatal(err)
 	}
-	// A fetch from an earlier incarnation of node 2 (its broker epoch is 1
-	// now) is refused: its offset says nothing about the log it has.
+	// A fetch from an earlier incarnation of node 2 (its broker epoch is
+	// epoch2 now) is refused: its offset says nothing about the log it has.
 	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 101, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: 1, FetchOffset: 50, LastFetchedEpoch: -1, ReplicaEpoch: 0}}); err != nil {
+		CurrentLeaderEpoch: 1, FetchOffset: 50, LastFetchedEpoch: -1, ReplicaEpoch: epoch2 - 1}}); err != nil {
 		t.Fatal(err)
 	}
 	rd = r.Ready()

@@ -27,7 +27,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // [alter-delay=T]; produce acks=all|1|0 VALUE...; tick [N]; stabilize;
 // status; produces; log NODE; check; crash NODE [keep-unsynced]; restart
 // NODE; bounce NODE; wipe NODE; cut-log NODE OFFSET (while down); pause
-// NODE; resume NODE; cut FROM TO; partition A B; isolate NODE; heal; elect;
+// NODE; resume NODE; cut FROM TO; partition A B; isolate NODE; heal;
 // elect-preferring NODE.
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/scripts/*.txt")
@@ -216,9 +216,6 @@ func runCommand(t *testing.T, cp **replicatest.Cluster, line string) []string {
 	case "heal":
 		c.Net.HealAll()
 		return nil
-	case "elect":
-		c.Elect()
-		return status(c)
 	case "elect-preferring":
 		c.ElectPreferring(node(0))
 		return status(c)

@@ -1,11 +1,13 @@
 package replica_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
@@ -34,6 +36,15 @@ type chaos struct {
 	faults         replicatest.Faults
 	keepUnsyncedOK bool  // crashes may keep unsynced bytes too
 	alterDelay     int64 // ticks the controller takes to commit an ISR change
+	// noWait is the share of crashes that do not wait for the controller's
+	// session timeout to fence the node (Kill rather than Crash).
+	noWait float64
+	// restartController is the chance per tick of a controller failover.
+	restartController float64
+	// rebalance, when not zero, is the controller's
+	// leader.imbalance.check.interval in ticks: it moves leadership back
+	// to the preferred replica on its own.
+	rebalance int64
 }
 
 // runChaos drives a cluster through random faults under seed, checking as
@@ -48,8 +59,10 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 	for i := 1; i <= ch.replicas; i++ {
 		ids = append(ids, int32(i))
 	}
-	c := replicatest.NewCluster(t, replicatest.Config{Seed: seed, Replicas: ids, Options: testOptions(ch.minISR),
-		AlterPartitionDelay: ch.alterDelay, Trace: trace(t)})
+	opts := testOptions(ch.minISR)
+	c := replicatest.NewCluster(t, replicatest.Config{Seed: seed, Replicas: ids, Options: opts,
+		AlterPartitionDelay: ch.alterDelay, Trace: trace(t),
+		Controller: replica.ControllerOptions{LeaderImbalanceCheckInterval: time.Duration(ch.rebalance) * opts.TickInterval}})
 	c.Net.AddRule(replicatest.Rule{From: replicatest.Any, To: replicatest.Any, Faults: ch.faults})
 	c.Stabilize()
 	pick := func(ok func(*replicatest.Node) bool) (int32, bool) {
@@ -64,6 +77,13 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		}
 		return cand[rng.IntN(len(cand))], true
 	}
+	crash := func(id int32, keepUnsynced bool) {
+		if rng.Float64() < ch.noWait {
+			c.Kill(id, keepUnsynced)
+		} else {
+			c.Crash(id, keepUnsynced)
+		}
+	}
 	for tick := range ticks {
 		leader := c.Leader()
 		if rng.Float64() < ch.produce && leader != replica.NoLeader && !c.Net.Paused(leader) {
@@ -71,11 +91,11 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 			c.Produce(leader, transport.AcksAll, vals(fmt.Sprintf("s%d-t%d-", seed, tick), n)...) // errors are expected
 		}
 		if rng.Float64() < ch.crashLeader && leader != replica.NoLeader {
-			c.Crash(leader, ch.keepUnsyncedOK && rng.IntN(2) == 0)
+			crash(leader, ch.keepUnsyncedOK && rng.IntN(2) == 0)
 		}
 		if rng.Float64() < ch.crashFollower {
 			if id, ok := pick(func(n *replicatest.Node) bool { return n.Up() && n.ID != c.Leader() }); ok {
-				c.Crash(id, ch.keepUnsyncedOK && rng.IntN(2) == 0)
+				crash(id, ch.keepUnsyncedOK && rng.IntN(2) == 0)
 			}
 		}
 		if rng.Float64() < ch.wipe {
@@ -117,6 +137,9 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 				c.ElectPreferring(id)
 			}
 		}
+		if rng.Float64() < ch.restartController {
+			c.RestartController()
+		}
 		c.Tick()
 		if tick%25 == 0 {
 			c.Check() // every ISR member holds every acked write, at all times
@@ -130,7 +153,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		c.Restart(id)
 	}
 	if c.Leader() == replica.NoLeader {
-		c.Elect()
+		c.Fatalf("no leader with every node up: the controller elects one as an ISR member registers; controller %+v", c.State)
 	}
 	for i := 0; len(c.State.ISR) < len(ids) || c.PendingAlters() > 0; i++ {
 		if i == 1000 {
@@ -154,6 +177,11 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		return true
 	}
 	for i := 0; !settled(); i++ {
+		if last.Done && errors.Is(last.Err, transport.ErrNotLeaderOrFollower) {
+			// The controller moved leadership back to the preferred
+			// replica: retry there, as a producer does.
+			last = produce(t, c, transport.AcksAll, fmt.Sprintf("s%d-final-retry%d", seed, i))
+		}
 		if i == 1000 {
 			for _, id := range ids {
 				t.Logf("node %d: %+v", id, c.Nodes[id].Replica.Status())
@@ -220,8 +248,10 @@ func TestAckedWritesSurviveLeaderKills(t *testing.T) {
 
 // The randomized simulation (rafttest style): lossy, duplicating,
 // reordering links, partitions one- and two-way, paused nodes, crashes of
-// leaders and followers, wiped disks, controlled leader changes, delayed
-// ISR decisions; every run is checked
+// leaders and followers (some fenced at once by the session timeout, some
+// left leading until it expires), wiped disks, controlled leader changes,
+// automatic preferred-leader elections, controller failovers, delayed ISR
+// decisions; every run is checked
 // as runChaos says, and a failure names its seed (-replica.seed replays
 // it).
 func TestRandomSimulation(t *testing.T) {
@@ -234,6 +264,7 @@ func TestRandomSimulation(t *testing.T) {
 				partition: 0.02, heal: 0.03, pause: 0.01, elect: 0.01, wipe: 0.005,
 				faults:     replicatest.Faults{Drop: 0.05, Duplicate: 0.05, MinDelay: 0, MaxDelay: 3},
 				alterDelay: seed % 4,
+				noWait:     0.5, restartController: 0.005, rebalance: 40,
 			})
 		}
 	}
@@ -254,6 +285,7 @@ func TestRandomSimulationHarsh(t *testing.T) {
 			partition: 0.03, heal: 0.03, pause: 0.02, elect: 0.03, wipe: 0.01,
 			faults:     replicatest.Faults{Drop: 0.15, Duplicate: 0.1, MinDelay: 0, MaxDelay: 6},
 			alterDelay: 1 + seed%8,
+			noWait:     0.5, restartController: 0.01, rebalance: 25,
 		})
 	}
 	if total == 0 {

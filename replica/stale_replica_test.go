@@ -122,8 +122,8 @@ func TestWipedReplicaCannotRejoinThroughStaleState(t *testing.T) {
 				c.Fatalf("no expansion pending: %+v", p)
 			}
 			c.Wipe(3)
-			c.Net.Cut(3, 1) // it cannot fetch again for now
-			c.RunTicks(15)  // the controller answers the old proposal
+			c.Net.Isolate(3, 1, 2) // it cannot fetch again for now
+			c.RunTicks(15)         // the controller answers the old proposal
 			inISR := slices.Contains(c.State.ISR, 3)
 			if !ignore && inISR {
 				c.Fatalf("empty node 3 joined the ISR %v through a proposal from before its wipe", c.State.ISR)

@@ -1,10 +1,12 @@
 package replicatest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
@@ -36,13 +38,20 @@ type Config struct {
 	// checks catch the data loss it causes; the cluster then leaves the
 	// lineage checks to the test.
 	TruncateToHighWatermark func(replica.Options) replica.Options
-	// AlterPartitionDelay is how many ticks the controller takes to
-	// answer a leader's ISR change; zero answers at once.
+	// AlterPartitionDelay is how many ticks a leader's ISR change takes to
+	// reach the controller; zero sends it at once.
 	AlterPartitionDelay int64
-	// IgnoreBrokerEpochs makes the controller commit an ISR expansion
-	// whatever broker epoch the leader saw the new member fetch with — the
-	// bug KIP-903 fixed, for tests to show it.
+	// IgnoreBrokerEpochs makes the cluster replace, in each ISR change, the
+	// broker epochs the leader saw its new members fetch with by the ones
+	// the controller holds now, so that the controller commits an expansion
+	// whatever incarnation the leader saw — the bug KIP-903 fixed, for
+	// tests to show it.
 	IgnoreBrokerEpochs bool
+	// Controller configures the cluster's LocalController. A zero
+	// SessionTimeout means 3 ticks, to keep runs short; a zero
+	// LeaderImbalanceCheckInterval turns automatic preferred-leader
+	// elections off (NoAutoLeaderRebalance), as tests choose leaders.
+	Controller replica.ControllerOptions
 	// Trace, when not nil, is told each step of the run: elections,
 	// crashes, restarts, ISR changes, truncations, high watermarks and
 	// diverging fetch answers.
@@ -66,11 +75,16 @@ type Node struct {
 	HighWatermark int64
 	// lastHW is the high watermark published in this incarnation.
 	lastHW int64
-	// incarnation counts the node's starts: its broker epoch.
-	incarnation uint32
+	// brokerEpoch is the broker epoch the controller gave this
+	// incarnation.
+	brokerEpoch int64
 	// pending maps this incarnation's proposal ids to produce tokens.
 	pending map[uint64]int
 }
+
+// BrokerEpoch returns the broker epoch the controller gave the node's
+// current (or last) incarnation.
+func (n *Node) BrokerEpoch() int64 { return n.brokerEpoch }
 
 // Up reports whether the node is running.
 func (n *Node) Up() bool { return n.Replica != nil }
@@ -95,8 +109,9 @@ type Produced struct {
 func (p *Produced) Acked() bool { return p.Done && p.Err == nil }
 
 // Cluster is the replicas of one partition on nodes joined by a Network,
-// with a test controller that elects leaders from the ISR and commits the
-// ISR changes leaders propose. It checks, as it runs, that no replica's
+// under a replica.LocalController that registers the nodes, fences them by
+// session timeout, elects leaders from the ISR and commits the ISR changes
+// leaders propose; the cluster applies the updates it issues. It checks, as it runs, that no replica's
 // high watermark goes backwards and that every batch a leader committed is
 // the same on every replica that reports it committed; Check adds the rest.
 type Cluster struct {
@@ -105,7 +120,10 @@ type Cluster struct {
 	Net   *Network
 	TP    log.TopicPartition
 	Nodes map[int32]*Node
-	// State is the controller's state of the partition.
+	// Controller is the cluster's controller.
+	Controller *replica.LocalController
+	// State is the controller's state of the partition, as of its last
+	// change.
 	State replica.LeaderAndISR
 	// Produced lists every Produce, by token.
 	Produced []*Produced
@@ -122,6 +140,8 @@ type Cluster struct {
 	rng       *rand.Rand
 	truncToHW bool
 	lossAt    int64 // ForgetCommitted's offset, or -1
+	store     *replica.MemStore
+	ctrlOpts  replica.ControllerOptions
 	alters    []pendingAlter
 }
 
@@ -139,8 +159,10 @@ type Batch struct {
 	Values                 []string
 }
 
-// NewCluster starts a node for each replica, elects the first as leader in
-// epoch 0 with every replica in the ISR, and applies that state.
+// NewCluster starts the controller and a node for each replica, registers
+// the nodes, and creates the partition: the first replica leads in epoch 0
+// with every replica in the ISR. The controller places replicas in node
+// order, so Replicas must be ascending.
 func NewCluster(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	c := &Cluster{
@@ -155,14 +177,39 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	if c.Cfg.SegmentBytes == 0 {
 		c.Cfg.SegmentBytes = 16 << 10
 	}
+	copts := cfg.Controller
+	if copts.TickInterval == 0 {
+		copts.TickInterval = cfg.Options.TickInterval
+	}
+	if copts.SessionTimeout == 0 {
+		tick := copts.TickInterval
+		if tick == 0 {
+			tick = 100 * time.Millisecond
+		}
+		copts.SessionTimeout = 3 * tick
+	}
+	if copts.LeaderImbalanceCheckInterval == 0 {
+		copts.NoAutoLeaderRebalance = true
+	}
+	c.store, c.ctrlOpts = &replica.MemStore{}, copts
+	ctrl, err := replica.NewController(c.store, copts)
+	if err != nil {
+		c.Fatalf("new controller: %v", err)
+	}
+	c.Controller = ctrl
 	for _, id := range cfg.Replicas {
 		n := &Node{ID: id, FS: vfs.NewMem()}
 		c.Nodes[id] = n
+		c.register(n)
 		c.open(n)
 	}
-	c.State = replica.LeaderAndISR{Leader: cfg.Replicas[0], LeaderEpoch: 0, PartitionEpoch: 0,
-		Replicas: slices.Clone(cfg.Replicas), ISR: slices.Clone(cfg.Replicas)}
-	c.broadcast()
+	if err := ctrl.CreateTopic(c.TP.Topic, 1, len(cfg.Replicas), replica.TopicConfig{Unclean: cfg.Unclean}); err != nil {
+		c.Fatalf("create topic: %v", err)
+	}
+	c.applyUpdates()
+	if !slices.Equal(c.State.Replicas, cfg.Replicas) {
+		c.Fatalf("controller assigned replicas %v, want %v (list them in ascending order)", c.State.Replicas, cfg.Replicas)
+	}
 	return c
 }
 
@@ -181,8 +228,7 @@ func (c *Cluster) open(n *Node) {
 	}
 	opts := c.Cfg.Options
 	opts.HighWatermark = n.HighWatermark
-	n.incarnation++
-	opts.BrokerEpoch = n.incarnation
+	opts.BrokerEpoch = uint32(n.brokerEpoch)
 	if c.truncToHW {
 		opts = c.Cfg.TruncateToHighWatermark(opts)
 	}
@@ -201,66 +247,111 @@ func (c *Cluster) tracef(format string, args ...any) {
 	}
 }
 
-// alive reports whether the controller sees id as alive.
-func (c *Cluster) alive(id int32) bool { return c.Nodes[id].Up() }
-
-// broadcast applies the controller's state to every live node.
-func (c *Cluster) broadcast() {
+// register registers node n with the controller, which fences its previous
+// incarnation, and keeps the broker epoch it hands out.
+func (c *Cluster) register(n *Node) {
 	c.T.Helper()
-	for _, id := range c.Cfg.Replicas {
-		n := c.Nodes[id]
-		if !n.Up() {
+	epoch, err := c.Controller.RegisterNode(n.ID)
+	if err != nil {
+		c.Fatalf("register node %d: %v", n.ID, err)
+	}
+	n.brokerEpoch = epoch
+}
+
+// applyUpdates carries out the controller's updates: each running node
+// applies the latest state of its replica. It then refreshes State, and
+// counts an election of a leader from outside the previous ISR as unclean.
+func (c *Cluster) applyUpdates() {
+	c.T.Helper()
+	for _, u := range c.Controller.Updates() {
+		n := c.Nodes[u.Node]
+		if u.TopicPartition != c.TP || n == nil || !n.Up() {
 			continue
 		}
-		if err := n.Replica.Apply(c.State); err != nil {
-			c.Fatalf("apply %+v to node %d: %v", c.State, id, err)
+		if u.Deleted {
+			c.Fatalf("controller deleted %s on node %d", c.TP, u.Node)
+		}
+		if err := n.Replica.Apply(u.State); err != nil {
+			c.Fatalf("apply %+v to node %d: %v", u.State, u.Node, err)
 		}
 	}
-}
-
-// Elect elects a new leader with replica.ElectLeader (the current leader
-// stays if it is alive and in the ISR only when keep is true), bumps the
-// leader epoch and applies the state. It reports whether a leader was
-// found; without one the partition is offline (Leader is NoLeader).
-func (c *Cluster) Elect() bool {
-	c.T.Helper()
-	leader, unclean, ok := replica.ElectLeader(c.State.Replicas, c.State.ISR, c.alive, c.Cfg.Unclean)
-	c.State.LeaderEpoch++
-	c.State.PartitionEpoch++
-	c.State.Leader = leader
-	if unclean {
-		c.UncleanElections++
-		c.State.ISR = []int32{leader}
+	s, err := c.Controller.Partition(c.TP)
+	if err != nil {
+		c.Fatalf("controller: %v", err)
 	}
-	c.tracef("elect %+v unclean=%v", c.State, unclean)
-	c.broadcast()
-	return ok
+	prev := c.State
+	if s.PartitionEpoch == prev.PartitionEpoch && s.LeaderEpoch == prev.LeaderEpoch && prev.Replicas != nil {
+		return
+	}
+	if prev.Replicas != nil && s.Leader != replica.NoLeader && s.LeaderEpoch > prev.LeaderEpoch &&
+		s.Leader != prev.Leader && !slices.Contains(prev.ISR, s.Leader) {
+		c.UncleanElections++
+	}
+	c.State = s
+	c.tracef("controller: %+v", s)
 }
 
-// ElectPreferring makes id leader if it is alive and in the ISR (a
-// preferred-leader or controlled election).
+// ElectPreferring makes id leader in a new leader epoch if it is alive and
+// in the ISR (a controlled election), with the controller's ElectReplica.
+// It reports whether the controller elected id.
 func (c *Cluster) ElectPreferring(id int32) bool {
 	c.T.Helper()
-	if !c.alive(id) || !slices.Contains(c.State.ISR, id) {
+	if _, err := c.Controller.ElectReplica(c.TP, id); err != nil {
+		c.tracef("elect %d: %v", id, err)
 		return false
 	}
-	c.State.LeaderEpoch++
-	c.State.PartitionEpoch++
-	c.State.Leader = id
-	c.tracef("elect preferring %d: %+v", id, c.State)
-	c.broadcast()
+	c.applyUpdates()
 	return true
 }
 
 // Crash stops node id abruptly: its disk keeps only what was synced (or,
-// with keepUnsynced, everything written), and the controller fences it —
-// removes it from the ISR (unless it is the last member, as KRaft keeps
-// one) and elects a new leader if it led.
+// with keepUnsynced, everything written). It then ticks until the
+// controller's session timeout fences the node — removes it from the ISR
+// (unless it is the last member, as KRaft keeps one) and elects a new
+// leader if it led.
 func (c *Cluster) Crash(id int32, keepUnsynced bool) {
+	c.T.Helper()
+	if !c.crash(id, keepUnsynced) {
+		return
+	}
+	for i := 0; !c.Controller.State().Nodes[id].Fenced; i++ {
+		if i > 1000 {
+			c.Fatalf("the controller never fenced crashed node %d", id)
+		}
+		c.Tick()
+	}
+}
+
+// Kill stops node id abruptly, as Crash does, but returns at once: until
+// its session times out the controller still counts the node as alive,
+// leading or in the ISR.
+func (c *Cluster) Kill(id int32, keepUnsynced bool) {
+	c.T.Helper()
+	c.crash(id, keepUnsynced)
+}
+
+// RestartController replaces the controller by a new one that replays the
+// old one's metadata store, as a controller failover does: the nodes keep
+// their registrations and get a full session to heartbeat in; updates the
+// old one had not handed out are lost, and the nodes keep the states they
+// applied.
+func (c *Cluster) RestartController() {
+	c.T.Helper()
+	ctrl, err := replica.NewController(c.store, c.ctrlOpts)
+	if err != nil {
+		c.Fatalf("restart controller: %v", err)
+	}
+	c.Controller = ctrl
+	c.tracef("controller restarted")
+}
+
+// crash stops node id abruptly, as Crash does, without waiting for the
+// controller to notice. It reports whether the node was up.
+func (c *Cluster) crash(id int32, keepUnsynced bool) bool {
 	c.T.Helper()
 	n := c.Nodes[id]
 	if !n.Up() {
-		return
+		return false
 	}
 	policy := vfs.KeepNone
 	if keepUnsynced {
@@ -270,31 +361,14 @@ func (c *Cluster) Crash(id int32, keepUnsynced bool) {
 	n.Log.Close() // the old disk is gone; closing only frees it
 	n.Log, n.Replica, n.pending = nil, nil, nil
 	c.tracef("crash %d keepUnsynced=%v", id, keepUnsynced)
-	c.fence(id)
-}
-
-// fence removes id from the ISR and re-elects if it led.
-func (c *Cluster) fence(id int32) {
-	c.T.Helper()
-	changed := false
-	if len(c.State.ISR) > 1 && slices.Contains(c.State.ISR, id) {
-		c.State.ISR = slices.DeleteFunc(slices.Clone(c.State.ISR), func(m int32) bool { return m == id })
-		changed = true
-	}
-	if c.State.Leader == id {
-		c.Elect()
-		return
-	}
-	if changed {
-		c.State.PartitionEpoch++
-		c.tracef("fence %d: %+v", id, c.State)
-		c.broadcast()
-	}
+	return true
 }
 
 // Bounce crashes node id and starts it again at once, before the
-// controller notices: it stays in the ISR and keeps its role's epoch. Its
-// disk keeps only what was synced.
+// controller notices: the node keeps its registration and broker epoch,
+// as a ZooKeeper-era broker whose session outlived its restart did, so it
+// stays in the ISR and keeps its role's epoch. Its disk keeps only what
+// was synced.
 func (c *Cluster) Bounce(id int32) {
 	c.T.Helper()
 	n := c.Nodes[id]
@@ -304,16 +378,21 @@ func (c *Cluster) Bounce(id int32) {
 	n.FS = n.FS.CrashClone(vfs.CrashOptions{Seed: c.rng.Int64()})
 	n.Log.Close()
 	c.open(n)
+	c.tracef("bounce %d: log end %d", id, n.Log.LogEndOffset())
 	if err := n.Replica.Apply(c.State); err != nil {
 		c.Fatalf("apply %+v to bounced node %d: %v", c.State, id, err)
 	}
 }
 
 // Wipe crashes node id, gives it an empty disk (and no high watermark
-// checkpoint), and starts it again: a replaced drive.
+// checkpoint), and starts it again at once: a replaced drive. It does not
+// wait for the session timeout: registering again fences the node's old
+// incarnation, so the node is out of the ISR (unless it is the last
+// member) before its empty replica starts, and nothing else happens in
+// between.
 func (c *Cluster) Wipe(id int32) {
 	c.T.Helper()
-	c.Crash(id, false)
+	c.crash(id, false)
 	n := c.Nodes[id]
 	n.FS = vfs.NewMem()
 	n.HighWatermark = 0
@@ -321,24 +400,20 @@ func (c *Cluster) Wipe(id int32) {
 	c.Restart(id)
 }
 
-// Restart starts a crashed node again on what its disk kept: recovery,
-// then the controller's current state. If the partition had no leader, it
-// elects one.
+// Restart starts a crashed node again on what its disk kept: it registers
+// with the controller in a new broker epoch, recovers, and applies the
+// controller's state. If the partition had no leader, the controller
+// elects one as the node registers.
 func (c *Cluster) Restart(id int32) {
 	c.T.Helper()
 	n := c.Nodes[id]
 	if n.Up() {
 		return
 	}
+	c.register(n)
 	c.open(n)
 	c.tracef("restart %d: log end %d, high watermark %d, epochs %v", id, n.Log.LogEndOffset(), n.Replica.HighWatermark(), n.Log.EpochEntries())
-	if c.State.Leader == replica.NoLeader {
-		c.Elect()
-		return
-	}
-	if err := n.Replica.Apply(c.State); err != nil {
-		c.Fatalf("apply %+v to restarted node %d: %v", c.State, id, err)
-	}
+	c.applyUpdates()
 }
 
 // Produce appends a batch of values to node id (the leader, or NoLeader)
@@ -375,8 +450,9 @@ func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Pro
 // Leader returns the controller's leader, or NoLeader.
 func (c *Cluster) Leader() int32 { return c.State.Leader }
 
-// Tick advances the network and every running, unpaused node by one tick,
-// then stabilizes.
+// Tick advances the network, the controller (every running node
+// heartbeats) and every running, unpaused node by one tick, then
+// stabilizes.
 func (c *Cluster) Tick() {
 	c.T.Helper()
 	c.Net.Tick()
@@ -385,6 +461,21 @@ func (c *Cluster) Tick() {
 		c.alters = c.alters[1:]
 		c.alterPartition(a.from, a.change)
 	}
+	if err := c.Controller.Tick(); err != nil {
+		c.Fatalf("controller tick: %v", err)
+	}
+	// Every running node heartbeats at the new time, so the controller
+	// fences one exactly a session timeout after its last tick up. A
+	// paused node heartbeats too: Pause stalls its replica, not its
+	// session.
+	for _, id := range c.Cfg.Replicas {
+		if n := c.Nodes[id]; n.Up() {
+			if err := c.Controller.Heartbeat(id, n.brokerEpoch); err != nil {
+				c.Fatalf("node %d heartbeat: %v", id, err)
+			}
+		}
+	}
+	c.applyUpdates()
 	for _, id := range c.Cfg.Replicas {
 		if n := c.Nodes[id]; n.Up() && !c.Net.Paused(id) {
 			n.Replica.Tick()
@@ -453,7 +544,7 @@ func (c *Cluster) handleReady(n *Node) {
 			c.Fatalf("node %d persist: %v", n.ID, err)
 		}
 		c.Cfg.OnWriteError(n.ID, err)
-		c.Crash(n.ID, true)
+		c.crash(n.ID, true)
 		return
 	}
 	for _, m := range rd.Messages {
@@ -500,41 +591,30 @@ func (c *Cluster) handleReady(n *Node) {
 // answer.
 func (c *Cluster) PendingAlters() int { return len(c.alters) }
 
-// alterPartition is the controller's AlterPartition: it commits a leader's
-// ISR change made in the current epochs, whose joining members are alive in
-// the broker epoch the leader saw them in, and tells every node; it refuses
-// any other with RejectISRChange.
+// alterPartition sends a leader's ISR change to the controller, applies
+// the state it commits, and tells the leader, if it still runs, when the
+// controller refuses the change.
 func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 	c.T.Helper()
-	refuse := func(why string) {
-		c.tracef("refuse ISR change %+v from %d: %s", a, from, why)
-		if n := c.Nodes[from]; n.Up() {
-			n.Replica.RejectISRChange(a)
+	orig := a
+	if c.Cfg.IgnoreBrokerEpochs {
+		nodes := c.Controller.State().Nodes
+		a.BrokerEpochs = slices.Clone(a.BrokerEpochs)
+		for i, id := range a.ISR {
+			if ns, ok := nodes[id]; ok && id != from {
+				a.BrokerEpochs[i] = ns.BrokerEpoch
+			}
 		}
 	}
-	if from != c.State.Leader || a.LeaderEpoch != c.State.LeaderEpoch || a.PartitionEpoch != c.State.PartitionEpoch {
-		refuse("stale epochs")
+	if _, err := c.Controller.AlterPartition(from, c.TP, a); err != nil {
+		if errors.Is(err, transport.ErrInvalidRequest) {
+			c.Fatalf("malformed ISR change %+v: %v", a, err)
+		}
+		c.tracef("refuse ISR change %+v from %d: %v", a, from, err)
+		if n := c.Nodes[from]; n.Up() {
+			n.Replica.RejectISRChange(orig)
+		}
 		return
 	}
-	if len(a.ISR) == 0 || len(a.BrokerEpochs) != len(a.ISR) {
-		c.Fatalf("malformed ISR change %+v", a)
-	}
-	for i, id := range a.ISR {
-		if slices.Contains(c.State.ISR, id) {
-			continue
-		}
-		n := c.Nodes[id]
-		if !n.Up() {
-			refuse(fmt.Sprintf("node %d is fenced", id))
-			return
-		}
-		if !c.Cfg.IgnoreBrokerEpochs && a.BrokerEpochs[i] != int64(n.incarnation) {
-			refuse(fmt.Sprintf("node %d is in broker epoch %d, not %d", id, n.incarnation, a.BrokerEpochs[i]))
-			return
-		}
-	}
-	c.State.ISR = slices.Clone(a.ISR)
-	c.State.PartitionEpoch++
-	c.tracef("alter partition from %d: %+v", from, c.State)
-	c.broadcast()
+	c.applyUpdates()
 }

@@ -1,0 +1,34 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/transport"
+)
+
+// ElectReplica moves the leadership of tp to node id, which must be an
+// unfenced member of its ISR, in a new leader epoch: the election a
+// controlled shutdown or a reassignment makes, which ElectPreferredLeaders
+// makes only for the first replica. The leader epoch grows even when id
+// already leads, so that its followers start over from a new epoch. It
+// refuses any other node with transport.ErrIneligibleReplica.
+func (c *LocalController) ElectReplica(tp log.TopicPartition, id int32) (LeaderAndISR, error) {
+	cur, err := c.Partition(tp)
+	if err != nil {
+		return LeaderAndISR{}, err
+	}
+	if !c.live(id) || !slices.Contains(cur.ISR, id) {
+		return LeaderAndISR{}, fmt.Errorf("%w: %s: node %d is fenced or outside the ISR %v",
+			transport.ErrIneligibleReplica, tp, id, cur.ISR)
+	}
+	s := cur.clone()
+	s.Leader = id
+	s.LeaderEpoch++
+	s.PartitionEpoch++
+	if err := c.commit([]MetadataRecord{partitionRecord(tp, s)}); err != nil {
+		return LeaderAndISR{}, err
+	}
+	return s.clone(), nil
+}
