@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -175,8 +176,7 @@ const clockEvery = 16
 const payloadVariety = 4096
 
 // produce produces num records, or fewer when a record fails or ctx ends,
-// from one goroutine. Records are allocated chunkRecords at a time, since
-// one cannot be reused until its promise has run. Each record is stamped
+// from one goroutine. Each record is stamped
 // with its time of sending, which its promise reads back: the producer
 // would read the clock for its timestamp anyway, and this way it reads it
 // once.
@@ -186,31 +186,55 @@ func (pp *perfProducer) produce(ctx context.Context, start time.Time, num int64)
 	for i := range payload {
 		payload[i] = byte('A' + rng.IntN(26))
 	}
-	promise := func(r *producer.Record, err error) {
-		if err != nil {
-			pp.stats.fail(err)
-			return
+	// Records are allocated chunkRecords at a time and used again once
+	// every promise of their chunk has run, so that the run measures the
+	// producer rather than the allocation and collection of its records.
+	free := make(chan *recordChunk, 64)
+	newChunk := func() *recordChunk {
+		c := &recordChunk{records: make([]producer.Record, chunkRecords)}
+		c.promise = func(r *producer.Record, err error) {
+			if err != nil {
+				pp.stats.fail(err)
+			} else {
+				pp.stats.record(r.Partition, time.Since(r.Timestamp))
+			}
+			if c.pending.Add(-1) == 0 {
+				select {
+				case free <- c:
+				default:
+				}
+			}
 		}
-		pp.stats.record(r.Partition, time.Since(r.Timestamp))
+		return c
 	}
-	var chunk []producer.Record
-	var elapsed time.Duration
+	var (
+		chunk   *recordChunk
+		used    int
+		elapsed time.Duration
+	)
 	for i := range num {
-		if len(chunk) == 0 {
+		if chunk == nil || used == len(chunk.records) {
 			if pp.stats.failed.Load() || ctx.Err() != nil {
 				return
 			}
-			chunk = make([]producer.Record, chunkRecords)
+			select {
+			case chunk = <-free:
+				clear(chunk.records)
+			default:
+				chunk = newChunk()
+			}
+			chunk.pending.Store(int64(len(chunk.records)))
+			used = 0
 		}
-		r := &chunk[0]
-		chunk = chunk[1:]
+		r := &chunk.records[used]
+		used++
 		at := i & (payloadVariety - 1)
 		r.Topic, r.Value = pp.topic, payload[at:at+int64(pp.size)]
 		if i%clockEvery == 0 || pp.throughput > 0 {
 			elapsed = time.Since(start)
 		}
 		r.Timestamp = start.Add(elapsed)
-		pp.p.Produce(ctx, r, promise)
+		pp.p.Produce(ctx, r, chunk.promise)
 		if pp.throughput > 0 {
 			// Sleep off any lead over the rate, in steps of at least a
 			// millisecond, as Kafka's ThroughputThrottler does.
@@ -224,6 +248,14 @@ func (pp *perfProducer) produce(ctx context.Context, start time.Time, num int64)
 			}
 		}
 	}
+}
+
+// recordChunk is records produced together, used again once each one's
+// promise has run.
+type recordChunk struct {
+	records []producer.Record
+	pending atomic.Int64 // records whose promise has not run
+	promise func(*producer.Record, error)
 }
 
 // reporter prints a perfWindow every progressInterval, from a goroutine of
