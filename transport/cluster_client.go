@@ -304,28 +304,20 @@ func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*Prod
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	answers := gather(c, topics, route, errs,
+		func(i int) []int32 {
+			return partitionsOf(req.Topics[i].Partitions, func(p ProducePartition) int32 { return p.Partition })
+		},
+		func(addr, topic string, p int32) (ProducePartitionResponse, bool) {
+			return findProduce(resps[addr], topic, p)
+		},
+		func(p int32, err error) ProducePartitionResponse {
+			return ProducePartitionResponse{Partition: p, Err: err, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+		},
+		func(r ProducePartitionResponse) error { return r.Err })
 	out := &ProduceResponse{Topics: make([]ProduceTopicResponse, len(req.Topics))}
 	for i, t := range req.Topics {
-		out.Topics[i].Topic = t.Topic
-		for _, p := range t.Partitions {
-			pr := ProducePartitionResponse{Partition: p.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-			addr := route[slot{i, p.Partition}]
-			switch {
-			case addr == "":
-				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
-				c.noteAnswer(pr.Err)
-			case errs[addr] != nil:
-				pr.Err = errs[addr]
-			default:
-				if got, ok := findProduce(resps[addr], t.Topic, p.Partition); ok {
-					pr = got
-					c.noteAnswer(pr.Err)
-				} else {
-					pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
-				}
-			}
-			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
-		}
+		out.Topics[i] = ProduceTopicResponse{Topic: t.Topic, Partitions: answers[i]}
 	}
 	return out, nil
 }
@@ -339,6 +331,45 @@ func leaderAddrs[P any](by map[string]map[int][]P) []string {
 		}
 	}
 	return addrs
+}
+
+// partitionsOf returns the partition numbers of a request's partitions.
+func partitionsOf[P any](parts []P, partition func(P) int32) []int32 {
+	ns := make([]int32, len(parts))
+	for i, p := range parts {
+		ns[i] = partition(p)
+	}
+	return ns
+}
+
+// gather builds the answer for each partition of a request, topic by
+// topic: the leader's answer, or a retriable error when the partition had
+// no known leader, its leader could not be reached, or its leader left it
+// out. Errors that say the view is stale mark it so.
+func gather[R any](c *ClusterClient, topics []string, route map[slot]string, errs map[string]error,
+	partitions func(i int) []int32, answer func(addr, topic string, partition int32) (R, bool),
+	failed func(partition int32, err error) R, errOf func(R) error) [][]R {
+	out := make([][]R, len(topics))
+	for i, t := range topics {
+		for _, n := range partitions(i) {
+			addr := route[slot{i, n}]
+			var r R
+			switch {
+			case addr == "":
+				r = failed(n, fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t, n))
+			case errs[addr] != nil:
+				r = failed(n, errs[addr])
+			default:
+				var ok bool
+				if r, ok = answer(addr, t, n); !ok {
+					r = failed(n, fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t, n))
+				}
+			}
+			c.noteAnswer(errOf(r))
+			out[i] = append(out[i], r)
+		}
+	}
+	return out
 }
 
 func findProduce(r *ProduceResponse, topic string, partition int32) (ProducePartitionResponse, bool) {
@@ -375,31 +406,27 @@ func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchRes
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := &FetchResponse{Topics: make([]FetchTopicResponse, len(req.Topics))}
-	for i, t := range req.Topics {
-		out.Topics[i].Topic = t.Topic
-		for _, p := range t.Partitions {
-			pr := FetchPartitionResponse{Partition: p.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-			addr := route[slot{i, p.Partition}]
-			switch {
-			case addr == "":
-				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
-				c.noteAnswer(pr.Err)
-			case errs[addr] != nil:
-				pr.Err = errs[addr]
-			default:
-				pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
-				for _, rt := range resps[addr].Topics {
-					for _, rp := range rt.Partitions {
-						if rt.Topic == t.Topic && rp.Partition == p.Partition {
-							pr = rp
-						}
+	answers := gather(c, topics, route, errs,
+		func(i int) []int32 {
+			return partitionsOf(req.Topics[i].Partitions, func(p FetchPartition) int32 { return p.Partition })
+		},
+		func(addr, topic string, p int32) (FetchPartitionResponse, bool) {
+			for _, rt := range resps[addr].Topics {
+				for _, rp := range rt.Partitions {
+					if rt.Topic == topic && rp.Partition == p {
+						return rp, true
 					}
 				}
-				c.noteAnswer(pr.Err)
 			}
-			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
-		}
+			return FetchPartitionResponse{}, false
+		},
+		func(p int32, err error) FetchPartitionResponse {
+			return FetchPartitionResponse{Partition: p, Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		},
+		func(r FetchPartitionResponse) error { return r.Err })
+	out := &FetchResponse{Topics: make([]FetchTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		out.Topics[i] = FetchTopicResponse{Topic: t.Topic, Partitions: answers[i]}
 	}
 	return out, nil
 }
@@ -423,31 +450,27 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := &ListOffsetsResponse{Topics: make([]ListOffsetsTopicResponse, len(req.Topics))}
-	for i, t := range req.Topics {
-		out.Topics[i].Topic = t.Topic
-		for _, p := range t.Partitions {
-			pr := ListOffsetsPartitionResponse{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
-			addr := route[slot{i, p.Partition}]
-			switch {
-			case addr == "":
-				pr.Err = fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t.Topic, p.Partition)
-				c.noteAnswer(pr.Err)
-			case errs[addr] != nil:
-				pr.Err = errs[addr]
-			default:
-				pr.Err = fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t.Topic, p.Partition)
-				for _, rt := range resps[addr].Topics {
-					for _, rp := range rt.Partitions {
-						if rt.Topic == t.Topic && rp.Partition == p.Partition {
-							pr = rp
-						}
+	answers := gather(c, topics, route, errs,
+		func(i int) []int32 {
+			return partitionsOf(req.Topics[i].Partitions, func(p ListOffsetsPartition) int32 { return p.Partition })
+		},
+		func(addr, topic string, p int32) (ListOffsetsPartitionResponse, bool) {
+			for _, rt := range resps[addr].Topics {
+				for _, rp := range rt.Partitions {
+					if rt.Topic == topic && rp.Partition == p {
+						return rp, true
 					}
 				}
-				c.noteAnswer(pr.Err)
 			}
-			out.Topics[i].Partitions = append(out.Topics[i].Partitions, pr)
-		}
+			return ListOffsetsPartitionResponse{}, false
+		},
+		func(p int32, err error) ListOffsetsPartitionResponse {
+			return ListOffsetsPartitionResponse{Partition: p, Err: err, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+		},
+		func(r ListOffsetsPartitionResponse) error { return r.Err })
+	out := &ListOffsetsResponse{Topics: make([]ListOffsetsTopicResponse, len(req.Topics))}
+	for i, t := range req.Topics {
+		out.Topics[i] = ListOffsetsTopicResponse{Topic: t.Topic, Partitions: answers[i]}
 	}
 	return out, nil
 }
