@@ -399,8 +399,9 @@ func (p *Producer) append(ctx context.Context, ps *partitionState, r *Record, re
 // discard gives back a batch made for a record that went elsewhere.
 func (p *Producer) discard(b *batch) {
 	if b != nil {
-		p.memory.release(b.reserved)
-		p.recycle(b)
+		reserved := b.reserved
+		p.recycle(b) // pooled before its memory frees a waiting Produce
+		p.memory.release(reserved)
 	}
 }
 

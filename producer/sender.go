@@ -507,8 +507,12 @@ func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) 
 			close(head.done)
 		}
 		ps.mu.Unlock()
-		p.memory.release(head.reserved)
+		// Back to the pool before its memory is released: a Produce
+		// waiting for that memory then finds the batch's buffer to reuse
+		// rather than allocating, zeroing and faulting in a new one.
+		reserved := head.reserved
 		p.recycle(head)
+		p.memory.release(reserved)
 		ps.mu.Lock()
 	}
 	ps.draining = false
