@@ -35,19 +35,30 @@ var noFlush = map[string]string{partlog.ConfigFlushMessages: strconv.FormatInt(1
 // BenchmarkProduce produces b.N records of 100 B and of 1 KiB, acks=1
 // (which turns idempotence off), to a topic that does not fsync
 // (flush.messages at its maximum), with the default linger and batch.size
-// (and, for 1 KiB records, also a batch.size of 1 MiB, franz-go's
-// default). See benchProduce.
+// (and also a batch.size of 1 MiB, franz-go's default, with a
+// buffer.memory of 8 MiB, as scripts/bench-clients.sh runs perf produce).
+// See benchProduce. A run that writes more than the kernel lets sit dirty
+// (a few GB) measures the disk's writeback instead: bound it, as in
+// -benchtime 10000000x for 100 B and 1000000x for 1 KiB.
 func BenchmarkProduce(b *testing.B) {
 	for _, bc := range []struct {
 		size, batchSize int
-	}{{100, 16384}, {1024, 16384}, {1024, 1 << 20}} {
+		bufferMemory    int64
+	}{{100, 16384, 32 << 20}, {1024, 16384, 32 << 20}, {100, 1 << 20, 8 << 20}, {1024, 1 << 20, 8 << 20}} {
 		name := fmt.Sprintf("size=%d", bc.size)
 		if bc.batchSize != 16384 {
-			name += fmt.Sprintf("/batch.size=%d", bc.batchSize)
+			name += fmt.Sprintf("/batch.size=%d/buffer.memory=%d", bc.batchSize, bc.bufferMemory)
 		}
 		b.Run(name, func(b *testing.B) {
-			benchProduce(b, bc.size, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize))
+			benchProduce(b, bc.size, false, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize),
+				producer.BufferMemory(bc.bufferMemory))
 		})
+		if bc.batchSize != 16384 {
+			b.Run(name+"/reuse", func(b *testing.B) {
+				benchProduce(b, bc.size, true, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize),
+					producer.BufferMemory(bc.bufferMemory))
+			})
+		}
 	}
 }
 
@@ -60,17 +71,16 @@ func BenchmarkProduce(b *testing.B) {
 func BenchmarkProduceIdempotence(b *testing.B) {
 	for _, idempotent := range []bool{false, true} {
 		b.Run(fmt.Sprintf("idempotent=%v", idempotent), func(b *testing.B) {
-			benchProduce(b, 100, producer.Idempotent(idempotent))
+			benchProduce(b, 100, false, producer.Idempotent(idempotent))
 		})
 	}
 }
 
 // benchProduce produces b.N records of size bytes to "bench" from one
 // goroutine calling Produce with a promise, as kafka-producer-perf-test
-// does: records without timestamps or keys. Records are allocated 4096 at
-// a time, as a program producing from a slice would. The time includes
-// the final Flush.
-func benchProduce(b *testing.B, size int, opts ...producer.Option) {
+// does: records without timestamps (the producer stamps them) or keys.
+// The time includes the final Flush.
+func benchProduce(b *testing.B, size int, reuse bool, opts ...producer.Option) {
 	n := benchNode(b, noFlush)
 	p, err := producer.New(n, opts...)
 	if err != nil {
@@ -79,24 +89,54 @@ func benchProduce(b *testing.B, size int, opts ...producer.Option) {
 	defer p.Close()
 	value := make([]byte, size)
 	var failed atomic.Int64
-	promise := func(_ *producer.Record, err error) {
-		if err != nil {
-			failed.Add(1)
+	// Records come 4096 at a time. With reuse, a chunk goes back to a free
+	// list once every promise of its records has run, as a program that
+	// recycles its records would do (perf produce does); without, each
+	// chunk is new, as a program producing from fresh slices would do.
+	type chunk struct {
+		records []producer.Record
+		pending atomic.Int64
+		promise func(*producer.Record, error)
+	}
+	free := make(chan *chunk, 64)
+	newChunk := func() *chunk {
+		c := &chunk{records: make([]producer.Record, 4096)}
+		c.promise = func(_ *producer.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+			}
+			if reuse && c.pending.Add(-1) == 0 {
+				select {
+				case free <- c:
+				default:
+				}
+			}
 		}
+		return c
 	}
 	ctx := context.Background()
-	var chunk []producer.Record
+	var (
+		c    *chunk
+		used int
+	)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		if len(chunk) == 0 {
-			chunk = make([]producer.Record, 4096)
+		if c == nil || used == len(c.records) {
+			select {
+			case c = <-free:
+				clear(c.records)
+			default:
+				c = newChunk()
+			}
+			c.pending.Store(int64(len(c.records)))
+			used = 0
 		}
-		r := &chunk[0]
-		chunk = chunk[1:]
+		r := &c.records[used]
+		used++
 		r.Topic, r.Value = "bench", value
-		p.Produce(ctx, r, promise)
+		p.Produce(ctx, r, c.promise)
 	}
 	if err := p.Flush(ctx); err != nil {
 		b.Fatal(err)
