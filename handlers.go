@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/partlog/partlog/log"
@@ -23,6 +24,13 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 	}
 	defer n.end()
 	resp := &transport.ProduceResponse{Topics: make([]transport.ProduceTopicResponse, len(req.Topics))}
+	type appendJob struct {
+		p  *partition.Partition
+		rp transport.ProducePartition
+		pr *transport.ProducePartitionResponse
+	}
+	var jobs []appendJob
+	distinct := map[*partition.Partition]bool{}
 	for i, rt := range req.Topics {
 		tr := &resp.Topics[i]
 		tr.Topic = rt.Topic
@@ -35,14 +43,33 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 				pr.Err = err
 				continue
 			}
-			res, err := p.Append(rp.Records, req.Acks)
-			if err != nil {
-				pr.Err = err
-				continue
-			}
-			pr.BaseOffset, pr.LogAppendTime, pr.LogStartOffset = res.FirstOffset, res.LogAppendTime, res.LogStartOffset
+			jobs = append(jobs, appendJob{p, rp, pr})
+			distinct[p] = true
 		}
 	}
+	appendOne := func(j appendJob) {
+		res, err := j.p.Append(j.rp.Records, req.Acks)
+		if err != nil {
+			j.pr.Err = err
+			return
+		}
+		j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset = res.FirstOffset, res.LogAppendTime, res.LogStartOffset
+	}
+	if len(jobs) < 2 || len(distinct) < len(jobs) {
+		// One partition, or a partition named twice: in order, so that
+		// its batches land in the order sent.
+		for _, j := range jobs {
+			appendOne(j)
+		}
+		return resp, nil
+	}
+	// Partitions are independent logs: append them at once, so that a
+	// request's syncs before acknowledging overlap rather than queue.
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() { appendOne(j) })
+	}
+	wg.Wait()
 	return resp, nil
 }
 
