@@ -396,11 +396,15 @@ func (p *Producer) append(ctx context.Context, ps *partitionState, r *Record, re
 	}
 }
 
-// discard gives back a batch made for a record that went elsewhere.
+// discard gives back a batch that is done with (settled, or made for a
+// record that went elsewhere) and its memory. It goes back to the pool
+// before its memory is released: a Produce waiting for that memory then
+// finds the batch's buffer to reuse rather than allocating, zeroing and
+// faulting in a new one.
 func (p *Producer) discard(b *batch) {
 	if b != nil {
 		reserved := b.reserved
-		p.recycle(b) // pooled before its memory frees a waiting Produce
+		p.recycle(b)
 		p.memory.release(reserved)
 	}
 }

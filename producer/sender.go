@@ -507,12 +507,7 @@ func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) 
 			close(head.done)
 		}
 		ps.mu.Unlock()
-		// Back to the pool before its memory is released: a Produce
-		// waiting for that memory then finds the batch's buffer to reuse
-		// rather than allocating, zeroing and faulting in a new one.
-		reserved := head.reserved
-		p.recycle(head)
-		p.memory.release(reserved)
+		p.discard(head)
 		ps.mu.Lock()
 	}
 	ps.draining = false
