@@ -337,7 +337,9 @@ func (p *Producer) send(req *request) {
 				b.maybeWritten = true
 			}
 			if needsMetadata(berr) {
-				refresh = appendUnique(refresh, b.part.topic.name)
+				if !slices.Contains(refresh, b.part.topic.name) {
+					refresh = append(refresh, b.part.topic.name)
+				}
 			}
 			p.failed(b, berr)
 		}
@@ -412,15 +414,6 @@ func needsMetadata(err error) bool {
 		errors.Is(err, transport.ErrUnknownLeaderEpoch)
 }
 
-func appendUnique(names []string, name string) []string {
-	for _, n := range names {
-		if n == name {
-			return names
-		}
-	}
-	return append(names, name)
-}
-
 // failed handles a batch whose attempt failed: it goes back to the front of
 // its partition to be sent again after the backoff when the error is
 // retriable and retries and time remain; a batch too large for the topic is
@@ -433,7 +426,7 @@ func (p *Producer) failed(b *batch, err error) {
 		if p.split(b) {
 			return
 		}
-	case p.overtaken(b, err) && now.Before(b.created.Add(p.cfg.deliveryTimeout)):
+	case p.overtaken(b, err) && now.Before(b.deadline(p)):
 		// An older batch of the partition is still to land: this one
 		// goes again, without backoff, once it has.
 		p.retry(b, err, now)
@@ -441,7 +434,7 @@ func (p *Producer) failed(b *batch, err error) {
 	case p.forgotten(b, err, now):
 		return // sent again, its sequence started over
 	case IsRetriable(err) && b.attempts <= p.cfg.retries:
-		if now.Add(p.cfg.retryBackoff).Before(b.created.Add(p.cfg.deliveryTimeout)) {
+		if now.Add(p.cfg.retryBackoff).Before(b.deadline(p)) {
 			p.retry(b, err, now.Add(p.cfg.retryBackoff))
 			return
 		}
