@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/partlog/partlog/transport"
 )
@@ -24,27 +25,25 @@ func (c *Consumer) Commit(ctx context.Context) error {
 // commitPositions commits the positions of tps, or of every assigned
 // partition when tps is nil.
 func (c *Consumer) commitPositions(ctx context.Context, tps []TopicPartition) error {
-	c.mu.Lock()
-	offsets := map[TopicPartition]CommittedOffset{}
-	for _, p := range c.order {
-		if p.state == posReady && (tps == nil || containsTP(tps, p.tp)) {
-			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
-		}
-	}
-	c.mu.Unlock()
+	offsets := c.positionOffsets(tps)
 	if len(offsets) == 0 {
 		return nil
 	}
 	return c.CommitOffsets(ctx, offsets)
 }
 
-func containsTP(tps []TopicPartition, tp TopicPartition) bool {
-	for _, t := range tps {
-		if t == tp {
-			return true
+// positionOffsets returns the positions of tps, or of every assigned
+// partition when tps is nil, that have one, as offsets to commit.
+func (c *Consumer) positionOffsets(tps []TopicPartition) map[TopicPartition]CommittedOffset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	offsets := map[TopicPartition]CommittedOffset{}
+	for _, p := range c.order {
+		if p.state == posReady && (tps == nil || slices.Contains(tps, p.tp)) {
+			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
 		}
 	}
-	return false
+	return offsets
 }
 
 // CommitOffsets commits offsets for the group — each the offset of the
@@ -101,14 +100,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 // commits in flight.
 func (c *Consumer) CommitAsync(ctx context.Context, done func(map[TopicPartition]CommittedOffset, error)) {
 	g := c.grp
-	c.mu.Lock()
-	offsets := map[TopicPartition]CommittedOffset{}
-	for _, p := range c.order {
-		if p.state == posReady {
-			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
-		}
-	}
-	c.mu.Unlock()
+	offsets := c.positionOffsets(nil)
 	if g == nil {
 		if done != nil {
 			done(offsets, ErrNoGroup)
