@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/partlog/partlog/transport"
@@ -54,7 +55,7 @@ type coordinatorStore struct{ gc transport.GroupClient }
 
 func (s coordinatorStore) CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[TopicPartition]CommittedOffset) error {
 	req := &transport.OffsetCommitRequest{Group: group, GenerationID: gen.ID, MemberID: gen.MemberID, GroupInstanceID: gen.InstanceID}
-	for _, tp := range sortedKeys(offsets) {
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTP) {
 		o := offsets[tp]
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
 			req.Topics = append(req.Topics, transport.OffsetCommitTopic{Topic: tp.Topic})
@@ -151,13 +152,4 @@ func (m *MemoryOffsets) FetchOffsets(_ context.Context, group string, tps []Topi
 		}
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[TopicPartition]V) []TopicPartition {
-	out := make([]TopicPartition, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	sortTPs(out)
-	return out
 }
