@@ -72,17 +72,9 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.closed = true
-	err := fmt.Errorf("%w: the coordinator closed", transport.ErrNotCoordinator)
 	for _, g := range c.groups {
 		for _, m := range g.members {
-			if m.joinWait != nil {
-				m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
-				m.joinWait = nil
-			}
-			if m.syncWait != nil {
-				m.syncWait(&transport.SyncGroupResponse{Err: err})
-				m.syncWait = nil
-			}
+			m.failWaits(errClosed)
 		}
 	}
 }
@@ -203,14 +195,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 // else changed.
 func (c *Coordinator) replaceStaticMemberLocked(g *group, m *member, req *transport.JoinGroupRequest, rebalanceTimeout time.Duration,
 	respond func(*transport.JoinGroupResponse), fenced error, now time.Time) {
-	if m.joinWait != nil {
-		m.joinWait(&transport.JoinGroupResponse{Err: fenced, MemberID: m.id, GenerationID: transport.NoGeneration})
-		m.joinWait = nil
-	}
-	if m.syncWait != nil {
-		m.syncWait(&transport.SyncGroupResponse{Err: fenced})
-		m.syncWait = nil
-	}
+	m.failWaits(fenced)
 	oldID := m.id
 	m.id = c.opts.NewMemberID(req.ClientID)
 	m.clientID, m.clientHost = req.ClientID, req.ClientHost
@@ -317,14 +302,7 @@ func (c *Coordinator) joinResponseLocked(g *group, m *member) *transport.JoinGro
 func (c *Coordinator) dropMemberLocked(g *group, m *member, err error) {
 	i := slices.Index(g.members, m)
 	g.members = slices.Delete(g.members, i, i+1)
-	if m.joinWait != nil {
-		m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
-		m.joinWait = nil
-	}
-	if m.syncWait != nil {
-		m.syncWait(&transport.SyncGroupResponse{Err: err})
-		m.syncWait = nil
-	}
+	m.failWaits(err)
 	if g.leader == m.id {
 		g.leader = ""
 	}

@@ -42,6 +42,19 @@ func (m *member) metadata(protocol string) []byte {
 	return nil
 }
 
+// failWaits answers the JoinGroup and SyncGroup the member waits in, if
+// any, with err.
+func (m *member) failWaits(err error) {
+	if m.joinWait != nil {
+		m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait(&transport.SyncGroupResponse{Err: err})
+		m.syncWait = nil
+	}
+}
+
 // sameProtocols reports whether ps is what the member joined with.
 func (m *member) sameProtocols(ps []transport.JoinGroupProtocol) bool {
 	return slices.EqualFunc(m.protocols, ps, func(a, b transport.JoinGroupProtocol) bool {
