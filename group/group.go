@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -85,6 +86,12 @@ type group struct {
 
 func newGroup(id string, partition int32, now time.Time) *group {
 	return &group{id: id, partition: partition, state: Empty, stateTime: now, offsets: map[TopicPartition]OffsetValue{}}
+}
+
+// sortedPartitions returns the partitions g has offsets for, by topic and
+// partition.
+func (g *group) sortedPartitions() []TopicPartition {
+	return slices.SortedFunc(maps.Keys(g.offsets), compareTP)
 }
 
 func (g *group) member(id string) *member {
