@@ -248,11 +248,19 @@ func (r *Replica) maximalISR() []int32 {
 // end offset in the ISR, unless the ISR is below MinInsyncReplicas, and
 // completes the acks=all appends it passed.
 func (r *Replica) maybeAdvanceHighWatermark() {
-	leos := map[int32]int64{r.id: r.stableEnd}
-	for id, p := range r.leader.followers {
-		leos[id] = p.leo
+	// Called on every follower fetch: read the log end offsets in place
+	// rather than gather them into a map.
+	leo := func(id int32) (int64, bool) {
+		if id == r.id {
+			return r.stableEnd, true
+		}
+		p, ok := r.leader.followers[id]
+		if !ok {
+			return 0, false
+		}
+		return p.leo, true
 	}
-	hw, ok := highWatermark(r.maximalISR(), len(r.state.ISR), r.opts.MinInsyncReplicas, leos)
+	hw, ok := highWatermark(r.maximalISR(), len(r.state.ISR), r.opts.MinInsyncReplicas, leo)
 	if !ok || !r.setHighWatermark(hw) {
 		return
 	}
