@@ -101,7 +101,7 @@ func (r *Replica) becomeLeader() {
 	r.role = RoleLeader
 	r.follower = followerState{seq: r.follower.seq}
 	r.leader = leaderState{followers: map[int32]*peer{}, epochStart: r.logEnd, nextID: r.leader.nextID}
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1}
 		if slices.Contains(r.state.ISR, id) {
 			p.lastCaughtUp = r.now
@@ -189,7 +189,7 @@ func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req transport.Repli
 // answerParked answers the held fetches that now have something to say:
 // new batches, a new high watermark, or FetchWaitMax passed.
 func (r *Replica) answerParked() {
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := r.leader.followers[id]
 		if p == nil || p.parked == nil {
 			continue
@@ -302,7 +302,7 @@ func (r *Replica) maybeExpandISR() {
 	if r.alter != nil {
 		return
 	}
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := r.leader.followers[id]
 		if slices.Contains(r.state.ISR, id) || p.leo < r.hw || p.leo < r.leader.epochStart {
 			continue

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/partlog/partlog/log"
@@ -384,13 +385,14 @@ func (r *Replica) clean() bool {
 
 func (r *Replica) send(m Message) { r.msgs = append(r.msgs, m) }
 
-// followerIDs returns the other replicas, in assignment order.
-func (r *Replica) followerIDs() []int32 {
-	var ids []int32
-	for _, id := range r.state.Replicas {
-		if id != r.id {
-			ids = append(ids, id)
+// followerIDs yields the other replicas, in assignment order, without
+// allocating: a leader walks them on every Advance and follower fetch.
+func (r *Replica) followerIDs() iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for _, id := range r.state.Replicas {
+			if id != r.id && !yield(id) {
+				return
+			}
 		}
 	}
-	return ids
 }
