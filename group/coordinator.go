@@ -1,9 +1,11 @@
 package group
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,17 +74,9 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.closed = true
-	err := fmt.Errorf("%w: the coordinator closed", transport.ErrNotCoordinator)
 	for _, g := range c.groups {
 		for _, m := range g.members {
-			if m.joinWait != nil {
-				m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
-				m.joinWait = nil
-			}
-			if m.syncWait != nil {
-				m.syncWait(&transport.SyncGroupResponse{Err: err})
-				m.syncWait = nil
-			}
+			m.failWaits(errClosed)
 		}
 	}
 }
@@ -203,14 +197,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 // else changed.
 func (c *Coordinator) replaceStaticMemberLocked(g *group, m *member, req *transport.JoinGroupRequest, rebalanceTimeout time.Duration,
 	respond func(*transport.JoinGroupResponse), fenced error, now time.Time) {
-	if m.joinWait != nil {
-		m.joinWait(&transport.JoinGroupResponse{Err: fenced, MemberID: m.id, GenerationID: transport.NoGeneration})
-		m.joinWait = nil
-	}
-	if m.syncWait != nil {
-		m.syncWait(&transport.SyncGroupResponse{Err: fenced})
-		m.syncWait = nil
-	}
+	m.failWaits(fenced)
 	oldID := m.id
 	m.id = c.opts.NewMemberID(req.ClientID)
 	m.clientID, m.clientHost = req.ClientID, req.ClientHost
@@ -317,14 +304,7 @@ func (c *Coordinator) joinResponseLocked(g *group, m *member) *transport.JoinGro
 func (c *Coordinator) dropMemberLocked(g *group, m *member, err error) {
 	i := slices.Index(g.members, m)
 	g.members = slices.Delete(g.members, i, i+1)
-	if m.joinWait != nil {
-		m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
-		m.joinWait = nil
-	}
-	if m.syncWait != nil {
-		m.syncWait(&transport.SyncGroupResponse{Err: err})
-		m.syncWait = nil
-	}
+	m.failWaits(err)
 	if g.leader == m.id {
 		g.leader = ""
 	}
@@ -638,12 +618,7 @@ func (c *Coordinator) Fetch(req *transport.OffsetFetchRequest) *transport.Offset
 		if g == nil {
 			return resp
 		}
-		tps := make([]TopicPartition, 0, len(g.offsets))
-		for tp := range g.offsets {
-			tps = append(tps, tp)
-		}
-		slices.SortFunc(tps, compareTP)
-		for _, tp := range tps {
+		for _, tp := range g.sortedPartitions() {
 			if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
 				resp.Topics = append(resp.Topics, transport.OffsetFetchTopicResponse{Topic: tp.Topic})
 			}
@@ -675,13 +650,7 @@ func offsetFetched(p int32, v OffsetValue) transport.OffsetFetchPartitionRespons
 }
 
 func compareTP(a, b TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return int(a.Partition - b.Partition)
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 // Describe handles a DescribeGroups. A group the coordinator does not know
@@ -723,15 +692,7 @@ func (c *Coordinator) List(req *transport.ListGroupsRequest) *transport.ListGrou
 		}
 		resp.Groups = append(resp.Groups, transport.ListedGroup{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
 	}
-	slices.SortFunc(resp.Groups, func(a, b transport.ListedGroup) int {
-		switch {
-		case a.Group < b.Group:
-			return -1
-		case a.Group > b.Group:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(resp.Groups, func(a, b transport.ListedGroup) int { return strings.Compare(a.Group, b.Group) })
 	return resp
 }
 
@@ -765,11 +726,7 @@ func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.Dele
 // deleteGroupLocked writes tombstones for g's offsets and metadata, and
 // forgets g.
 func (c *Coordinator) deleteGroupLocked(g *group) error {
-	tps := make([]TopicPartition, 0, len(g.offsets))
-	for tp := range g.offsets {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, compareTP)
+	tps := g.sortedPartitions()
 	recs := make([]Record, 0, len(tps)+1)
 	for _, tp := range tps {
 		recs = append(recs, Record{Key: OffsetKey(g.id, tp.Topic, tp.Partition).Encode()})

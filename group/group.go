@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -42,6 +43,19 @@ func (m *member) metadata(protocol string) []byte {
 	return nil
 }
 
+// failWaits answers the JoinGroup and SyncGroup the member waits in, if
+// any, with err.
+func (m *member) failWaits(err error) {
+	if m.joinWait != nil {
+		m.joinWait(&transport.JoinGroupResponse{Err: err, MemberID: m.id, GenerationID: transport.NoGeneration})
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait(&transport.SyncGroupResponse{Err: err})
+		m.syncWait = nil
+	}
+}
+
 // sameProtocols reports whether ps is what the member joined with.
 func (m *member) sameProtocols(ps []transport.JoinGroupProtocol) bool {
 	return slices.EqualFunc(m.protocols, ps, func(a, b transport.JoinGroupProtocol) bool {
@@ -72,6 +86,12 @@ type group struct {
 
 func newGroup(id string, partition int32, now time.Time) *group {
 	return &group{id: id, partition: partition, state: Empty, stateTime: now, offsets: map[TopicPartition]OffsetValue{}}
+}
+
+// sortedPartitions returns the partitions g has offsets for, by topic and
+// partition.
+func (g *group) sortedPartitions() []TopicPartition {
+	return slices.SortedFunc(maps.Keys(g.offsets), compareTP)
 }
 
 func (g *group) member(id string) *member {

@@ -24,8 +24,12 @@ func PartitionFor(group string, n int32) int32 {
 // over the UTF-16 code units of s, in int32 arithmetic.
 func javaHashCode(s string) int32 {
 	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
+	for _, r := range s { // without converting s: this runs on every commit
+		if r1, r2 := utf16.EncodeRune(r); r1 != '\uFFFD' {
+			h = 31*(31*h+int32(r1)) + int32(r2) // a surrogate pair
+		} else {
+			h = 31*h + int32(r)
+		}
 	}
 	return h
 }

@@ -16,7 +16,9 @@ func ExampleLocalController() {
 	}
 	epochs := map[int32]int64{}
 	for id := range int32(3) {
-		epochs[id], _ = c.RegisterNode(id)
+		if epochs[id], err = c.RegisterNode(id); err != nil {
+			panic(err)
+		}
 	}
 	if err := c.CreateTopic("orders", 1, 3, replica.TopicConfig{}); err != nil {
 		panic(err)
@@ -26,9 +28,13 @@ func ExampleLocalController() {
 	}
 	for range 90 {
 		for _, id := range []int32{1, 2} {
-			_ = c.Heartbeat(id, epochs[id])
+			if err := c.Heartbeat(id, epochs[id]); err != nil {
+				panic(err)
+			}
 		}
-		_ = c.Tick()
+		if err := c.Tick(); err != nil {
+			panic(err)
+		}
 	}
 	for _, u := range c.Updates() {
 		fmt.Printf("node %d applies %+v\n", u.Node, u.State)

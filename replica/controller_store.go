@@ -79,7 +79,7 @@ func (s *LogStore) Append(records []MetadataRecord) error {
 	var buf []byte
 	for _, r := range records {
 		buf = EncodeMetadataRecord(buf[:0], r)
-		b.Append(record.Record{Value: slices.Clone(buf)})
+		b.Append(record.Record{Value: buf}) // Append copies the value into the batch
 	}
 	if _, err := s.log.Append(b.Build()); err != nil {
 		return fmt.Errorf("replica: append metadata: %w", err)
@@ -120,7 +120,7 @@ func (s *LogStore) Replay(fn func(MetadataRecord) error) error {
 				}
 			}
 			buf = buf[h.Size():]
-			from = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			from = h.NextOffset()
 		}
 	}
 	return nil

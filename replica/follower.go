@@ -55,6 +55,12 @@ func (r *Replica) maybeFetch() {
 	}})
 }
 
+// fetchAfterBackoff sends the next fetch once FetchBackoff has passed.
+func (r *Replica) fetchAfterBackoff() {
+	r.follower.nextFetch = r.now + r.backoffTicks
+	r.maybeFetch()
+}
+
 // stepFetchResponse takes the leader's answer to the fetch in flight:
 // truncates on a diverging epoch, appends the batches, and takes the high
 // watermark.
@@ -74,13 +80,11 @@ func (r *Replica) stepFetchResponse(m Message) {
 		case r.logEnd < resp.LogStartOffset:
 			r.truncateFully(resp.LogStartOffset)
 		default:
-			f.nextFetch = r.now + r.backoffTicks
-			r.maybeFetch()
+			r.fetchAfterBackoff()
 		}
 		return
 	default:
-		f.nextFetch = r.now + r.backoffTicks
-		r.maybeFetch()
+		r.fetchAfterBackoff()
 		return
 	}
 	if d := resp.DivergingEpoch; d != nil {
@@ -90,15 +94,13 @@ func (r *Replica) stepFetchResponse(m Message) {
 		if to < r.logEnd {
 			r.truncateTo(to) // fetches again once the cut is written
 		} else {
-			f.nextFetch = r.now + r.backoffTicks
-			r.maybeFetch()
+			r.fetchAfterBackoff()
 		}
 		return
 	}
 	if err := r.appendFetched(resp.Records); err != nil {
 		r.opts.Logger.Warn("bad fetch answer", "partition", r.tp.String(), "replica", r.id, "err", err)
-		f.nextFetch = r.now + r.backoffTicks
-		r.maybeFetch()
+		r.fetchAfterBackoff()
 		return
 	}
 	if resp.HighWatermark >= 0 {

@@ -3,23 +3,24 @@ package replica
 // The ISR and high watermark arithmetic, with no state of its own, as etcd
 // raft's quorum package. Times are ticks.
 
-// highWatermark returns the smallest log end offset among isr (every
-// member must be in leos; a follower not heard from in this epoch has -1),
-// and false when the high watermark must stand still: committed, the size
-// of the ISR the controller committed, is below minISR (strict min ISR,
-// KIP-966), or a member's log end offset is unknown.
-func highWatermark(isr []int32, committed, minISR int, leos map[int32]int64) (int64, bool) {
+// highWatermark returns the smallest log end offset among isr (leo gives a
+// member's, false for a replica it has no view of; a follower not heard
+// from in this epoch has -1), and false when the high watermark must stand
+// still: committed, the size of the ISR the controller committed, is below
+// minISR (strict min ISR, KIP-966), or a member's log end offset is
+// unknown.
+func highWatermark(isr []int32, committed, minISR int, leo func(id int32) (int64, bool)) (int64, bool) {
 	if committed < minISR || len(isr) == 0 {
 		return 0, false
 	}
 	hw := int64(-1)
 	for i, id := range isr {
-		leo, ok := leos[id]
-		if !ok || leo < 0 {
+		end, ok := leo(id)
+		if !ok || end < 0 {
 			return 0, false
 		}
-		if i == 0 || leo < hw {
-			hw = leo
+		if i == 0 || end < hw {
+			hw = end
 		}
 	}
 	return hw, true

@@ -24,7 +24,7 @@ func TestHighWatermarkMath(t *testing.T) {
 		{"member without a view", []int32{1, 9}, 2, 1, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hw, ok := highWatermark(tc.isr, tc.committed, tc.minISR, leos)
+			hw, ok := highWatermark(tc.isr, tc.committed, tc.minISR, func(id int32) (int64, bool) { v, ok := leos[id]; return v, ok })
 			if hw != tc.hw || ok != tc.ok {
 				t.Fatalf("highWatermark = %d, %v; want %d, %v", hw, ok, tc.hw, tc.ok)
 			}

@@ -101,7 +101,7 @@ func (r *Replica) becomeLeader() {
 	r.role = RoleLeader
 	r.follower = followerState{seq: r.follower.seq}
 	r.leader = leaderState{followers: map[int32]*peer{}, epochStart: r.logEnd, nextID: r.leader.nextID}
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1}
 		if slices.Contains(r.state.ISR, id) {
 			p.lastCaughtUp = r.now
@@ -189,7 +189,7 @@ func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req transport.Repli
 // answerParked answers the held fetches that now have something to say:
 // new batches, a new high watermark, or FetchWaitMax passed.
 func (r *Replica) answerParked() {
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := r.leader.followers[id]
 		if p == nil || p.parked == nil {
 			continue
@@ -248,11 +248,19 @@ func (r *Replica) maximalISR() []int32 {
 // end offset in the ISR, unless the ISR is below MinInsyncReplicas, and
 // completes the acks=all appends it passed.
 func (r *Replica) maybeAdvanceHighWatermark() {
-	leos := map[int32]int64{r.id: r.stableEnd}
-	for id, p := range r.leader.followers {
-		leos[id] = p.leo
+	// Called on every follower fetch: read the log end offsets in place
+	// rather than gather them into a map.
+	leo := func(id int32) (int64, bool) {
+		if id == r.id {
+			return r.stableEnd, true
+		}
+		p, ok := r.leader.followers[id]
+		if !ok {
+			return 0, false
+		}
+		return p.leo, true
 	}
-	hw, ok := highWatermark(r.maximalISR(), len(r.state.ISR), r.opts.MinInsyncReplicas, leos)
+	hw, ok := highWatermark(r.maximalISR(), len(r.state.ISR), r.opts.MinInsyncReplicas, leo)
 	if !ok || !r.setHighWatermark(hw) {
 		return
 	}
@@ -294,7 +302,7 @@ func (r *Replica) maybeExpandISR() {
 	if r.alter != nil {
 		return
 	}
-	for _, id := range r.followerIDs() {
+	for id := range r.followerIDs() {
 		p := r.leader.followers[id]
 		if slices.Contains(r.state.ISR, id) || p.leo < r.hw || p.leo < r.leader.epochStart {
 			continue

@@ -138,8 +138,8 @@ func TestNode(t *testing.T) {
 		}
 		tr.setCut(3, false)
 		time.Sleep(2 * time.Second)
-		if st, _ := nodes[1].Status(ctx); !slices.Equal(st.State.ISR, []int32{1, 2, 3}) {
-			t.Fatalf("ISR %v after node 3 came back", st.State.ISR)
+		if st, err := nodes[1].Status(ctx); err != nil || !slices.Equal(st.State.ISR, []int32{1, 2, 3}) {
+			t.Fatalf("ISR %v, %v after node 3 came back", st.State.ISR, err)
 		}
 	})
 }
@@ -202,8 +202,8 @@ func TestNodeStopsOnWriteFailure(t *testing.T) {
 		if err := nodes[2].Close(); !errors.Is(err, boom) {
 			t.Fatalf("Close of the failed node = %v", err)
 		}
-		if st, _ := nodes[1].Status(ctx); !slices.Equal(st.State.ISR, []int32{1}) {
-			t.Fatalf("ISR %v, want node 2 out", st.State.ISR)
+		if st, err := nodes[1].Status(ctx); err != nil || !slices.Equal(st.State.ISR, []int32{1}) {
+			t.Fatalf("ISR %v, %v, want node 2 out", st.State.ISR, err)
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package replica
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Ready is what a Replica needs done: truncate and append to its log (and
 // sync), send messages, publish a new high watermark, propose an ISR change,
@@ -57,6 +60,14 @@ type ISRChange struct {
 	// member joining the ISR has since restarted with another broker epoch
 	// (KIP-903): its log may no longer hold what the leader saw.
 	BrokerEpochs []int64
+}
+
+// clone returns a copy of c that shares no slices with it.
+func (c *ISRChange) clone() *ISRChange {
+	d := *c
+	d.ISR = slices.Clone(c.ISR)
+	d.BrokerEpochs = slices.Clone(c.BrokerEpochs)
+	return &d
 }
 
 // Completion says what became of an append Propose accepted.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/partlog/partlog/log"
@@ -114,10 +115,7 @@ func (r *Replica) Status() Status {
 		}
 	}
 	if r.alter != nil {
-		c := *r.alter
-		c.ISR = slices.Clone(c.ISR)
-		c.BrokerEpochs = slices.Clone(c.BrokerEpochs)
-		s.PendingISR = &c
+		s.PendingISR = r.alter.clone()
 	}
 	return s
 }
@@ -263,10 +261,7 @@ func (r *Replica) Ready() Ready {
 		rd.HighWatermark = r.hw
 	}
 	if r.alter != nil && !r.alterSent {
-		c := *r.alter
-		c.ISR = slices.Clone(c.ISR)
-		c.BrokerEpochs = slices.Clone(c.BrokerEpochs)
-		rd.AlterPartition = &c
+		rd.AlterPartition = r.alter.clone()
 		r.alterSent = true
 		r.alterAt = r.now
 	}
@@ -316,12 +311,7 @@ func (r *Replica) truncateTo(offset int64) {
 	for keep < len(r.appends) && r.appends[keep].last < offset {
 		keep++
 	}
-	for _, b := range r.appends[keep:] {
-		if b.proposal != 0 {
-			r.completed = append(r.completed, Completion{ID: b.proposal, BaseOffset: b.base, LastOffset: b.last,
-				Err: fmt.Errorf("%w: append to %s truncated before it was written", transport.ErrNotLeaderOrFollower, r.tp)})
-		}
-	}
+	r.failTruncated(r.appends[keep:])
 	if keep < len(r.appends) {
 		offset = min(offset, r.appends[keep].base)
 	}
@@ -341,17 +331,23 @@ func (r *Replica) truncateTo(offset int64) {
 
 // truncateFully empties the log, to restart it at offset.
 func (r *Replica) truncateFully(offset int64) {
-	for _, b := range r.appends {
-		if b.proposal != 0 {
-			r.completed = append(r.completed, Completion{ID: b.proposal, BaseOffset: b.base, LastOffset: b.last,
-				Err: fmt.Errorf("%w: append to %s truncated before it was written", transport.ErrNotLeaderOrFollower, r.tp)})
-		}
-	}
+	r.failTruncated(r.appends)
 	r.appends = nil
 	r.truncate = &Truncation{Offset: offset, Fully: true}
 	r.logEnd = offset
 	r.hw = offset
 	r.hwMoved = true
+}
+
+// failTruncated answers the acks=1 appends among bs, cut before they were
+// written.
+func (r *Replica) failTruncated(bs []unstableBatch) {
+	for _, b := range bs {
+		if b.proposal != 0 {
+			r.completed = append(r.completed, Completion{ID: b.proposal, BaseOffset: b.base, LastOffset: b.last,
+				Err: fmt.Errorf("%w: append to %s truncated before it was written", transport.ErrNotLeaderOrFollower, r.tp)})
+		}
+	}
 }
 
 // failPending answers every append still waiting with NotLeaderOrFollower:
@@ -389,13 +385,14 @@ func (r *Replica) clean() bool {
 
 func (r *Replica) send(m Message) { r.msgs = append(r.msgs, m) }
 
-// followerIDs returns the other replicas, in assignment order.
-func (r *Replica) followerIDs() []int32 {
-	var ids []int32
-	for _, id := range r.state.Replicas {
-		if id != r.id {
-			ids = append(ids, id)
+// followerIDs yields the other replicas, in assignment order, without
+// allocating: a leader walks them on every Advance and follower fetch.
+func (r *Replica) followerIDs() iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for _, id := range r.state.Replicas {
+			if id != r.id && !yield(id) {
+				return
+			}
 		}
 	}
-	return ids
 }
