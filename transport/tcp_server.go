@@ -300,11 +300,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 		}
 		return produceResponseToWire(resp, version), nil
 	case *kmsg.ListOffsetsRequest:
-		resp, err := s.handler.ListOffsets(ctx, listOffsetsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return listOffsetsResponseToWire(resp, version), nil
+		return answerWith(ctx, s.handler.ListOffsets, listOffsetsFromWire(req), listOffsetsResponseToWire, version)
 	case *kmsg.MetadataRequest:
 		resp, err := s.handler.Metadata(ctx, metadataFromWire(req))
 		if err != nil {
@@ -318,11 +314,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	}
 	if pc, ok := s.handler.(ProducerIDClient); ok {
 		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
-			resp, err := pc.InitProducerID(ctx, initProducerIDFromWire(req))
-			if err != nil {
-				return nil, err
-			}
-			return initProducerIDResponseToWire(resp, version), nil
+			return answerWith(ctx, pc.InitProducerID, initProducerIDFromWire(req), initProducerIDResponseToWire, version)
 		}
 	}
 	if admin, ok := s.handler.(AdminClient); ok {
@@ -331,21 +323,23 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
+// answerWith calls a handler method with req, already translated from
+// the wire, and translates its answer back in the request's version.
+func answerWith[Req, Resp any, W kmsg.Response](ctx context.Context, call func(context.Context, Req) (Resp, error), req Req, toWire func(Resp, int16) W, version int16) (kmsg.Response, error) {
+	resp, err := call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return toWire(resp, version), nil
+}
+
 // dispatchAdmin calls an AdminClient handler for one decoded request.
 func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Request, version int16) (kmsg.Response, error) {
 	switch req := req.(type) {
 	case *kmsg.CreateTopicsRequest:
-		resp, err := h.CreateTopics(ctx, createTopicsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return createTopicsResponseToWire(resp, version), nil
+		return answerWith(ctx, h.CreateTopics, createTopicsFromWire(req), createTopicsResponseToWire, version)
 	case *kmsg.DeleteTopicsRequest:
-		resp, err := h.DeleteTopics(ctx, deleteTopicsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return deleteTopicsResponseToWire(resp, version), nil
+		return answerWith(ctx, h.DeleteTopics, deleteTopicsFromWire(req), deleteTopicsResponseToWire, version)
 	case *kmsg.DescribeConfigsRequest:
 		resp, err := h.DescribeConfigs(ctx, describeConfigsFromWire(req))
 		if err != nil {
