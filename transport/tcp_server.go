@@ -353,19 +353,29 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 // fillAddresses gives the brokers of a Metadata answer that have no
 // address the server's.
 func fillAddresses(resp *MetadataResponse, advertised string) {
-	host, portText, err := net.SplitHostPort(advertised)
-	if err != nil {
-		return
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
+	host, port, ok := splitAdvertised(advertised)
+	if !ok {
 		return
 	}
 	for i := range resp.Brokers {
 		if resp.Brokers[i].Host == "" {
-			resp.Brokers[i].Host, resp.Brokers[i].Port = host, int32(port)
+			resp.Brokers[i].Host, resp.Brokers[i].Port = host, port
 		}
 	}
+}
+
+// splitAdvertised splits the server's address into the host and port
+// that answers naming it carry; ok is false for one that does not parse.
+func splitAdvertised(advertised string) (host string, port int32, ok bool) {
+	host, portText, err := net.SplitHostPort(advertised)
+	if err != nil {
+		return "", 0, false
+	}
+	p, err := strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, false
+	}
+	return host, int32(p), true
 }
 
 // apiVersionsResponse answers ApiVersions: the APIs and versions the

@@ -6,8 +6,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -90,13 +88,7 @@ func fillCoordinator(resp *FindCoordinatorResponse, advertised string) {
 	if resp.Err != nil || resp.Host != "" {
 		return
 	}
-	host, portText, err := net.SplitHostPort(advertised)
-	if err != nil {
-		return
+	if host, port, ok := splitAdvertised(advertised); ok {
+		resp.Host, resp.Port = host, port
 	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return
-	}
-	resp.Host, resp.Port = host, int32(port)
 }
