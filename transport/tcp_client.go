@@ -214,6 +214,22 @@ func (c *TCPClient) send(ctx context.Context, kind int, req kmsg.Request) (kmsg.
 	return wc.request(ctx, req)
 }
 
+// roundTrip sends req, translated to the wire in the version the node
+// speaks of API key, on a connection of the given kind, and translates the
+// answer back.
+func roundTrip[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx context.Context, c *TCPClient, kind int, key int16, req Req, toWire func(Req, int16) W, fromWire func(WR) Resp) (Resp, error) {
+	var none Resp
+	v, err := c.version(key)
+	if err != nil {
+		return none, err
+	}
+	resp, err := c.send(ctx, kind, toWire(req, v))
+	if err != nil {
+		return none, err
+	}
+	return fromWire(resp.(WR)), nil
+}
+
 // Produce sends a Produce request. With acks=0 the node sends no answer,
 // and the response says only that the request was written.
 func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
@@ -255,80 +271,32 @@ func unansweredProduce(req *ProduceRequest) *ProduceResponse {
 
 // Fetch sends a Fetch request on the client's fetch connection.
 func (c *TCPClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
-	v, err := c.version(1)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connFetch, fetchToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return fetchResponseFromWire(resp.(*kmsg.FetchResponse)), nil
+	return roundTrip(ctx, c, connFetch, 1, req, fetchToWire, fetchResponseFromWire)
 }
 
 // ListOffsets sends a ListOffsets request.
 func (c *TCPClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
-	v, err := c.version(2)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, listOffsetsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return listOffsetsResponseFromWire(resp.(*kmsg.ListOffsetsResponse)), nil
+	return roundTrip(ctx, c, connOther, 2, req, listOffsetsToWire, listOffsetsResponseFromWire)
 }
 
 // Metadata sends a Metadata request.
 func (c *TCPClient) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
-	v, err := c.version(3)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, metadataToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return metadataResponseFromWire(resp.(*kmsg.MetadataResponse)), nil
+	return roundTrip(ctx, c, connOther, 3, req, metadataToWire, metadataResponseFromWire)
 }
 
 // CreateTopics sends a CreateTopics request.
 func (c *TCPClient) CreateTopics(ctx context.Context, req *CreateTopicsRequest) (*CreateTopicsResponse, error) {
-	v, err := c.version(19)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, createTopicsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return createTopicsResponseFromWire(resp.(*kmsg.CreateTopicsResponse)), nil
+	return roundTrip(ctx, c, connOther, 19, req, createTopicsToWire, createTopicsResponseFromWire)
 }
 
 // DeleteTopics sends a DeleteTopics request.
 func (c *TCPClient) DeleteTopics(ctx context.Context, req *DeleteTopicsRequest) (*DeleteTopicsResponse, error) {
-	v, err := c.version(20)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, deleteTopicsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return deleteTopicsResponseFromWire(resp.(*kmsg.DeleteTopicsResponse)), nil
+	return roundTrip(ctx, c, connOther, 20, req, deleteTopicsToWire, deleteTopicsResponseFromWire)
 }
 
 // DescribeConfigs sends a DescribeConfigs request.
 func (c *TCPClient) DescribeConfigs(ctx context.Context, req *DescribeConfigsRequest) (*DescribeConfigsResponse, error) {
-	v, err := c.version(32)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, describeConfigsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return describeConfigsResponseFromWire(resp.(*kmsg.DescribeConfigsResponse)), nil
+	return roundTrip(ctx, c, connOther, 32, req, describeConfigsToWire, describeConfigsResponseFromWire)
 }
 
 // wireConn is one TCP connection: requests are written under a lock, each
