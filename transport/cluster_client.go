@@ -405,8 +405,11 @@ func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchRes
 		},
 		func(addr, topic string, p int32) (FetchPartitionResponse, bool) {
 			for _, rt := range resps[addr].Topics {
+				if rt.Topic != topic {
+					continue
+				}
 				for _, rp := range rt.Partitions {
-					if rt.Topic == topic && rp.Partition == p {
+					if rp.Partition == p {
 						return rp, true
 					}
 				}
@@ -449,8 +452,11 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 		},
 		func(addr, topic string, p int32) (ListOffsetsPartitionResponse, bool) {
 			for _, rt := range resps[addr].Topics {
+				if rt.Topic != topic {
+					continue
+				}
 				for _, rp := range rt.Partitions {
-					if rt.Topic == topic && rp.Partition == p {
+					if rp.Partition == p {
 						return rp, true
 					}
 				}
