@@ -308,8 +308,7 @@ type wireConn struct {
 	maxBytes int
 
 	mu      sync.Mutex
-	w       *bufio.Writer
-	buf     []byte
+	buf     []byte // the request being written
 	nextID  int32
 	pending map[int32]*call
 	order   []int32 // correlation ids in the order sent
@@ -325,7 +324,7 @@ type call struct {
 
 func newWireConn(nc net.Conn, f *kmsg.RequestFormatter, maxBytes int) *wireConn {
 	wc := &wireConn{
-		nc: nc, fmt: f, maxBytes: maxBytes, w: bufio.NewWriterSize(nc, 64<<10),
+		nc: nc, fmt: f, maxBytes: maxBytes,
 		pending: map[int32]*call{}, done: make(chan struct{}),
 	}
 	go wc.readLoop()
@@ -367,11 +366,9 @@ func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *
 	id := wc.nextID
 	wc.nextID++
 	wc.buf = f.AppendRequest(wc.buf[:0], req, id)
-	_, err := wc.w.Write(wc.buf)
-	if err == nil {
-		err = wc.w.Flush()
-	}
-	if err != nil {
+	// The whole request is in buf: write it at once, without copying it
+	// through a buffered writer first.
+	if _, err := wc.nc.Write(wc.buf); err != nil {
 		wc.failLocked(fmt.Errorf("%w: write: %v", ErrNetwork, err))
 		return wc.err
 	}
