@@ -310,14 +310,14 @@ type wireConn struct {
 	mu      sync.Mutex
 	buf     []byte // the request being written
 	nextID  int32
-	pending map[int32]*call
-	order   []int32 // correlation ids in the order sent
+	pending []*call // the requests waiting for an answer, in the order sent
 	err     error   // set once the connection failed
 	done    chan struct{}
 }
 
 // call is a request waiting for its response.
 type call struct {
+	id   int32 // its correlation id
 	resp kmsg.Response
 	raw  chan []byte // the response body, or closed on failure
 }
@@ -325,7 +325,7 @@ type call struct {
 func newWireConn(nc net.Conn, f *kmsg.RequestFormatter, maxBytes int) *wireConn {
 	wc := &wireConn{
 		nc: nc, fmt: f, maxBytes: maxBytes,
-		pending: map[int32]*call{}, done: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	go wc.readLoop()
 	return wc
@@ -350,11 +350,10 @@ func (wc *wireConn) failLocked(err error) {
 	}
 	wc.err = err
 	wc.nc.Close()
-	for id, cl := range wc.pending {
+	for _, cl := range wc.pending {
 		close(cl.raw)
-		delete(wc.pending, id)
 	}
-	wc.order = nil
+	wc.pending = nil
 }
 
 // writeLocked writes req with the next correlation id, in a header that f
@@ -373,8 +372,8 @@ func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *
 		return wc.err
 	}
 	if cl != nil {
-		wc.pending[id] = cl
-		wc.order = append(wc.order, id)
+		cl.id = id
+		wc.pending = append(wc.pending, cl)
 	}
 	return nil
 }
@@ -435,14 +434,14 @@ func (wc *wireConn) readLoop() {
 		}
 		id := int32(uint32(frame[0])<<24 | uint32(frame[1])<<16 | uint32(frame[2])<<8 | uint32(frame[3]))
 		wc.mu.Lock()
-		if len(wc.order) == 0 || wc.order[0] != id {
+		if len(wc.pending) == 0 || wc.pending[0].id != id {
 			wc.failLocked(fmt.Errorf("%w: response with correlation id %d out of order", ErrNetwork, id))
 			wc.mu.Unlock()
 			return
 		}
-		wc.order = wc.order[1:]
-		cl := wc.pending[id]
-		delete(wc.pending, id)
+		cl := wc.pending[0]
+		wc.pending[0] = nil
+		wc.pending = wc.pending[1:]
 		wc.mu.Unlock()
 		body := frame[4:]
 		if cl.resp.IsFlexible() && cl.resp.Key() != 18 {
