@@ -123,6 +123,18 @@ func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
 	if wc := c.conns[kind]; wc != nil && !wc.dead() {
 		return wc, nil
 	}
+	wc, err := c.redial(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	c.conns[kind] = wc
+	return wc, nil
+}
+
+// redial dials a connection of a kind, unless the last dial of that kind
+// failed less than ReconnectBackoff ago: then it returns that failure. It
+// is called with c.mu held.
+func (c *TCPClient) redial(ctx context.Context, kind int) (*wireConn, error) {
 	if since := time.Since(c.failedAt[kind]); since < c.opts.ReconnectBackoff {
 		return nil, c.failure[kind]
 	}
@@ -134,7 +146,6 @@ func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
 		c.failedAt[kind], c.failure[kind] = time.Now(), err
 		return nil, err
 	}
-	c.conns[kind] = wc
 	return wc, nil
 }
 

@@ -6,7 +6,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,15 +35,8 @@ func (c *TCPClient) groupConn(ctx context.Context) (*wireConn, error) {
 			return wc, nil
 		}
 	}
-	if since := time.Since(c.failedAt[connGroup]); since < c.opts.ReconnectBackoff {
-		return nil, c.failure[connGroup]
-	}
-	wc, err := c.dial(ctx)
+	wc, err := c.redial(ctx, connGroup)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		c.failedAt[connGroup], c.failure[connGroup] = time.Now(), err
 		return nil, err
 	}
 	if c.groupConns == nil {
