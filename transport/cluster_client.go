@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -176,29 +177,21 @@ func (c *ClusterClient) refresh(ctx context.Context, topics []string) {
 			need = true
 		}
 	}
+	if !need {
+		c.mu.Unlock()
+		return
+	}
 	known := make([]string, 0, len(c.leaders)+len(topics))
 	for t := range c.leaders {
 		known = append(known, t)
 	}
 	c.mu.Unlock()
-	if !need {
-		return
-	}
 	for _, t := range topics {
-		if !contains(known, t) {
+		if !slices.Contains(known, t) {
 			known = append(known, t)
 		}
 	}
 	c.Metadata(ctx, &MetadataRequest{Topics: known}) // on failure, partitions answer LEADER_NOT_AVAILABLE
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // leaderAddr returns the address of the leader of a partition, or "".
@@ -412,8 +405,11 @@ func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchRes
 		},
 		func(addr, topic string, p int32) (FetchPartitionResponse, bool) {
 			for _, rt := range resps[addr].Topics {
+				if rt.Topic != topic {
+					continue
+				}
 				for _, rp := range rt.Partitions {
-					if rt.Topic == topic && rp.Partition == p {
+					if rp.Partition == p {
 						return rp, true
 					}
 				}
@@ -456,8 +452,11 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 		},
 		func(addr, topic string, p int32) (ListOffsetsPartitionResponse, bool) {
 			for _, rt := range resps[addr].Topics {
+				if rt.Topic != topic {
+					continue
+				}
 				for _, rp := range rt.Partitions {
-					if rt.Topic == topic && rp.Partition == p {
+					if rp.Partition == p {
 						return rp, true
 					}
 				}

@@ -21,8 +21,14 @@ type leaderFake struct {
 func (f *leaderFake) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
 	resp := &MetadataResponse{ClusterID: "c"}
 	for id := int32(1); id <= int32(len(f.addrs)); id++ {
-		host, port, _ := net.SplitHostPort(f.addrs[id])
-		p, _ := strconv.Atoi(port)
+		host, port, err := net.SplitHostPort(f.addrs[id])
+		if err != nil {
+			return nil, err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, err
+		}
 		resp.Brokers = append(resp.Brokers, Broker{NodeID: id, Host: host, Port: int32(p)})
 	}
 	tm := TopicMetadata{Topic: "t"}

@@ -16,9 +16,3 @@ var (
 	// (Kafka's INELIGIBLE_REPLICA).
 	ErrIneligibleReplica = &Error{107, "INELIGIBLE_REPLICA", false, "a replica added to the ISR is not eligible"}
 )
-
-func init() {
-	for _, e := range []*Error{ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica} {
-		errorsByCode[e.Code] = e
-	}
-}

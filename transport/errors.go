@@ -94,6 +94,8 @@ func init() {
 		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,
 		ErrNonEmptyGroup, ErrGroupIDNotFound, ErrMemberIDRequired, ErrGroupMaxSizeReached,
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
+		ErrStaleBrokerEpoch,                                                     // replication.go
+		ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica, // controller_errors.go
 	} {
 		errorsByCode[e.Code] = e
 	}

@@ -10,8 +10,6 @@ package transport
 // (Kafka's STALE_BROKER_EPOCH).
 var ErrStaleBrokerEpoch = &Error{77, "STALE_BROKER_EPOCH", false, "request from an earlier incarnation of the node"}
 
-func init() { errorsByCode[ErrStaleBrokerEpoch.Code] = ErrStaleBrokerEpoch }
-
 // UndefinedEpoch is a leader epoch that names no epoch (Kafka's -1): the
 // LastFetchedEpoch of a follower whose log holds no batch, or the answer for
 // an epoch a log does not know.

@@ -49,10 +49,10 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 	}
 	var pieces []filePiece
 	var fileBytes int64
-	dst = appendArrayLen(dst, len(r.Topics), flexible)
+	dst = appendLen(dst, len(r.Topics), flexible)
 	for _, t := range r.Topics {
 		dst = appendString(dst, t.Topic, flexible)
-		dst = appendArrayLen(dst, len(t.Partitions), flexible)
+		dst = appendLen(dst, len(t.Partitions), flexible)
 		for _, p := range t.Partitions {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(p.Partition))
 			dst = binary.BigEndian.AppendUint16(dst, uint16(CodeOf(p.Err)))
@@ -67,13 +67,13 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 			}
 			switch {
 			case p.File.Size > 0:
-				dst = appendBytesLen(dst, int(p.File.Size), flexible)
+				dst = appendLen(dst, int(p.File.Size), flexible)
 				pieces = append(pieces, filePiece{at: len(dst) - start, file: p.File})
 				fileBytes += p.File.Size
 			case p.Records == nil:
 				dst = appendNullLen(dst, flexible)
 			default:
-				dst = appendBytesLen(dst, len(p.Records), flexible)
+				dst = appendLen(dst, len(p.Records), flexible)
 				dst = append(dst, p.Records...)
 			}
 			if flexible {
@@ -91,14 +91,9 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 	return dst, pieces
 }
 
-func appendArrayLen(dst []byte, n int, flexible bool) []byte {
-	if flexible {
-		return binary.AppendUvarint(dst, uint64(n)+1)
-	}
-	return binary.BigEndian.AppendUint32(dst, uint32(n))
-}
-
-func appendBytesLen(dst []byte, n int, flexible bool) []byte {
+// appendLen appends the length of an array or of bytes: a compact
+// (uvarint n+1) length in a flexible version, an int32 before.
+func appendLen(dst []byte, n int, flexible bool) []byte {
 	if flexible {
 		return binary.AppendUvarint(dst, uint64(n)+1)
 	}

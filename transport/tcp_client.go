@@ -123,6 +123,18 @@ func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
 	if wc := c.conns[kind]; wc != nil && !wc.dead() {
 		return wc, nil
 	}
+	wc, err := c.redial(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	c.conns[kind] = wc
+	return wc, nil
+}
+
+// redial dials a connection of a kind, unless the last dial of that kind
+// failed less than ReconnectBackoff ago: then it returns that failure. It
+// is called with c.mu held.
+func (c *TCPClient) redial(ctx context.Context, kind int) (*wireConn, error) {
 	if since := time.Since(c.failedAt[kind]); since < c.opts.ReconnectBackoff {
 		return nil, c.failure[kind]
 	}
@@ -134,7 +146,6 @@ func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
 		c.failedAt[kind], c.failure[kind] = time.Now(), err
 		return nil, err
 	}
-	c.conns[kind] = wc
 	return wc, nil
 }
 
@@ -214,6 +225,22 @@ func (c *TCPClient) send(ctx context.Context, kind int, req kmsg.Request) (kmsg.
 	return wc.request(ctx, req)
 }
 
+// roundTrip sends req, translated to the wire in the version the node
+// speaks of API key, on a connection of the given kind, and translates the
+// answer back.
+func roundTrip[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx context.Context, c *TCPClient, kind int, key int16, req Req, toWire func(Req, int16) W, fromWire func(WR) Resp) (Resp, error) {
+	var none Resp
+	v, err := c.version(key)
+	if err != nil {
+		return none, err
+	}
+	resp, err := c.send(ctx, kind, toWire(req, v))
+	if err != nil {
+		return none, err
+	}
+	return fromWire(resp.(WR)), nil
+}
+
 // Produce sends a Produce request. With acks=0 the node sends no answer,
 // and the response says only that the request was written.
 func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
@@ -255,80 +282,32 @@ func unansweredProduce(req *ProduceRequest) *ProduceResponse {
 
 // Fetch sends a Fetch request on the client's fetch connection.
 func (c *TCPClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
-	v, err := c.version(1)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connFetch, fetchToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return fetchResponseFromWire(resp.(*kmsg.FetchResponse)), nil
+	return roundTrip(ctx, c, connFetch, 1, req, fetchToWire, fetchResponseFromWire)
 }
 
 // ListOffsets sends a ListOffsets request.
 func (c *TCPClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
-	v, err := c.version(2)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, listOffsetsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return listOffsetsResponseFromWire(resp.(*kmsg.ListOffsetsResponse)), nil
+	return roundTrip(ctx, c, connOther, 2, req, listOffsetsToWire, listOffsetsResponseFromWire)
 }
 
 // Metadata sends a Metadata request.
 func (c *TCPClient) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
-	v, err := c.version(3)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, metadataToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return metadataResponseFromWire(resp.(*kmsg.MetadataResponse)), nil
+	return roundTrip(ctx, c, connOther, 3, req, metadataToWire, metadataResponseFromWire)
 }
 
 // CreateTopics sends a CreateTopics request.
 func (c *TCPClient) CreateTopics(ctx context.Context, req *CreateTopicsRequest) (*CreateTopicsResponse, error) {
-	v, err := c.version(19)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, createTopicsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return createTopicsResponseFromWire(resp.(*kmsg.CreateTopicsResponse)), nil
+	return roundTrip(ctx, c, connOther, 19, req, createTopicsToWire, createTopicsResponseFromWire)
 }
 
 // DeleteTopics sends a DeleteTopics request.
 func (c *TCPClient) DeleteTopics(ctx context.Context, req *DeleteTopicsRequest) (*DeleteTopicsResponse, error) {
-	v, err := c.version(20)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, deleteTopicsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return deleteTopicsResponseFromWire(resp.(*kmsg.DeleteTopicsResponse)), nil
+	return roundTrip(ctx, c, connOther, 20, req, deleteTopicsToWire, deleteTopicsResponseFromWire)
 }
 
 // DescribeConfigs sends a DescribeConfigs request.
 func (c *TCPClient) DescribeConfigs(ctx context.Context, req *DescribeConfigsRequest) (*DescribeConfigsResponse, error) {
-	v, err := c.version(32)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, describeConfigsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return describeConfigsResponseFromWire(resp.(*kmsg.DescribeConfigsResponse)), nil
+	return roundTrip(ctx, c, connOther, 32, req, describeConfigsToWire, describeConfigsResponseFromWire)
 }
 
 // wireConn is one TCP connection: requests are written under a lock, each
@@ -340,25 +319,24 @@ type wireConn struct {
 	maxBytes int
 
 	mu      sync.Mutex
-	w       *bufio.Writer
-	buf     []byte
+	buf     []byte // the request being written
 	nextID  int32
-	pending map[int32]*call
-	order   []int32 // correlation ids in the order sent
+	pending []*call // the requests waiting for an answer, in the order sent
 	err     error   // set once the connection failed
 	done    chan struct{}
 }
 
 // call is a request waiting for its response.
 type call struct {
+	id   int32 // its correlation id
 	resp kmsg.Response
 	raw  chan []byte // the response body, or closed on failure
 }
 
 func newWireConn(nc net.Conn, f *kmsg.RequestFormatter, maxBytes int) *wireConn {
 	wc := &wireConn{
-		nc: nc, fmt: f, maxBytes: maxBytes, w: bufio.NewWriterSize(nc, 64<<10),
-		pending: map[int32]*call{}, done: make(chan struct{}),
+		nc: nc, fmt: f, maxBytes: maxBytes,
+		done: make(chan struct{}),
 	}
 	go wc.readLoop()
 	return wc
@@ -383,11 +361,10 @@ func (wc *wireConn) failLocked(err error) {
 	}
 	wc.err = err
 	wc.nc.Close()
-	for id, cl := range wc.pending {
+	for _, cl := range wc.pending {
 		close(cl.raw)
-		delete(wc.pending, id)
 	}
-	wc.order = nil
+	wc.pending = nil
 }
 
 // writeLocked writes req with the next correlation id, in a header that f
@@ -399,17 +376,15 @@ func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *
 	id := wc.nextID
 	wc.nextID++
 	wc.buf = f.AppendRequest(wc.buf[:0], req, id)
-	_, err := wc.w.Write(wc.buf)
-	if err == nil {
-		err = wc.w.Flush()
-	}
-	if err != nil {
+	// The whole request is in buf: write it at once, without copying it
+	// through a buffered writer first.
+	if _, err := wc.nc.Write(wc.buf); err != nil {
 		wc.failLocked(fmt.Errorf("%w: write: %v", ErrNetwork, err))
 		return wc.err
 	}
 	if cl != nil {
-		wc.pending[id] = cl
-		wc.order = append(wc.order, id)
+		cl.id = id
+		wc.pending = append(wc.pending, cl)
 	}
 	return nil
 }
@@ -470,14 +445,14 @@ func (wc *wireConn) readLoop() {
 		}
 		id := int32(uint32(frame[0])<<24 | uint32(frame[1])<<16 | uint32(frame[2])<<8 | uint32(frame[3]))
 		wc.mu.Lock()
-		if len(wc.order) == 0 || wc.order[0] != id {
+		if len(wc.pending) == 0 || wc.pending[0].id != id {
 			wc.failLocked(fmt.Errorf("%w: response with correlation id %d out of order", ErrNetwork, id))
 			wc.mu.Unlock()
 			return
 		}
-		wc.order = wc.order[1:]
-		cl := wc.pending[id]
-		delete(wc.pending, id)
+		cl := wc.pending[0]
+		wc.pending[0] = nil
+		wc.pending = wc.pending[1:]
 		wc.mu.Unlock()
 		body := frame[4:]
 		if cl.resp.IsFlexible() && cl.resp.Key() != 18 {

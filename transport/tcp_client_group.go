@@ -6,7 +6,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,15 +35,8 @@ func (c *TCPClient) groupConn(ctx context.Context) (*wireConn, error) {
 			return wc, nil
 		}
 	}
-	if since := time.Since(c.failedAt[connGroup]); since < c.opts.ReconnectBackoff {
-		return nil, c.failure[connGroup]
-	}
-	wc, err := c.dial(ctx)
+	wc, err := c.redial(ctx, connGroup)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		c.failedAt[connGroup], c.failure[connGroup] = time.Now(), err
 		return nil, err
 	}
 	if c.groupConns == nil {
@@ -135,15 +127,7 @@ func (c *TCPClient) SyncGroup(ctx context.Context, req *SyncGroupRequest) (*Sync
 
 // Heartbeat sends a Heartbeat request.
 func (c *TCPClient) Heartbeat(ctx context.Context, req *HeartbeatRequest) (*HeartbeatResponse, error) {
-	v, err := c.version(12)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, heartbeatToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return heartbeatResponseFromWire(resp.(*kmsg.HeartbeatResponse)), nil
+	return roundTrip(ctx, c, connOther, 12, req, heartbeatToWire, heartbeatResponseFromWire)
 }
 
 // LeaveGroup sends a LeaveGroup request. To a node that speaks only
@@ -166,15 +150,7 @@ func (c *TCPClient) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*Le
 
 // OffsetCommit sends an OffsetCommit request.
 func (c *TCPClient) OffsetCommit(ctx context.Context, req *OffsetCommitRequest) (*OffsetCommitResponse, error) {
-	v, err := c.version(8)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, offsetCommitToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return offsetCommitResponseFromWire(resp.(*kmsg.OffsetCommitResponse)), nil
+	return roundTrip(ctx, c, connOther, 8, req, offsetCommitToWire, offsetCommitResponseFromWire)
 }
 
 // OffsetFetch sends an OffsetFetch request.
@@ -194,15 +170,7 @@ func (c *TCPClient) OffsetFetch(ctx context.Context, req *OffsetFetchRequest) (*
 // generation or leader: a group described over TCP has GenerationID
 // NoGeneration and no Leader.
 func (c *TCPClient) DescribeGroups(ctx context.Context, req *DescribeGroupsRequest) (*DescribeGroupsResponse, error) {
-	v, err := c.version(15)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, describeGroupsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return describeGroupsResponseFromWire(resp.(*kmsg.DescribeGroupsResponse)), nil
+	return roundTrip(ctx, c, connOther, 15, req, describeGroupsToWire, describeGroupsResponseFromWire)
 }
 
 // ListGroups sends a ListGroups request.
@@ -223,26 +191,10 @@ func (c *TCPClient) ListGroups(ctx context.Context, req *ListGroupsRequest) (*Li
 
 // DeleteGroups sends a DeleteGroups request.
 func (c *TCPClient) DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) (*DeleteGroupsResponse, error) {
-	v, err := c.version(42)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, deleteGroupsToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return deleteGroupsResponseFromWire(resp.(*kmsg.DeleteGroupsResponse)), nil
+	return roundTrip(ctx, c, connOther, 42, req, deleteGroupsToWire, deleteGroupsResponseFromWire)
 }
 
 // InitProducerID sends an InitProducerId request.
 func (c *TCPClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
-	v, err := c.version(22)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.send(ctx, connOther, initProducerIDToWire(req, v))
-	if err != nil {
-		return nil, err
-	}
-	return initProducerIDResponseFromWire(resp.(*kmsg.InitProducerIDResponse)), nil
+	return roundTrip(ctx, c, connOther, 22, req, initProducerIDToWire, initProducerIDResponseFromWire)
 }

@@ -300,11 +300,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 		}
 		return produceResponseToWire(resp, version), nil
 	case *kmsg.ListOffsetsRequest:
-		resp, err := s.handler.ListOffsets(ctx, listOffsetsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return listOffsetsResponseToWire(resp, version), nil
+		return answerWith(ctx, s.handler.ListOffsets, listOffsetsFromWire(req), listOffsetsResponseToWire, version)
 	case *kmsg.MetadataRequest:
 		resp, err := s.handler.Metadata(ctx, metadataFromWire(req))
 		if err != nil {
@@ -318,11 +314,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	}
 	if pc, ok := s.handler.(ProducerIDClient); ok {
 		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
-			resp, err := pc.InitProducerID(ctx, initProducerIDFromWire(req))
-			if err != nil {
-				return nil, err
-			}
-			return initProducerIDResponseToWire(resp, version), nil
+			return answerWith(ctx, pc.InitProducerID, initProducerIDFromWire(req), initProducerIDResponseToWire, version)
 		}
 	}
 	if admin, ok := s.handler.(AdminClient); ok {
@@ -331,21 +323,23 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
+// answerWith calls a handler method with req, already translated from
+// the wire, and translates its answer back in the request's version.
+func answerWith[Req, Resp any, W kmsg.Response](ctx context.Context, call func(context.Context, Req) (Resp, error), req Req, toWire func(Resp, int16) W, version int16) (kmsg.Response, error) {
+	resp, err := call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return toWire(resp, version), nil
+}
+
 // dispatchAdmin calls an AdminClient handler for one decoded request.
 func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Request, version int16) (kmsg.Response, error) {
 	switch req := req.(type) {
 	case *kmsg.CreateTopicsRequest:
-		resp, err := h.CreateTopics(ctx, createTopicsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return createTopicsResponseToWire(resp, version), nil
+		return answerWith(ctx, h.CreateTopics, createTopicsFromWire(req), createTopicsResponseToWire, version)
 	case *kmsg.DeleteTopicsRequest:
-		resp, err := h.DeleteTopics(ctx, deleteTopicsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return deleteTopicsResponseToWire(resp, version), nil
+		return answerWith(ctx, h.DeleteTopics, deleteTopicsFromWire(req), deleteTopicsResponseToWire, version)
 	case *kmsg.DescribeConfigsRequest:
 		resp, err := h.DescribeConfigs(ctx, describeConfigsFromWire(req))
 		if err != nil {
@@ -359,19 +353,29 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 // fillAddresses gives the brokers of a Metadata answer that have no
 // address the server's.
 func fillAddresses(resp *MetadataResponse, advertised string) {
-	host, portText, err := net.SplitHostPort(advertised)
-	if err != nil {
-		return
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
+	host, port, ok := splitAdvertised(advertised)
+	if !ok {
 		return
 	}
 	for i := range resp.Brokers {
 		if resp.Brokers[i].Host == "" {
-			resp.Brokers[i].Host, resp.Brokers[i].Port = host, int32(port)
+			resp.Brokers[i].Host, resp.Brokers[i].Port = host, port
 		}
 	}
+}
+
+// splitAdvertised splits the server's address into the host and port
+// that answers naming it carry; ok is false for one that does not parse.
+func splitAdvertised(advertised string) (host string, port int32, ok bool) {
+	host, portText, err := net.SplitHostPort(advertised)
+	if err != nil {
+		return "", 0, false
+	}
+	p, err := strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, false
+	}
+	return host, int32(p), true
 }
 
 // apiVersionsResponse answers ApiVersions: the APIs and versions the

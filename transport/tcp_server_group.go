@@ -6,8 +6,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,35 +48,15 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 	case *kmsg.JoinGroupRequest:
 		r := joinGroupFromWire(req)
 		r.ClientID, r.ClientHost = deref(h.clientID), p.clientHost
-		resp, err := gc.JoinGroup(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		return joinGroupResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.JoinGroup, r, joinGroupResponseToWire, version)
 	case *kmsg.SyncGroupRequest:
-		resp, err := gc.SyncGroup(ctx, syncGroupFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return syncGroupResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.SyncGroup, syncGroupFromWire(req), syncGroupResponseToWire, version)
 	case *kmsg.HeartbeatRequest:
-		resp, err := gc.Heartbeat(ctx, heartbeatFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return heartbeatResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.Heartbeat, heartbeatFromWire(req), heartbeatResponseToWire, version)
 	case *kmsg.LeaveGroupRequest:
-		resp, err := gc.LeaveGroup(ctx, leaveGroupFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return leaveGroupResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.LeaveGroup, leaveGroupFromWire(req), leaveGroupResponseToWire, version)
 	case *kmsg.OffsetCommitRequest:
-		resp, err := gc.OffsetCommit(ctx, offsetCommitFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return offsetCommitResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.OffsetCommit, offsetCommitFromWire(req), offsetCommitResponseToWire, version)
 	case *kmsg.OffsetFetchRequest:
 		reqs := offsetFetchFromWire(req)
 		if len(reqs) == 0 {
@@ -94,23 +72,11 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 		}
 		return offsetFetchResponseToWire(reqs, resps, version), nil
 	case *kmsg.DescribeGroupsRequest:
-		resp, err := gc.DescribeGroups(ctx, describeGroupsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return describeGroupsResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.DescribeGroups, describeGroupsFromWire(req), describeGroupsResponseToWire, version)
 	case *kmsg.ListGroupsRequest:
-		resp, err := gc.ListGroups(ctx, listGroupsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return listGroupsResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.ListGroups, listGroupsFromWire(req), listGroupsResponseToWire, version)
 	case *kmsg.DeleteGroupsRequest:
-		resp, err := gc.DeleteGroups(ctx, deleteGroupsFromWire(req))
-		if err != nil {
-			return nil, err
-		}
-		return deleteGroupsResponseToWire(resp, version), nil
+		return answerWith(ctx, gc.DeleteGroups, deleteGroupsFromWire(req), deleteGroupsResponseToWire, version)
 	}
 	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
@@ -122,13 +88,7 @@ func fillCoordinator(resp *FindCoordinatorResponse, advertised string) {
 	if resp.Err != nil || resp.Host != "" {
 		return
 	}
-	host, portText, err := net.SplitHostPort(advertised)
-	if err != nil {
-		return
+	if host, port, ok := splitAdvertised(advertised); ok {
+		resp.Host, resp.Port = host, port
 	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return
-	}
-	resp.Host, resp.Port = host, int32(port)
 }

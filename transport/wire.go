@@ -498,13 +498,13 @@ func metadataResponseToWire(r *MetadataResponse, version int16) *kmsg.MetadataRe
 	return w
 }
 
-// orEmpty returns ids, or an empty slice for nil: Kafka's arrays here are
-// not nullable.
-func orEmpty(ids []int32) []int32 {
-	if ids == nil {
-		return []int32{}
+// orEmpty returns s, or an empty slice for nil: Kafka's arrays and bytes
+// here are not nullable.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return ids
+	return s
 }
 
 func metadataResponseFromWire(w *kmsg.MetadataResponse) *MetadataResponse {

@@ -521,7 +521,7 @@ func offsetFetchResponseFromWire(w *kmsg.OffsetFetchResponse, group string) *Off
 func describeGroupsToWire(r *DescribeGroupsRequest, version int16) *kmsg.DescribeGroupsRequest {
 	w := kmsg.NewPtrDescribeGroupsRequest()
 	w.Version = version
-	w.Groups = orEmptyStrings(r.Groups)
+	w.Groups = orEmpty(r.Groups)
 	return w
 }
 
@@ -544,7 +544,7 @@ func describeGroupsResponseToWire(r *DescribeGroupsResponse, version int16) *kms
 		for _, m := range g.Members {
 			wm := kmsg.NewDescribeGroupsResponseGroupMember()
 			wm.MemberID, wm.InstanceID, wm.ClientID, wm.ClientHost = m.MemberID, nullable(m.GroupInstanceID), m.ClientID, m.ClientHost
-			wm.ProtocolMetadata, wm.MemberAssignment = orEmptyBytes(m.Metadata), orEmptyBytes(m.Assignment)
+			wm.ProtocolMetadata, wm.MemberAssignment = orEmpty(m.Metadata), orEmpty(m.Assignment)
 			wg.Members = append(wg.Members, wm)
 		}
 		w.Groups = append(w.Groups, wg)
@@ -616,7 +616,7 @@ func listGroupsResponseFromWire(w *kmsg.ListGroupsResponse) *ListGroupsResponse 
 func deleteGroupsToWire(r *DeleteGroupsRequest, version int16) *kmsg.DeleteGroupsRequest {
 	w := kmsg.NewPtrDeleteGroupsRequest()
 	w.Version = version
-	w.Groups = orEmptyStrings(r.Groups)
+	w.Groups = orEmpty(r.Groups)
 	return w
 }
 
@@ -642,24 +642,6 @@ func deleteGroupsResponseFromWire(w *kmsg.DeleteGroupsResponse) *DeleteGroupsRes
 		r.Results = append(r.Results, DeletedGroup{Group: wg.Group, Err: wireError(wg.ErrorCode, wg.ErrorMessage)})
 	}
 	return r
-}
-
-// orEmptyStrings returns s, or an empty slice for nil: these arrays are
-// not nullable.
-func orEmptyStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// orEmptyBytes returns b, or an empty slice for nil: these bytes are not
-// nullable.
-func orEmptyBytes(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 // orNilBytes returns b, or nil for an empty b.
