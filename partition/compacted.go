@@ -11,20 +11,22 @@ import (
 // has no key, as Kafka's broker does: the cleaner keeps the latest record
 // of each key, so a record without one could never be kept. The error is
 // transport.ErrInvalidRecord, and a batch that does not decode is
-// transport.ErrCorruptMessage.
-func (p *Partition) checkKeys(batch []byte) error {
+// transport.ErrCorruptMessage. Decoding validates the batch as
+// record.Validate does, CRC included, so the header it returns is the
+// validated one.
+func (p *Partition) checkKeys(batch []byte) (record.Header, error) {
 	b, err := record.Decode(batch)
 	if err != nil {
-		return kafkaError(err)
+		return record.Header{}, kafkaError(err)
 	}
 	if b.Attributes.IsControl() {
-		return nil
+		return b.Header, nil
 	}
 	for i, r := range b.Records {
 		if r.Key == nil {
-			return fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d (record %d of the batch)",
+			return record.Header{}, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d (record %d of the batch)",
 				transport.ErrInvalidRecord, p.topic, p.partition, i)
 		}
 	}
-	return nil
+	return b.Header, nil
 }
