@@ -67,16 +67,8 @@ func (m *producers) ensureLoadedLocked() error {
 func (m *producers) load() (*producerState, error) {
 	dir := m.log.Dir()
 	leo, start := m.log.LogEndOffset(), m.log.LogStartOffset()
-	offsets, err := listSnapshots(m.fs, dir)
+	offsets, err := deleteSnapshotsAbove(m.fs, dir, leo)
 	if err != nil {
-		return nil, err
-	}
-	var above []int64
-	for len(offsets) > 0 && offsets[len(offsets)-1] > leo {
-		above = append(above, offsets[len(offsets)-1])
-		offsets = offsets[:len(offsets)-1]
-	}
-	if err := deleteSnapshots(m.fs, dir, above); err != nil {
 		return nil, err
 	}
 	s := newProducerState(start)
@@ -186,17 +178,8 @@ func (m *producers) truncated(offset int64) error {
 	m.mu.Lock()
 	m.state = nil
 	m.mu.Unlock()
-	offsets, err := listSnapshots(m.fs, m.log.Dir())
-	if err != nil {
-		return err
-	}
-	var above []int64
-	for _, off := range offsets {
-		if off > offset {
-			above = append(above, off)
-		}
-	}
-	return deleteSnapshots(m.fs, m.log.Dir(), above)
+	_, err := deleteSnapshotsAbove(m.fs, m.log.Dir(), offset)
+	return err
 }
 
 // ProducerStates returns the partition's producer state, by producer id,
