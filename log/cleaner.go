@@ -197,6 +197,10 @@ func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []b
 		c.builder.AppendWithOffset(b.Records[i])
 	}
 	c.scratch = c.builder.AppendTo(c.scratch[:0])
-	record.SetLastOffsetDelta(c.scratch, h.LastOffsetDelta)
+	// The batch keeps its offset range; rewriting the delta costs a
+	// second CRC pass, needed only when its last record went.
+	if last := b.Records[c.keep[len(c.keep)-1]]; last.Offset != h.LastOffset() {
+		record.SetLastOffsetDelta(c.scratch, h.LastOffsetDelta)
+	}
 	return c.scratch, false, nil
 }
