@@ -2,10 +2,15 @@ package partition
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
+
+// keyCheckRecords recycles the Records slices checkKeys decodes into, so
+// that an append to a compacted topic does not allocate one per batch.
+var keyCheckRecords = sync.Pool{New: func() any { return new([]record.Record) }}
 
 // checkKeys rejects a batch for a compacted topic when one of its records
 // has no key, as Kafka's broker does: the cleaner keeps the latest record
@@ -15,10 +20,17 @@ import (
 // record.Validate does, CRC included, so the header it returns is the
 // validated one.
 func (p *Partition) checkKeys(batch []byte) (record.Header, error) {
-	b, err := record.Decode(batch)
+	pooled := keyCheckRecords.Get().(*[]record.Record)
+	b, err := record.DecodeInto(*pooled, batch, record.VerifyCRC)
 	if err != nil {
+		keyCheckRecords.Put(pooled)
 		return record.Header{}, kafkaError(err)
 	}
+	defer func() {
+		clear(b.Records) // the records alias batch: do not keep it alive
+		*pooled = b.Records[:0]
+		keyCheckRecords.Put(pooled)
+	}()
 	if b.Attributes.IsControl() {
 		return b.Header, nil
 	}
