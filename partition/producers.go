@@ -113,18 +113,29 @@ func scanHeaders(l *log.Log, from, end int64, visit func(*record.Header)) error 
 			return nil
 		}
 		buf = data
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			if err != nil {
-				return fmt.Errorf("batch header in the log: %w", err)
-			}
-			if h.Size() > len(data) {
-				return fmt.Errorf("batch at %d: %w", h.BaseOffset, record.ErrTruncated)
-			}
-			visit(&h)
+		if err := walkHeaders(data, func(h *record.Header) {
+			visit(h)
 			off = max(off, h.NextOffset())
-			data = data[h.Size():]
+		}); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// walkHeaders calls visit with the header of each batch in data, which
+// holds whole batches one after another.
+func walkHeaders(data []byte, visit func(*record.Header)) error {
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		if err != nil {
+			return fmt.Errorf("batch header in the log: %w", err)
+		}
+		if h.Size() > len(data) {
+			return fmt.Errorf("batch at %d: %w", h.BaseOffset, record.ErrTruncated)
+		}
+		visit(&h)
+		data = data[h.Size():]
 	}
 	return nil
 }
@@ -256,14 +267,8 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 	if m.state == nil {
 		return info, nil // a load scans them from the log
 	}
-	for rest := batches; len(rest) >= record.LogOverhead; {
-		h, err := record.ParseHeader(rest)
-		if err != nil || h.Size() > len(rest) {
-			m.state = nil // cannot be: the log took them; reload to be sure
-			break
-		}
-		m.state.apply(&h, h.BaseOffset)
-		rest = rest[h.Size():]
+	if err := walkHeaders(batches, func(h *record.Header) { m.state.apply(h, h.BaseOffset) }); err != nil {
+		m.state = nil // cannot be: the log took them; reload to be sure
 	}
 	return info, nil
 }
