@@ -266,7 +266,9 @@ func (s *Segment) Path(suffix string) string {
 }
 
 // File returns the segment's open log file, for zero-copy reads of a byte
-// range. Bytes past Size are not part of the segment.
+// range (ReadAt, sendfile) while the segment stays open. Bytes past Size
+// are not part of the segment. The segment keeps it: do not close it,
+// write to it or move its offset.
 func (s *Segment) File() vfs.File { return s.log }
 
 // BaseOffset returns the first offset the segment may hold.
