@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
 )
@@ -55,16 +54,8 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	for _, s := range group {
 		groupBytes += s.Size()
 	}
-	so := l.opts.segmentOptions()
-	interval := int64(max(so.IndexIntervalBytes, 1))
-	if so.IndexIntervalBytes == 0 {
-		interval = 4096
-	}
-	limit := int64(so.MaxIndexBytes)
-	if limit == 0 {
-		limit = index.DefaultMaxBytes
-	}
-	so.MaxIndexBytes = int(min((groupBytes/interval+16)*12, limit))
+	so := l.opts.segmentOptions().WithDefaults()
+	so.MaxIndexBytes = int(min((groupBytes/int64(so.IndexIntervalBytes)+16)*12, int64(so.MaxIndexBytes)))
 	out, err := segment.CreateWithSuffix(l.fs, l.dir, group[0].BaseOffset(), c.now, so, segment.CleanedSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("log: clean %s: %w", l.dir, err)
@@ -206,6 +197,10 @@ func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []b
 		c.builder.AppendWithOffset(b.Records[i])
 	}
 	c.scratch = c.builder.AppendTo(c.scratch[:0])
-	record.SetLastOffsetDelta(c.scratch, h.LastOffsetDelta)
+	// The batch keeps its offset range; rewriting the delta costs a
+	// second CRC pass, needed only when its last record went.
+	if last := b.Records[c.keep[len(c.keep)-1]]; last.Offset != h.LastOffset() {
+		record.SetLastOffsetDelta(c.scratch, h.LastOffsetDelta)
+	}
 	return c.scratch, false, nil
 }

@@ -130,6 +130,12 @@ type CleanStats struct {
 func (l *Log) FirstDirtyOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.firstDirtyLocked()
+}
+
+// firstDirtyLocked is FirstDirtyOffset for a caller that holds mu: the
+// cleaner's offset, kept within the log's offsets.
+func (l *Log) firstDirtyLocked() int64 {
 	return min(max(l.cleaning.firstDirty, l.logStartOffset), l.leo.Load())
 }
 
@@ -298,7 +304,7 @@ func (l *Log) planClean(upTo, now int64) cleanPlan {
 	l.appendMu.Lock()
 	l.mu.RLock()
 	p := cleanPlan{all: slices.Clone(l.segments), generation: l.cleaning.generation}
-	firstDirty := min(max(l.cleaning.firstDirty, l.logStartOffset), l.leo.Load())
+	firstDirty := l.firstDirtyLocked()
 	l.mu.RUnlock()
 	l.appendMu.Unlock()
 

@@ -57,7 +57,7 @@ func (l *Log) ReadRange(offset, maxOffset int64, maxBytes int) (FileRange, error
 		if size == 0 {
 			continue
 		}
-		f, ok := seg.LogFile().(interface{ Fd() uintptr })
+		f, ok := seg.File().(interface{ Fd() uintptr })
 		if !ok {
 			return FileRange{}, ErrNoDescriptor
 		}

@@ -15,11 +15,9 @@ import (
 // in the dirty section.
 type offsetMap struct {
 	offsets map[string]int64
-	// last is the largest offset put in the map.
-	last int64
 }
 
-func newOffsetMap() *offsetMap { return &offsetMap{offsets: map[string]int64{}, last: -1} }
+func newOffsetMap() *offsetMap { return &offsetMap{offsets: map[string]int64{}} }
 
 // put records that key's latest record is at offset; offsets arrive in
 // increasing order.
@@ -28,7 +26,6 @@ func (m *offsetMap) put(key []byte, offset int64) {
 		return
 	}
 	m.offsets[string(key)] = offset
-	m.last = max(m.last, offset)
 }
 
 // superseded reports whether a record of key at offset has a later one.

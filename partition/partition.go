@@ -166,18 +166,22 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 	}
 	var h record.Header
 	var err error
-	if p.opts.LogAppendTime {
+	switch {
+	case p.opts.Compacted:
+		// checkKeys decodes the batch, which verifies its CRC too: no
+		// separate Validate is needed for LogAppendTime's stamping.
+		if h, err = p.checkKeys(batch); err != nil {
+			return res, err
+		}
+	case p.opts.LogAppendTime:
 		// Stamping recomputes the CRC: check the producer's first, or a
 		// damaged batch would come out looking sound.
 		if h, err = record.Validate(batch); err != nil {
 			return res, kafkaError(err)
 		}
-	} else if h, err = record.ParseHeader(batch); err != nil {
-		return res, kafkaError(err) // too short to stamp; the log says why
-	}
-	if p.opts.Compacted {
-		if err := p.checkKeys(batch); err != nil {
-			return res, err
+	default:
+		if h, err = record.ParseHeader(batch); err != nil {
+			return res, kafkaError(err) // too short to stamp; the log says why
 		}
 	}
 	record.SetPartitionLeaderEpoch(batch, epoch)

@@ -67,16 +67,8 @@ func (m *producers) ensureLoadedLocked() error {
 func (m *producers) load() (*producerState, error) {
 	dir := m.log.Dir()
 	leo, start := m.log.LogEndOffset(), m.log.LogStartOffset()
-	offsets, err := listSnapshots(m.fs, dir)
+	offsets, err := deleteSnapshotsAbove(m.fs, dir, leo)
 	if err != nil {
-		return nil, err
-	}
-	var above []int64
-	for len(offsets) > 0 && offsets[len(offsets)-1] > leo {
-		above = append(above, offsets[len(offsets)-1])
-		offsets = offsets[:len(offsets)-1]
-	}
-	if err := deleteSnapshots(m.fs, dir, above); err != nil {
 		return nil, err
 	}
 	s := newProducerState(start)
@@ -121,18 +113,29 @@ func scanHeaders(l *log.Log, from, end int64, visit func(*record.Header)) error 
 			return nil
 		}
 		buf = data
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			if err != nil {
-				return fmt.Errorf("batch header in the log: %w", err)
-			}
-			if h.Size() > len(data) {
-				return fmt.Errorf("batch at %d: %w", h.BaseOffset, record.ErrTruncated)
-			}
-			visit(&h)
+		if err := walkHeaders(data, func(h *record.Header) {
+			visit(h)
 			off = max(off, h.NextOffset())
-			data = data[h.Size():]
+		}); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// walkHeaders calls visit with the header of each batch in data, which
+// holds whole batches one after another.
+func walkHeaders(data []byte, visit func(*record.Header)) error {
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		if err != nil {
+			return fmt.Errorf("batch header in the log: %w", err)
+		}
+		if h.Size() > len(data) {
+			return fmt.Errorf("batch at %d: %w", h.BaseOffset, record.ErrTruncated)
+		}
+		visit(&h)
+		data = data[h.Size():]
 	}
 	return nil
 }
@@ -186,17 +189,8 @@ func (m *producers) truncated(offset int64) error {
 	m.mu.Lock()
 	m.state = nil
 	m.mu.Unlock()
-	offsets, err := listSnapshots(m.fs, m.log.Dir())
-	if err != nil {
-		return err
-	}
-	var above []int64
-	for _, off := range offsets {
-		if off > offset {
-			above = append(above, off)
-		}
-	}
-	return deleteSnapshots(m.fs, m.log.Dir(), above)
+	_, err := deleteSnapshotsAbove(m.fs, m.log.Dir(), offset)
+	return err
 }
 
 // ProducerStates returns the partition's producer state, by producer id,
@@ -273,14 +267,8 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 	if m.state == nil {
 		return info, nil // a load scans them from the log
 	}
-	for rest := batches; len(rest) >= record.LogOverhead; {
-		h, err := record.ParseHeader(rest)
-		if err != nil || h.Size() > len(rest) {
-			m.state = nil // cannot be: the log took them; reload to be sure
-			break
-		}
-		m.state.apply(&h, h.BaseOffset)
-		rest = rest[h.Size():]
+	if err := walkHeaders(batches, func(h *record.Header) { m.state.apply(h, h.BaseOffset) }); err != nil {
+		m.state = nil // cannot be: the log took them; reload to be sure
 	}
 	return info, nil
 }

@@ -226,6 +226,20 @@ func writeSnapshot(fsys vfs.FS, dir string, offset int64, entries []ProducerStat
 	return nil
 }
 
+// deleteSnapshotsAbove removes the snapshots as of offsets above offset,
+// durably, and returns the offsets of the others, ascending.
+func deleteSnapshotsAbove(fsys vfs.FS, dir string, offset int64) ([]int64, error) {
+	offsets, err := listSnapshots(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	i := len(offsets)
+	for i > 0 && offsets[i-1] > offset {
+		i--
+	}
+	return offsets[:i], deleteSnapshots(fsys, dir, offsets[i:])
+}
+
 // deleteSnapshots removes the snapshots as of the given offsets, durably.
 func deleteSnapshots(fsys vfs.FS, dir string, offsets []int64) error {
 	if len(offsets) == 0 {

@@ -55,29 +55,7 @@ type Batch struct {
 // Decode allocates the Records slice once, one slice (grown if need be)
 // that every record's Headers share, header key strings, and, when
 // compressed, the decompressed buffer.
-func Decode(b []byte) (Batch, error) {
-	h, err := Validate(b)
-	if err != nil {
-		return Batch{}, err
-	}
-	records := b[HeaderSize:]
-	if c := h.Attributes.Compression(); c != None && len(records) > 0 {
-		if records, err = decompress(c, records); err != nil {
-			return Batch{}, err
-		}
-	}
-	parsed, err := parseRecords(&h, records)
-	if err != nil {
-		return Batch{}, err
-	}
-	return Batch{Header: h, Records: parsed}, nil
-}
-
-// parseRecords parses the h.NumRecords records that make up all of b into
-// a slice of exactly that many.
-func parseRecords(h *Header, b []byte) ([]Record, error) {
-	return appendRecords(nil, h, b)
-}
+func Decode(b []byte) (Batch, error) { return DecodeInto(nil, b, VerifyCRC) }
 
 // badLength is readBytes' position for a length below -1 or past the end.
 const badLength = -3

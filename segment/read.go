@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/vfs"
 )
 
 // Locate finds the first batch whose last offset is at or above offset: its
@@ -68,7 +67,7 @@ func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) (
 
 // Range returns the byte range of the log file that Read would read: its
 // position and size, a size of zero when Read would read nothing. A
-// network server sends such a range with sendfile, from LogFile, without
+// network server sends such a range with sendfile, from File, without
 // reading it.
 func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size int64, err error) {
 	if s.closed {
@@ -104,11 +103,6 @@ func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size i
 	}
 	return pos, size, nil
 }
-
-// LogFile returns the segment's open log file, for reading a Range
-// positionally (ReadAt, sendfile) while the segment stays open. The
-// segment keeps it: do not close it, write to it or move its offset.
-func (s *Segment) LogFile() vfs.File { return s.log }
 
 // grow extends dst by n bytes, reallocating when it lacks the room.
 func grow(dst []byte, n int) []byte {

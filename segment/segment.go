@@ -27,7 +27,9 @@ type Options struct {
 	MaxIndexBytes int
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with its zero (or negative) fields set to the
+// defaults a segment uses for them.
+func (o Options) WithDefaults() Options {
 	if o.IndexIntervalBytes <= 0 {
 		o.IndexIntervalBytes = 4096
 	}
@@ -105,7 +107,7 @@ func (s *Segment) createFiles() error {
 
 func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
 	s := &Segment{
-		fs: fsys, dir: dir, base: base, opts: opts.withDefaults(),
+		fs: fsys, dir: dir, base: base, opts: opts.WithDefaults(),
 		offsetOfMaxTimestamp: base, firstTimestamp: -1,
 	}
 	s.maxTimestamp.Store(-1)
@@ -264,7 +266,9 @@ func (s *Segment) Path(suffix string) string {
 }
 
 // File returns the segment's open log file, for zero-copy reads of a byte
-// range. Bytes past Size are not part of the segment.
+// range (ReadAt, sendfile) while the segment stays open. Bytes past Size
+// are not part of the segment. The segment keeps it: do not close it,
+// write to it or move its offset.
 func (s *Segment) File() vfs.File { return s.log }
 
 // BaseOffset returns the first offset the segment may hold.
