@@ -229,19 +229,32 @@ func (n *Node) runEvery(interval time.Duration, f func()) {
 // enforceRetention deletes the segments retention lets go, in every
 // partition.
 func (n *Node) enforceRetention() {
-	n.mu.RLock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		parts = append(parts, t.partitions...)
-	}
-	n.mu.RUnlock()
-	for _, p := range parts {
+	for _, p := range n.partitionsOf(nil) {
 		if deleted, err := p.Log().DeleteRetained(); err != nil {
-			n.logger.Error("retention failed", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "err", err)
+			n.logger.Error("retention failed", "partition", partitionName(p), "err", err)
 		} else if deleted > 0 {
-			n.logger.Info("retention deleted segments", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "segments", deleted)
+			n.logger.Info("retention deleted segments", "partition", partitionName(p), "segments", deleted)
 		}
 	}
+}
+
+// partitionsOf snapshots the partitions of the topics keep accepts (of
+// every topic when keep is nil), for a background pass over them.
+func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var parts []*partition.Partition
+	for _, t := range n.topics {
+		if keep == nil || keep(t) {
+			parts = append(parts, t.partitions...)
+		}
+	}
+	return parts
+}
+
+// partitionName names p as topic-partition, for logs.
+func partitionName(p *partition.Partition) string {
+	return log.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
 }
 
 // EnforceRetention runs retention now, as the node does every

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -139,16 +138,10 @@ func (n *Node) ExpireProducers() error {
 // removeExpiredProducers forgets, in every partition, the idempotent
 // producers silent for longer than ProducerIDExpiration.
 func (n *Node) removeExpiredProducers() {
-	n.mu.RLock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		parts = append(parts, t.partitions...)
-	}
-	n.mu.RUnlock()
 	now := n.opts.now()
-	for _, p := range parts {
+	for _, p := range n.partitionsOf(nil) {
 		if k := p.RemoveExpiredProducers(now); k > 0 {
-			n.logger.Info("forgot expired producers", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "producers", k)
+			n.logger.Info("forgot expired producers", "partition", partitionName(p), "producers", k)
 		}
 	}
 }
