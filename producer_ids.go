@@ -82,8 +82,8 @@ func (a *producerIDs) allocate(fsys vfs.FS, file string) (int64, error) {
 		}
 		end := a.next + producerIDBlockSize
 		data := fmt.Sprintf("version=0\nnext.producer.id=%d\n", end)
-		if err := vfs.WriteFileAtomic(fsys, file, []byte(data)); err != nil {
-			return -1, fmt.Errorf("%w: partlog: write %s: %w", transport.ErrKafkaStorage, file, err)
+		if err := writeAtomic(fsys, file, []byte(data)); err != nil {
+			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
 		}
 		a.blockEnd = end
 	}
@@ -102,15 +102,11 @@ func readProducerIDMark(fsys vfs.FS, file string) (int64, error) {
 		return 0, fmt.Errorf("partlog: open %s: %w", file, err)
 	}
 	defer f.Close()
-	size, err := f.Size()
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
 	}
-	buf := make([]byte, min(size, 4096))
-	if n, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
-		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
-	}
-	for line := range strings.Lines(string(buf)) {
+	for line := range strings.Lines(string(data)) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if ok && k == "next.producer.id" {
 			mark, err := strconv.ParseInt(v, 10, 64)
