@@ -122,7 +122,6 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
 	start := time.Now()
 	prog := perfConsumeProgress{w: stderr, last: start}
 	var count, bytes int64
@@ -154,6 +153,9 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	}
 	if err := n.close(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", command, err))
+	}
+	if err := stopProfile(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	}
 	return errors.Join(errs...)
