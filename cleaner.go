@@ -35,18 +35,9 @@ func (n *Node) startCleaner() {
 		<-n.stop
 		cancel()
 	})
-	n.bg.Go(func() {
-		t := time.NewTicker(n.opts.cleanerInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := n.cleanAll(ctx); err != nil && ctx.Err() == nil {
-					n.logger.Error("log cleaner failed", "err", err)
-				}
-			}
+	n.runEvery(n.opts.cleanerInterval, func() {
+		if err := n.cleanAll(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Error("log cleaner failed", "err", err)
 		}
 	})
 }
