@@ -123,7 +123,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	prog := perfConsumeProgress{w: stderr, last: start}
+	prog := perfConsumeProgress{progress: progress{w: stderr, last: start}}
 	var count, bytes int64
 	var errs []error
 	for rec, err := range c.Records(ctx) {
@@ -177,16 +177,15 @@ func writePerfConsumeLine(w io.Writer, start, end time.Time, count, bytes int64)
 // MB so far, MB/s, records so far, records/s, rebalance time, fetch time,
 // fetch MB/s and records/s, the rates being those since the last line.
 type perfConsumeProgress struct {
-	w                    io.Writer
-	last                 time.Time
-	lastCount, lastBytes int64
+	progress
+	lastBytes int64
 }
 
 func (p *perfConsumeProgress) report(now time.Time, count, bytes int64) {
-	elapsed := now.Sub(p.last)
-	if elapsed < progressInterval {
+	if !p.due(now) {
 		return
 	}
+	elapsed := now.Sub(p.last)
 	secs := elapsed.Seconds()
 	mbRate := float64(bytes-p.lastBytes) / (1 << 20) / secs
 	rate := float64(count-p.lastCount) / secs
