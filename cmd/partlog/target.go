@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/transport"
@@ -81,14 +82,6 @@ func (t *target) close() error {
 		return t.node.Close()
 	}
 	return t.remote.Close()
-}
-
-// admin returns the target's admin calls.
-func (t *target) admin() (transport.AdminClient, error) {
-	if t.node != nil {
-		return t.node, nil
-	}
-	return t.remote, nil
 }
 
 // groups returns the target's group calls.
@@ -165,15 +158,7 @@ func (t *target) describe(ctx context.Context, names ...string) ([]partlog.Topic
 	if err := t.remoteConfigs(ctx, descs); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(descs, func(a, b partlog.TopicDescription) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(descs, func(a, b partlog.TopicDescription) int { return strings.Compare(a.Name, b.Name) })
 	return descs, nil
 }
 
