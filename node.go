@@ -148,17 +148,18 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 	}
 	maps.Copy(overrides, rec.Configs)
 	t := &topic{name: name, rec: rec, config: effectiveConfig(overrides)}
+	// The options are the topic's, the same for each partition.
+	lo := t.config.logOptions()
+	lo.Now, lo.Logger = n.opts.now, n.logger
+	po := t.config.partitionOptions()
+	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 	for p := range rec.Partitions {
 		tp := log.TopicPartition{Topic: name, Partition: p}
-		lo := t.config.logOptions()
-		lo.Now, lo.Logger = n.opts.now, n.logger
 		l, err := n.logs.Open(tp, lo)
 		if err != nil {
 			t.close()
 			return fmt.Errorf("partlog: open partition %s: %w", tp, err)
 		}
-		po := t.config.partitionOptions()
-		po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
 		if err := n.writePartitionMetadata(tp, rec.ID); err != nil {
 			t.close()
