@@ -150,10 +150,10 @@ func (t *target) describe(ctx context.Context, names ...string) ([]partlog.Topic
 			d.ReplicationFactor = int16(len(p.Replicas))
 		}
 		slices.SortFunc(d.Partitions, func(a, b partlog.PartitionDescription) int { return int(a.Partition - b.Partition) })
-		if err := t.remoteOffsets(ctx, &d); err != nil {
-			return nil, err
-		}
 		descs = append(descs, d)
+	}
+	if err := t.remoteOffsets(ctx, descs); err != nil {
+		return nil, err
 	}
 	if err := t.remoteConfigs(ctx, descs); err != nil {
 		return nil, err
@@ -162,33 +162,50 @@ func (t *target) describe(ctx context.Context, names ...string) ([]partlog.Topic
 	return descs, nil
 }
 
-// remoteOffsets fills in d's partitions' log start offsets and high
-// watermarks.
-func (t *target) remoteOffsets(ctx context.Context, d *partlog.TopicDescription) error {
+// remoteOffsets fills in the topics' partitions' log start offsets and
+// high watermarks, with one ListOffsets request for each.
+func (t *target) remoteOffsets(ctx context.Context, descs []partlog.TopicDescription) error {
+	if len(descs) == 0 {
+		return nil
+	}
 	for _, ts := range []int64{transport.EarliestTimestamp, transport.LatestTimestamp} {
-		lt := transport.ListOffsetsTopic{Topic: d.Name}
-		for _, p := range d.Partitions {
-			lt.Partitions = append(lt.Partitions, transport.ListOffsetsPartition{Partition: p.Partition, CurrentLeaderEpoch: -1, Timestamp: ts})
+		req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID}
+		for _, d := range descs {
+			lt := transport.ListOffsetsTopic{Topic: d.Name}
+			for _, p := range d.Partitions {
+				lt.Partitions = append(lt.Partitions, transport.ListOffsetsPartition{Partition: p.Partition, CurrentLeaderEpoch: -1, Timestamp: ts})
+			}
+			req.Topics = append(req.Topics, lt)
 		}
-		resp, err := t.remote.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{lt}})
+		resp, err := t.remote.ListOffsets(ctx, req)
 		if err != nil {
 			return err
 		}
 		for _, tr := range resp.Topics {
-			for _, pr := range tr.Partitions {
-				i := slices.IndexFunc(d.Partitions, func(p partlog.PartitionDescription) bool { return p.Partition == pr.Partition })
-				if i < 0 || pr.Err != nil {
-					continue
-				}
-				if ts == transport.EarliestTimestamp {
-					d.Partitions[i].LogStartOffset = pr.Offset
-				} else {
-					d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
+			for j := range descs {
+				if d := &descs[j]; d.Name == tr.Topic {
+					fillOffsets(d, ts, tr.Partitions)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// fillOffsets fills in d's offsets at ts (earliest or latest) from a
+// ListOffsets answer.
+func fillOffsets(d *partlog.TopicDescription, ts int64, prs []transport.ListOffsetsPartitionResponse) {
+	for _, pr := range prs {
+		i := slices.IndexFunc(d.Partitions, func(p partlog.PartitionDescription) bool { return p.Partition == pr.Partition })
+		if i < 0 || pr.Err != nil {
+			continue
+		}
+		if ts == transport.EarliestTimestamp {
+			d.Partitions[i].LogStartOffset = pr.Offset
+		} else {
+			d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
+		}
+	}
 }
 
 // remoteConfigs fills in the topics' configs.
