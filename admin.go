@@ -53,20 +53,21 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
-	n.end()
+	defer n.end()
 	resp := &transport.DescribeConfigsResponse{}
 	for _, name := range req.Topics {
 		tc := transport.TopicConfigs{Name: name}
-		descs, err := n.DescribeTopics(name)
-		if err != nil {
-			tc.Err = err
+		t := n.topic(name)
+		if t == nil {
+			tc.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
 			resp.Topics = append(resp.Topics, tc)
 			continue
 		}
-		d := descs[0]
-		for _, k := range slices.Sorted(maps.Keys(d.Effective)) {
-			_, own := d.Configs[k]
-			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: d.Effective[k], IsDefault: !own})
+		// The topic's configs only: not DescribeTopics, which also
+		// measures every partition's log.
+		for _, k := range slices.Sorted(maps.Keys(t.config.values)) {
+			_, own := t.rec.Configs[k]
+			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: t.config.values[k], IsDefault: !own})
 		}
 		resp.Topics = append(resp.Topics, tc)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/partition"
 )
 
 // defaultCleanerInterval is Kafka's log.cleaner.backoff.ms: how long the
@@ -36,18 +35,9 @@ func (n *Node) startCleaner() {
 		<-n.stop
 		cancel()
 	})
-	n.bg.Go(func() {
-		t := time.NewTicker(n.opts.cleanerInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := n.cleanAll(ctx); err != nil && ctx.Err() == nil {
-					n.logger.Error("log cleaner failed", "err", err)
-				}
-			}
+	n.runEvery(n.opts.cleanerInterval, func() {
+		if err := n.cleanAll(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Error("log cleaner failed", "err", err)
 		}
 	})
 }
@@ -68,21 +58,14 @@ func (n *Node) CleanNow(ctx context.Context) error {
 
 // cleanAll cleans every compacted partition once.
 func (n *Node) cleanAll(ctx context.Context) error {
-	n.mu.RLock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		if t.config.compacted() {
-			parts = append(parts, t.partitions...)
-		}
-	}
-	n.mu.RUnlock()
+	parts := n.partitionsOf(func(t *topic) bool { return t.config.compacted() })
 	var errs []error
 	cleaned := false
 	for _, p := range parts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name := fmt.Sprintf("%s-%d", p.Topic(), p.ID())
+		name := partitionName(p)
 		st, err := p.Log().Clean(ctx, p.HighWatermark())
 		switch {
 		case errors.Is(err, log.ErrCleanAborted):

@@ -56,8 +56,14 @@ func (n viewNode) Metadata(ctx context.Context, req *transport.MetadataRequest) 
 	defer n.view.mu.Unlock()
 	resp.Brokers = nil
 	for id := int32(1); id <= int32(len(n.view.addrs)); id++ {
-		host, port, _ := net.SplitHostPort(n.view.addrs[id])
-		p, _ := strconv.Atoi(port)
+		host, port, err := net.SplitHostPort(n.view.addrs[id])
+		if err != nil {
+			return nil, err
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, err
+		}
 		resp.Brokers = append(resp.Brokers, transport.Broker{NodeID: id, Host: host, Port: int32(p)})
 	}
 	for i := range resp.Topics {

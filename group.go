@@ -173,110 +173,107 @@ func (o offsetsLog) Append(p int32, recs []group.Record) error {
 	return err
 }
 
-// groupRequest runs fn with the coordinator inside a request.
-func (n *Node) groupRequest(fn func(*group.Coordinator) error) error {
+// groupCoordinator returns the coordinator for a request, which must then
+// call n.end.
+func (n *Node) groupCoordinator() (*group.Coordinator, error) {
 	if err := n.begin(); err != nil {
-		return err
+		return nil, err
 	}
-	defer n.end()
 	c, err := n.groups.coordinator()
 	if err != nil {
-		return err
+		n.end()
+		return nil, err
 	}
-	return fn(c)
+	return c, nil
+}
+
+// groupCall answers req with the coordinator's method call inside a
+// request.
+func groupCall[Req, Resp any](n *Node, req Req, call func(*group.Coordinator, Req) Resp) (Resp, error) {
+	c, err := n.groupCoordinator()
+	if err != nil {
+		var zero Resp
+		return zero, err
+	}
+	defer n.end()
+	return call(c, req), nil
+}
+
+// groupWait starts req with the coordinator's method call inside a
+// request, and waits for its answer, or until ctx ends.
+func groupWait[Req, Resp any](ctx context.Context, n *Node, req Req, call func(*group.Coordinator, Req, func(Resp))) (Resp, error) {
+	var zero Resp
+	c, err := n.groupCoordinator()
+	if err != nil {
+		return zero, err
+	}
+	ch := make(chan Resp, 1)
+	call(c, req, func(r Resp) { ch <- r })
+	n.end()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
 }
 
 // FindCoordinator names this node as the coordinator of every group.
 func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
-	resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
-	err := n.groupRequest(func(c *group.Coordinator) error {
+	return groupCall(n, req, func(_ *group.Coordinator, req *transport.FindCoordinatorRequest) *transport.FindCoordinatorResponse {
+		resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
 		if req.KeyType != transport.CoordinatorGroup {
 			resp.Err = fmt.Errorf("%w: only group coordinators so far", transport.ErrCoordinatorNotAvailable)
-			return nil
+			return resp
 		}
 		resp.NodeID = n.meta.NodeID
-		return nil
+		return resp
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // JoinGroup joins a group, and waits until the rebalance it starts or
 // takes part in has every member, or ctx ends.
 func (n *Node) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
-	ch := make(chan *transport.JoinGroupResponse, 1)
-	if err := n.groupRequest(func(c *group.Coordinator) error {
-		c.Join(req, func(r *transport.JoinGroupResponse) { ch <- r })
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return groupWait(ctx, n, req, (*group.Coordinator).Join)
 }
 
 // SyncGroup sends the leader's assignment, or waits for it, and answers
 // the member's own.
 func (n *Node) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
-	ch := make(chan *transport.SyncGroupResponse, 1)
-	if err := n.groupRequest(func(c *group.Coordinator) error {
-		c.Sync(req, func(r *transport.SyncGroupResponse) { ch <- r })
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return groupWait(ctx, n, req, (*group.Coordinator).Sync)
 }
 
 // Heartbeat keeps a member's session alive.
-func (n *Node) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (resp *transport.HeartbeatResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Heartbeat(req); return nil })
-	return resp, err
+func (n *Node) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Heartbeat)
 }
 
 // LeaveGroup takes members out of a group.
-func (n *Node) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (resp *transport.LeaveGroupResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Leave(req); return nil })
-	return resp, err
+func (n *Node) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Leave)
 }
 
 // OffsetCommit commits a group's offsets to __consumer_offsets.
-func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (resp *transport.OffsetCommitResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Commit(req); return nil })
-	return resp, err
+func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Commit)
 }
 
 // OffsetFetch answers a group's committed offsets.
-func (n *Node) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (resp *transport.OffsetFetchResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Fetch(req); return nil })
-	return resp, err
+func (n *Node) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Fetch)
 }
 
 // DescribeGroups describes groups: state, protocol, members, assignments.
-func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (resp *transport.DescribeGroupsResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Describe(req); return nil })
-	return resp, err
+func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Describe)
 }
 
 // DeleteGroups deletes groups without members, with their offsets.
-func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (resp *transport.DeleteGroupsResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.Delete(req); return nil })
-	return resp, err
+func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).Delete)
 }
 
 // ListGroups lists the groups the node coordinates.
-func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (resp *transport.ListGroupsResponse, err error) {
-	err = n.groupRequest(func(c *group.Coordinator) error { resp = c.List(req); return nil })
-	return resp, err
+func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
+	return groupCall(n, req, (*group.Coordinator).List)
 }

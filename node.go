@@ -148,17 +148,18 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 	}
 	maps.Copy(overrides, rec.Configs)
 	t := &topic{name: name, rec: rec, config: effectiveConfig(overrides)}
+	// The options are the topic's, the same for each partition.
+	lo := t.config.logOptions()
+	lo.Now, lo.Logger = n.opts.now, n.logger
+	po := t.config.partitionOptions()
+	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 	for p := range rec.Partitions {
 		tp := log.TopicPartition{Topic: name, Partition: p}
-		lo := t.config.logOptions()
-		lo.Now, lo.Logger = n.opts.now, n.logger
 		l, err := n.logs.Open(tp, lo)
 		if err != nil {
 			t.close()
 			return fmt.Errorf("partlog: open partition %s: %w", tp, err)
 		}
-		po := t.config.partitionOptions()
-		po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
 		if err := n.writePartitionMetadata(tp, rec.ID); err != nil {
 			t.close()
@@ -229,19 +230,32 @@ func (n *Node) runEvery(interval time.Duration, f func()) {
 // enforceRetention deletes the segments retention lets go, in every
 // partition.
 func (n *Node) enforceRetention() {
-	n.mu.RLock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		parts = append(parts, t.partitions...)
-	}
-	n.mu.RUnlock()
-	for _, p := range parts {
+	for _, p := range n.partitionsOf(nil) {
 		if deleted, err := p.Log().DeleteRetained(); err != nil {
-			n.logger.Error("retention failed", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "err", err)
+			n.logger.Error("retention failed", "partition", partitionName(p), "err", err)
 		} else if deleted > 0 {
-			n.logger.Info("retention deleted segments", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "segments", deleted)
+			n.logger.Info("retention deleted segments", "partition", partitionName(p), "segments", deleted)
 		}
 	}
+}
+
+// partitionsOf snapshots the partitions of the topics keep accepts (of
+// every topic when keep is nil), for a background pass over them.
+func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var parts []*partition.Partition
+	for _, t := range n.topics {
+		if keep == nil || keep(t) {
+			parts = append(parts, t.partitions...)
+		}
+	}
+	return parts
+}
+
+// partitionName names p as topic-partition, for logs.
+func partitionName(p *partition.Partition) string {
+	return log.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
 }
 
 // EnforceRetention runs retention now, as the node does every

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -83,8 +82,8 @@ func (a *producerIDs) allocate(fsys vfs.FS, file string) (int64, error) {
 		}
 		end := a.next + producerIDBlockSize
 		data := fmt.Sprintf("version=0\nnext.producer.id=%d\n", end)
-		if err := vfs.WriteFileAtomic(fsys, file, []byte(data)); err != nil {
-			return -1, fmt.Errorf("%w: partlog: write %s: %w", transport.ErrKafkaStorage, file, err)
+		if err := writeAtomic(fsys, file, []byte(data)); err != nil {
+			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
 		}
 		a.blockEnd = end
 	}
@@ -103,15 +102,11 @@ func readProducerIDMark(fsys vfs.FS, file string) (int64, error) {
 		return 0, fmt.Errorf("partlog: open %s: %w", file, err)
 	}
 	defer f.Close()
-	size, err := f.Size()
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
 	}
-	buf := make([]byte, min(size, 4096))
-	if n, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
-		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
-	}
-	for line := range strings.Lines(string(buf)) {
+	for line := range strings.Lines(string(data)) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if ok && k == "next.producer.id" {
 			mark, err := strconv.ParseInt(v, 10, 64)
@@ -139,16 +134,10 @@ func (n *Node) ExpireProducers() error {
 // removeExpiredProducers forgets, in every partition, the idempotent
 // producers silent for longer than ProducerIDExpiration.
 func (n *Node) removeExpiredProducers() {
-	n.mu.RLock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		parts = append(parts, t.partitions...)
-	}
-	n.mu.RUnlock()
 	now := n.opts.now()
-	for _, p := range parts {
+	for _, p := range n.partitionsOf(nil) {
 		if k := p.RemoveExpiredProducers(now); k > 0 {
-			n.logger.Info("forgot expired producers", "partition", fmt.Sprintf("%s-%d", p.Topic(), p.ID()), "producers", k)
+			n.logger.Info("forgot expired producers", "partition", partitionName(p), "producers", k)
 		}
 	}
 }

@@ -3,7 +3,7 @@ package partlog_test
 import (
 	"context"
 	"errors"
-	"strings"
+	"io"
 	"sync"
 	"testing"
 
@@ -75,16 +75,9 @@ func readAll(t *testing.T, fsys vfs.FS, name string) string {
 	f, err := fsys.Open(name)
 	require.NoError(t, err)
 	defer f.Close()
-	var sb strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		k, err := f.Read(buf)
-		sb.Write(buf[:k])
-		if err != nil {
-			break
-		}
-	}
-	return sb.String()
+	data, err := io.ReadAll(f)
+	require.NoError(t, err)
+	return string(data)
 }
 
 // TestInitProducerIDErrors: a transactional id is refused until

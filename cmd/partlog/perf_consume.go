@@ -122,9 +122,8 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
 	start := time.Now()
-	prog := perfConsumeProgress{w: stderr, last: start}
+	prog := perfConsumeProgress{progress: progress{w: stderr, last: start}}
 	var count, bytes int64
 	var errs []error
 	for rec, err := range c.Records(ctx) {
@@ -156,6 +155,9 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	if err := n.close(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	}
+	if err := stopProfile(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", command, err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -175,16 +177,15 @@ func writePerfConsumeLine(w io.Writer, start, end time.Time, count, bytes int64)
 // MB so far, MB/s, records so far, records/s, rebalance time, fetch time,
 // fetch MB/s and records/s, the rates being those since the last line.
 type perfConsumeProgress struct {
-	w                    io.Writer
-	last                 time.Time
-	lastCount, lastBytes int64
+	progress
+	lastBytes int64
 }
 
 func (p *perfConsumeProgress) report(now time.Time, count, bytes int64) {
-	elapsed := now.Sub(p.last)
-	if elapsed < progressInterval {
+	if !p.due(now) {
 		return
 	}
+	elapsed := now.Sub(p.last)
 	secs := elapsed.Seconds()
 	mbRate := float64(bytes-p.lastBytes) / (1 << 20) / secs
 	rate := float64(count-p.lastCount) / secs

@@ -115,7 +115,6 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
 	start := time.Now()
 	window := &perfWindow{w: stdout, recordSize: *recordSize, stats: stats, start: start}
 	reporter := startReporter(window)
@@ -132,7 +131,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	ps := stats.percentiles(0.5, 0.95, 0.99, 0.999)
 	writeTotalLine(stdout, count, end.Sub(start), count*int64(*recordSize), avg, max(window.max, windowMax), ps[0], ps[1], ps[2], ps[3])
 
-	errs := []error{flushErr, stats.err(), p.Close(), n.close()}
+	errs := []error{flushErr, stats.err(), p.Close(), n.close(), stopProfile()}
 	for i, err := range errs {
 		if err != nil {
 			errs[i] = fmt.Errorf("%s: %w", command, err)

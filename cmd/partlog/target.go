@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/transport"
@@ -83,14 +84,6 @@ func (t *target) close() error {
 	return t.remote.Close()
 }
 
-// admin returns the target's admin calls.
-func (t *target) admin() (transport.AdminClient, error) {
-	if t.node != nil {
-		return t.node, nil
-	}
-	return t.remote, nil
-}
-
 // groups returns the target's group calls.
 func (t *target) groups() (transport.GroupClient, error) {
 	if gc, ok := t.client().(transport.GroupClient); ok {
@@ -157,53 +150,62 @@ func (t *target) describe(ctx context.Context, names ...string) ([]partlog.Topic
 			d.ReplicationFactor = int16(len(p.Replicas))
 		}
 		slices.SortFunc(d.Partitions, func(a, b partlog.PartitionDescription) int { return int(a.Partition - b.Partition) })
-		if err := t.remoteOffsets(ctx, &d); err != nil {
-			return nil, err
-		}
 		descs = append(descs, d)
+	}
+	if err := t.remoteOffsets(ctx, descs); err != nil {
+		return nil, err
 	}
 	if err := t.remoteConfigs(ctx, descs); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(descs, func(a, b partlog.TopicDescription) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(descs, func(a, b partlog.TopicDescription) int { return strings.Compare(a.Name, b.Name) })
 	return descs, nil
 }
 
-// remoteOffsets fills in d's partitions' log start offsets and high
-// watermarks.
-func (t *target) remoteOffsets(ctx context.Context, d *partlog.TopicDescription) error {
+// remoteOffsets fills in the topics' partitions' log start offsets and
+// high watermarks, with one ListOffsets request for each.
+func (t *target) remoteOffsets(ctx context.Context, descs []partlog.TopicDescription) error {
+	if len(descs) == 0 {
+		return nil
+	}
 	for _, ts := range []int64{transport.EarliestTimestamp, transport.LatestTimestamp} {
-		lt := transport.ListOffsetsTopic{Topic: d.Name}
-		for _, p := range d.Partitions {
-			lt.Partitions = append(lt.Partitions, transport.ListOffsetsPartition{Partition: p.Partition, CurrentLeaderEpoch: -1, Timestamp: ts})
+		req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID}
+		for _, d := range descs {
+			lt := transport.ListOffsetsTopic{Topic: d.Name}
+			for _, p := range d.Partitions {
+				lt.Partitions = append(lt.Partitions, transport.ListOffsetsPartition{Partition: p.Partition, CurrentLeaderEpoch: -1, Timestamp: ts})
+			}
+			req.Topics = append(req.Topics, lt)
 		}
-		resp, err := t.remote.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{lt}})
+		resp, err := t.remote.ListOffsets(ctx, req)
 		if err != nil {
 			return err
 		}
 		for _, tr := range resp.Topics {
-			for _, pr := range tr.Partitions {
-				i := slices.IndexFunc(d.Partitions, func(p partlog.PartitionDescription) bool { return p.Partition == pr.Partition })
-				if i < 0 || pr.Err != nil {
-					continue
-				}
-				if ts == transport.EarliestTimestamp {
-					d.Partitions[i].LogStartOffset = pr.Offset
-				} else {
-					d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
+			for j := range descs {
+				if d := &descs[j]; d.Name == tr.Topic {
+					fillOffsets(d, ts, tr.Partitions)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// fillOffsets fills in d's offsets at ts (earliest or latest) from a
+// ListOffsets answer.
+func fillOffsets(d *partlog.TopicDescription, ts int64, prs []transport.ListOffsetsPartitionResponse) {
+	for _, pr := range prs {
+		i := slices.IndexFunc(d.Partitions, func(p partlog.PartitionDescription) bool { return p.Partition == pr.Partition })
+		if i < 0 || pr.Err != nil {
+			continue
+		}
+		if ts == transport.EarliestTimestamp {
+			d.Partitions[i].LogStartOffset = pr.Offset
+		} else {
+			d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
+		}
+	}
 }
 
 // remoteConfigs fills in the topics' configs.
