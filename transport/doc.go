@@ -22,6 +22,15 @@
 // optional API in ApiVersions only when its handler implements the
 // interface.
 //
+// Nodes also call each other under two API keys of partlog's own, outside
+// Kafka's key space: APIReplicaMessages and APIController, whose bodies
+// other packages encode and this one carries as opaque bytes
+// (InternalHandler, TCPClient.CallInternal). Kafka has no APIs that fit:
+// its KRaft brokers learn metadata by replicating the controller's
+// metadata log, which partlog's controller does not keep, and replica
+// messages are one-way and batched per destination, unlike any Kafka
+// request.
+//
 // Errors come in two kinds. A method's error return says the request got no
 // answer at all (the node is closed, the connection failed, the context
 // ended). An answer's per-partition Err says what happened to that

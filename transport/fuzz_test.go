@@ -39,6 +39,8 @@ func FuzzServerRequest(f *testing.F) {
 		deleteGroupsToWire(&DeleteGroupsRequest{Groups: []string{"g"}}, 3),
 		initProducerIDToWire(&InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, 5),
 		initProducerIDToWire(&InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute}, 0),
+		&internalRequest{key: APIReplicaMessages, body: []byte("replica messages")},
+		&internalRequest{key: APIController},
 	}
 	for _, req := range seeds {
 		f.Add(fmt.AppendRequest(nil, req, 7)[4:])

@@ -51,6 +51,8 @@ const (
 	connFetch
 	connOther
 	connGroup
+	connReplica    // APIReplicaMessages
+	connController // APIController
 	connKinds
 )
 
@@ -211,7 +213,7 @@ func (c *TCPClient) version(key int16) (int16, error) {
 	defer c.mu.Unlock()
 	v, ok := c.versions[key]
 	if !ok {
-		return 0, fmt.Errorf("%w: the node does not speak %s in versions partlog sends", ErrUnsupportedVersion, kmsg.NameForKey(key))
+		return 0, fmt.Errorf("%w: the node does not speak %s in versions partlog sends", ErrUnsupportedVersion, apiName(key))
 	}
 	return v, nil
 }

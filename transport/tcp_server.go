@@ -59,7 +59,8 @@ var ErrServerClosed = errors.New("transport: server closed")
 // Metadata, Produce, Fetch and ListOffsets, in the versions that carry
 // RecordBatch v2; and, for a handler that implements the optional
 // interface, the admin APIs (AdminClient), the group coordinator's
-// (GroupClient) and InitProducerId (ProducerIDClient).
+// (GroupClient), InitProducerId (ProducerIDClient) and partlog's own
+// calls between nodes (InternalHandler).
 //
 // As a Kafka broker does, it handles the requests of one connection one
 // at a time, in order, so that batches a client pipelines on a connection
@@ -258,7 +259,7 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 	}
 	rng, ok := findRange(s.apis, h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
-		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion)
+		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, apiName(h.apiKey), h.apiVersion)
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return nil, nil, fmt.Errorf("%w: %s v%d: %v", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
@@ -301,6 +302,8 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 		return produceResponseToWire(resp, version), nil
 	case *kmsg.ListOffsetsRequest:
 		return answerWith(ctx, s.handler.ListOffsets, listOffsetsFromWire(req), listOffsetsResponseToWire, version)
+	case *internalRequest:
+		return s.answerInternal(req)
 	case *kmsg.MetadataRequest:
 		resp, err := s.handler.Metadata(ctx, metadataFromWire(req))
 		if err != nil {

@@ -46,6 +46,9 @@ var supportedAPIs = []apiRange{
 	{key: 22, min: 0, max: 5}, // InitProducerId
 	{key: 32, min: 1, max: 4}, // DescribeConfigs
 	{key: 42, min: 0, max: 3}, // DeleteGroups
+
+	{key: APIReplicaMessages, min: 0, max: 0}, // partlog's own: internal.go
+	{key: APIController, min: 0, max: 0},
 }
 
 // optionalAPIs are the APIs a server answers only when its handler
@@ -55,6 +58,8 @@ var optionalAPIs = map[int16]func(Client) bool{
 	13: isGroupClient, 14: isGroupClient, 15: isGroupClient, 16: isGroupClient, 42: isGroupClient,
 	19: isAdminClient, 20: isAdminClient, 32: isAdminClient,
 	22: isProducerIDClient,
+
+	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler,
 }
 
 func isAdminClient(h Client) bool      { _, ok := h.(AdminClient); return ok }
@@ -93,7 +98,8 @@ type requestHeader struct {
 // parseRequestHeader parses the header at the start of a request frame (the
 // bytes after its length) and returns it with the bytes after it. Whether
 // the header ends with tagged fields depends on the request's version: a
-// request is flexible from the version kmsg knows.
+// request is flexible from the version kmsg knows (partlog's internal keys
+// never are).
 func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, error) {
 	var h requestHeader
 	if len(frame) < 8 {
@@ -118,7 +124,7 @@ func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, erro
 		h.clientID = &id
 		rest = rest[n:]
 	}
-	req := kmsg.RequestForKey(h.apiKey)
+	req := requestForKey(h.apiKey)
 	if req == nil {
 		return h, nil, nil, fmt.Errorf("%w: unknown api key %d", ErrInvalidRequest, h.apiKey)
 	}
