@@ -90,8 +90,8 @@ func requestForKey(key int16) kmsg.Request {
 
 // CallInternal sends body under one of the internal API keys
 // (APIReplicaMessages or APIController) and returns the node's answer,
-// which the caller owns. Each key has a connection of its own, pipelined
-// as the others are.
+// which the caller owns. CallInternal does not keep body. Each key has a
+// connection of its own, pipelined as the others are.
 //
 // The error is the node's answer when its handler failed — the sentinel
 // of the code it sent, wrapped with its message, so that errors.Is(err,
