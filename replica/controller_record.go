@@ -128,7 +128,7 @@ func appendIDs(dst []byte, ids []int32) []byte {
 // DecodeMetadataRecord decodes one record EncodeMetadataRecord wrote. It
 // returns an error matching ErrCorruptMetadata for anything else.
 func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
-	d := decoder{b: b}
+	d := decoder{b: b, corrupt: ErrCorruptMetadata}
 	var r MetadataRecord
 	if v := d.u8(); d.err == nil && v != MetadataRecordVersion {
 		return r, fmt.Errorf("%w: version %d", ErrCorruptMetadata, v)
@@ -181,15 +181,18 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 	return r, nil
 }
 
-// decoder reads big-endian fields, remembering the first failure.
+// decoder reads big-endian fields, remembering the first failure, which
+// wraps corrupt.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	corrupt error
+	topic   string // the last topic read, to share among messages
 }
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrCorruptMetadata, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: %s", d.corrupt, fmt.Sprintf(format, args...))
 	}
 }
 

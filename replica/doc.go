@@ -40,7 +40,9 @@
 //     of every ISR member", as in Kafka with its default flush settings.
 //  2. Send Messages, to the nodes named by Message.To. The transport may
 //     lose, delay, duplicate or reorder them: replicas match answers to
-//     requests by Seq and re-send on FetchTimeout.
+//     requests by Seq and re-send on FetchTimeout. Between processes,
+//     AppendMessages encodes a batch of them and DecodeMessages decodes
+//     it, leaving records in the received buffer.
 //  3. Publish HighWatermark when it is not -1: readers may read below it.
 //     Checkpoint it now and then (replication-offset-checkpoint) and pass
 //     it back as Options.HighWatermark on restart.
