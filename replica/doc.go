@@ -102,7 +102,9 @@
 // (never emptying one); AlterPartition commits or refuses a leader's
 // Ready.AlterPartition; leadership goes back to preferred replicas on the
 // imbalance check, or to a chosen ISR member with ElectReplica. Updates
-// lists the LeaderAndISR each node must Apply.
+// lists the LeaderAndISR each node must Apply. State holds each topic's
+// TopicConfig.ID and Configs, for every node to open the topic's
+// partitions with the same settings.
 // Each change is a versioned MetadataRecord appended to a MetadataStore
 // (LogStore keeps them in a log.Log, like KRaft's __cluster_metadata)
 // before it is applied, and NewController replays the store: a restarted
