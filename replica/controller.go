@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -101,11 +102,22 @@ func (o ControllerOptions) ticks(d time.Duration) int64 {
 	return max(1, int64((d+o.TickInterval-1)/o.TickInterval))
 }
 
-// TopicConfig is a topic's configuration the controller acts on.
+// TopicConfig is a topic's configuration: what the controller acts on,
+// and what it keeps for the nodes that host the topic's partitions.
 type TopicConfig struct {
 	// Unclean is unclean.leader.election.enable; the zero value is
 	// CleanOnly, Kafka's default.
 	Unclean Unclean
+	// ID is the topic's id, a UUID string the creator chooses (Kafka's
+	// topic id). It may be empty; a non-empty one must not be another
+	// topic's.
+	ID string
+	// Configs are the topic's config overrides by Kafka name, such as
+	// "retention.ms" or "min.insync.replicas", so that every node opens
+	// the topic's partitions with the same settings. The controller keeps
+	// them as they are, without reading them: keys must be non-empty, and
+	// keys and values at most 4096 bytes, 4096 of them at most.
+	Configs map[string]string
 }
 
 // Update is a command for one node: Apply State to its replica of
@@ -126,6 +138,10 @@ type NodeState struct {
 // TopicState is what the controller records of a topic.
 type TopicState struct {
 	Unclean Unclean
+	// ID and Configs are the topic's TopicConfig.ID and Configs; Configs
+	// is nil when there are none.
+	ID      string
+	Configs map[string]string
 	// Partitions holds each partition's state, by partition number.
 	Partitions []LeaderAndISR
 }
@@ -228,7 +244,8 @@ func (c *LocalController) apply(r MetadataRecord) error {
 		if _, ok := c.topics[r.Topic]; ok {
 			return bad("topic exists")
 		}
-		c.topics[r.Topic] = &TopicState{Unclean: r.Unclean, Partitions: make([]LeaderAndISR, r.Partitions)}
+		c.topics[r.Topic] = &TopicState{Unclean: r.Unclean, ID: r.ID, Configs: cloneConfigs(r.Configs),
+			Partitions: make([]LeaderAndISR, r.Partitions)}
 		c.placements++
 	case RecordPartition:
 		t, ok := c.topics[r.Topic]
@@ -304,6 +321,15 @@ func (c *LocalController) eachPartition(fn func(tp log.TopicPartition, s *Leader
 	}
 }
 
+// cloneConfigs returns a copy of configs, nil when it is empty, so that a
+// topic's state reads the same before and after a restart.
+func cloneConfigs(configs map[string]string) map[string]string {
+	if len(configs) == 0 {
+		return nil
+	}
+	return maps.Clone(configs)
+}
+
 // live reports whether node id is registered and not fenced.
 func (c *LocalController) live(id int32) bool {
 	n, ok := c.nodes[id]
@@ -347,7 +373,7 @@ func (c *LocalController) State() ClusterState {
 		for i, p := range t.Partitions {
 			ps[i] = p.clone()
 		}
-		s.Topics[name] = TopicState{Unclean: t.Unclean, Partitions: ps}
+		s.Topics[name] = TopicState{Unclean: t.Unclean, ID: t.ID, Configs: cloneConfigs(t.Configs), Partitions: ps}
 	}
 	return s
 }

@@ -185,12 +185,40 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 	case replicationFactor <= 0 || replicationFactor > len(live):
 		return fmt.Errorf("%w: %d with %d live nodes", transport.ErrInvalidReplicationFactor, replicationFactor, len(live))
 	}
-	recs := []MetadataRecord{{Type: RecordTopic, Topic: name, Partitions: int32(partitions), Unclean: cfg.Unclean}}
+	if err := c.checkTopicConfig(cfg); err != nil {
+		return fmt.Errorf("topic %s: %w", name, err)
+	}
+	recs := []MetadataRecord{{Type: RecordTopic, Topic: name, Partitions: int32(partitions), Unclean: cfg.Unclean,
+		ID: cfg.ID, Configs: cloneConfigs(cfg.Configs)}}
 	for p, replicas := range assignReplicas(live, partitions, replicationFactor, c.placements) {
 		s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
 		recs = append(recs, partitionRecord(log.TopicPartition{Topic: name, Partition: int32(p)}, s))
 	}
 	return c.commit(recs)
+}
+
+// checkTopicConfig refuses an id another topic has (INVALID_REQUEST) and
+// configs a metadata record cannot hold (INVALID_CONFIG).
+func (c *LocalController) checkTopicConfig(cfg TopicConfig) error {
+	if len(cfg.ID) > maxMetadataList {
+		return fmt.Errorf("%w: topic id of %d bytes", transport.ErrInvalidRequest, len(cfg.ID))
+	}
+	if cfg.ID != "" {
+		for name, t := range c.topics {
+			if t.ID == cfg.ID {
+				return fmt.Errorf("%w: topic id %s is topic %s's", transport.ErrInvalidRequest, cfg.ID, name)
+			}
+		}
+	}
+	if len(cfg.Configs) > maxMetadataList {
+		return fmt.Errorf("%w: %d configs", transport.ErrInvalidConfig, len(cfg.Configs))
+	}
+	for k, v := range cfg.Configs {
+		if k == "" || len(k) > maxMetadataList || len(v) > maxMetadataList {
+			return fmt.Errorf("%w: config %.64q of %d bytes, value of %d bytes", transport.ErrInvalidConfig, k, len(k), len(v))
+		}
+	}
+	return nil
 }
 
 // assignReplicas spreads partitions over nodes as Kafka's rack-unaware

@@ -3,7 +3,9 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 )
 
 // MetadataRecordType says which change a MetadataRecord records, as the
@@ -54,10 +56,13 @@ func (t MetadataRecordType) String() string {
 
 // MetadataRecordVersion is the version EncodeMetadataRecord writes. A
 // decoder refuses versions it does not know rather than misread them.
-const MetadataRecordVersion uint8 = 0
+// Version 1 added the topic id and configs to RecordTopic; the decoder
+// still reads version 0, whose topics have neither.
+const MetadataRecordVersion uint8 = 1
 
-// maxMetadataList bounds the replica and ISR lists and the topic name a
-// decoder accepts, so that a corrupt length cannot make it allocate much.
+// maxMetadataList bounds the replica and ISR lists, the strings (topic
+// name, topic id, config keys and values) and the config count a decoder
+// accepts, so that a corrupt length cannot make it allocate much.
 const maxMetadataList = 1 << 12
 
 // MetadataRecord is one change to the cluster metadata: the controller
@@ -71,9 +76,12 @@ type MetadataRecord struct {
 	BrokerEpoch int64
 	// Topic: Topic, Partition and RemoveTopic.
 	Topic string
-	// Partitions and Unclean: Topic.
+	// Partitions, Unclean, ID and Configs: Topic (the last two from
+	// version 1 on; Configs is nil when empty).
 	Partitions int32
 	Unclean    Unclean
+	ID         string
+	Configs    map[string]string
 	// Partition and State: Partition.
 	Partition int32
 	State     LeaderAndISR
@@ -81,7 +89,9 @@ type MetadataRecord struct {
 
 // EncodeMetadataRecord appends r's encoding to dst: a version byte, the
 // type byte, then the type's fields, big endian, with strings and lists
-// prefixed by a uint16 length.
+// prefixed by a uint16 length. A topic's configs are written as their
+// count, then each key and value, by key order, so that equal records
+// encode to equal bytes.
 func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
 	dst = append(dst, MetadataRecordVersion, byte(r.Type))
 	be := binary.BigEndian
@@ -97,6 +107,12 @@ func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
 			u = 1
 		}
 		dst = append(dst, u)
+		dst = appendString(dst, r.ID)
+		dst = be.AppendUint16(dst, uint16(len(r.Configs)))
+		for _, k := range slices.Sorted(maps.Keys(r.Configs)) {
+			dst = appendString(dst, k)
+			dst = appendString(dst, r.Configs[k])
+		}
 	case RecordPartition:
 		dst = appendString(dst, r.Topic)
 		dst = be.AppendUint32(dst, uint32(r.Partition))
@@ -128,10 +144,11 @@ func appendIDs(dst []byte, ids []int32) []byte {
 // DecodeMetadataRecord decodes one record EncodeMetadataRecord wrote. It
 // returns an error matching ErrCorruptMetadata for anything else.
 func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
-	d := decoder{b: b}
+	d := decoder{b: b, corrupt: ErrCorruptMetadata}
 	var r MetadataRecord
-	if v := d.u8(); d.err == nil && v != MetadataRecordVersion {
-		return r, fmt.Errorf("%w: version %d", ErrCorruptMetadata, v)
+	version := d.u8()
+	if d.err == nil && version > MetadataRecordVersion {
+		return r, fmt.Errorf("%w: version %d", ErrCorruptMetadata, version)
 	}
 	r.Type = MetadataRecordType(d.u8())
 	switch r.Type {
@@ -150,6 +167,10 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 			r.Unclean = AllowUnclean
 		default:
 			d.fail("unclean flag %d", u)
+		}
+		if version >= 1 {
+			r.ID = d.str()
+			r.Configs = d.configs()
 		}
 		if d.err == nil && (r.Partitions <= 0 || r.Partitions > maxMetadataList || r.Topic == "") {
 			d.fail("topic %q with %d partitions", r.Topic, r.Partitions)
@@ -181,15 +202,18 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 	return r, nil
 }
 
-// decoder reads big-endian fields, remembering the first failure.
+// decoder reads big-endian fields, remembering the first failure, which
+// wraps corrupt.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	corrupt error
+	topic   string // the last topic read, to share among messages
 }
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrCorruptMetadata, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: %s", d.corrupt, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -241,6 +265,34 @@ func (d *decoder) str() string {
 		return ""
 	}
 	return string(d.take(n))
+}
+
+// configs reads a topic's configs: a count, then keys and values, the keys
+// in strictly increasing order (so non-empty and distinct).
+func (d *decoder) configs() map[string]string {
+	n := int(d.u16())
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > maxMetadataList || n*4 > len(d.b) {
+		d.fail("%d configs in %d bytes", n, len(d.b))
+		return nil
+	}
+	configs := make(map[string]string, n)
+	prev := ""
+	for range n {
+		k, v := d.str(), d.str()
+		if d.err != nil {
+			return nil
+		}
+		if k <= prev {
+			d.fail("config %q after %q", k, prev)
+			return nil
+		}
+		configs[k] = v
+		prev = k
+	}
+	return configs
 }
 
 func (d *decoder) ids() []int32 {

@@ -105,9 +105,14 @@ func TestControllerReplayProperty(t *testing.T) {
 					}
 				}
 			case 3:
-				unclean := replica.Unclean(rapid.Bool().Draw(rt, "unclean"))
+				cfg := replica.TopicConfig{
+					Unclean: replica.Unclean(rapid.Bool().Draw(rt, "unclean")),
+					ID:      rapid.SampledFrom([]string{"", "id-1", "id-2"}).Draw(rt, "id"),
+					Configs: rapid.MapOf(rapid.SampledFrom([]string{"retention.ms", "min.insync.replicas", "cleanup.policy"}),
+						rapid.StringN(0, 8, -1)).Draw(rt, "configs"),
+				}
 				_ = c.CreateTopic(rapid.SampledFrom(topics).Draw(rt, "create"), rapid.IntRange(1, 4).Draw(rt, "partitions"),
-					rapid.IntRange(1, 3).Draw(rt, "rf"), replica.TopicConfig{Unclean: unclean})
+					rapid.IntRange(1, 3).Draw(rt, "rf"), cfg)
 			case 4:
 				_ = c.DeleteTopic(rapid.SampledFrom(topics).Draw(rt, "delete"))
 			case 5, 6:

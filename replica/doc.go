@@ -40,7 +40,9 @@
 //     of every ISR member", as in Kafka with its default flush settings.
 //  2. Send Messages, to the nodes named by Message.To. The transport may
 //     lose, delay, duplicate or reorder them: replicas match answers to
-//     requests by Seq and re-send on FetchTimeout.
+//     requests by Seq and re-send on FetchTimeout. Between processes,
+//     AppendMessages encodes a batch of them and DecodeMessages decodes
+//     it, leaving records in the received buffer.
 //  3. Publish HighWatermark when it is not -1: readers may read below it.
 //     Checkpoint it now and then (replication-offset-checkpoint) and pass
 //     it back as Options.HighWatermark on restart.
@@ -100,7 +102,9 @@
 // (never emptying one); AlterPartition commits or refuses a leader's
 // Ready.AlterPartition; leadership goes back to preferred replicas on the
 // imbalance check, or to a chosen ISR member with ElectReplica. Updates
-// lists the LeaderAndISR each node must Apply.
+// lists the LeaderAndISR each node must Apply. State holds each topic's
+// TopicConfig.ID and Configs, for every node to open the topic's
+// partitions with the same settings.
 // Each change is a versioned MetadataRecord appended to a MetadataStore
 // (LogStore keeps them in a log.Log, like KRaft's __cluster_metadata)
 // before it is applied, and NewController replays the store: a restarted

@@ -27,4 +27,8 @@ var (
 	// ErrMetadataReplay means a restarted controller found records in its
 	// store that do not apply to the state before them.
 	ErrMetadataReplay = errors.New("replica: metadata log does not replay")
+	// ErrCorruptMessage means bytes given to DecodeMessages are not what
+	// AppendMessages writes: truncated, with bytes after the last message,
+	// an unknown version, or a field out of range.
+	ErrCorruptMessage = errors.New("replica: corrupt message encoding")
 )
