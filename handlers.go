@@ -26,6 +26,7 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 	resp := &transport.ProduceResponse{Topics: make([]transport.ProduceTopicResponse, len(req.Topics))}
 	type appendJob struct {
 		p  *partition.Partition
+		h  *replicaHost // for a replicated partition
 		rp transport.ProducePartition
 		pr *transport.ProducePartitionResponse
 	}
@@ -38,16 +39,30 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 		for j, rp := range rt.Partitions {
 			pr := &tr.Partitions[j]
 			*pr = transport.ProducePartitionResponse{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			if h, err, ok := n.leaderReplica(rt.Topic, rp.Partition); ok {
+				if err != nil {
+					pr.Err = err
+					continue
+				}
+				jobs = append(jobs, appendJob{h.p, h, rp, pr})
+				distinct[h.p] = true
+				continue
+			}
 			p, err := n.partition(rt.Topic, rp.Partition)
 			if err != nil {
 				pr.Err = err
 				continue
 			}
-			jobs = append(jobs, appendJob{p, rp, pr})
+			jobs = append(jobs, appendJob{p, nil, rp, pr})
 			distinct[p] = true
 		}
 	}
 	appendOne := func(j appendJob) {
+		if j.h != nil {
+			base, appendTime, err := n.appendReplicated(ctx, j.h, j.rp.Records, req.Acks, req.Timeout)
+			j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset, j.pr.Err = base, appendTime, j.p.LogStartOffset(), err
+			return
+		}
 		res, err := j.p.Append(j.rp.Records, req.Acks)
 		if err != nil {
 			j.pr.Err = err
@@ -147,7 +162,7 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 		for j, rp := range rt.Partitions {
 			pr := &tr.Partitions[j]
 			*pr = transport.FetchPartitionResponse{Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-			p, err := n.partition(rt.Topic, rp.Partition)
+			p, err := n.readablePartition(rt.Topic, rp.Partition)
 			if err != nil {
 				pr.Err, failed = err, true
 				continue
@@ -215,7 +230,7 @@ func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsReques
 		for j, rp := range rt.Partitions {
 			pr := &tr.Partitions[j]
 			*pr = transport.ListOffsetsPartitionResponse{Partition: rp.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
-			p, err := n.partition(rt.Topic, rp.Partition)
+			p, err := n.readablePartition(rt.Topic, rp.Partition)
 			if err != nil {
 				pr.Err = err
 				continue
@@ -234,6 +249,9 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		return nil, err
 	}
 	defer n.end()
+	if n.cluster != nil {
+		return n.clusterMetadataResponse(req), nil
+	}
 	resp := &transport.MetadataResponse{
 		ClusterID:    n.meta.ClusterID,
 		ControllerID: n.meta.NodeID,
@@ -264,4 +282,16 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		resp.Topics = append(resp.Topics, tm)
 	}
 	return resp, nil
+}
+
+// readablePartition returns a partition consumers may read: on a node in
+// a cluster, only the leader of a replicated partition answers reads.
+func (n *Node) readablePartition(name string, id int32) (*partition.Partition, error) {
+	if h, err, ok := n.leaderReplica(name, id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return h.p, nil
+	}
+	return n.partition(name, id)
 }

@@ -42,6 +42,9 @@ type Node struct {
 	md     *metadataLog
 	groups *groupHost
 	pids   producerIDs
+	// cluster is the node's part in a cluster, or nil for a node on its
+	// own.
+	cluster *member
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
@@ -91,12 +94,26 @@ func Open(dir string, opts ...Option) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	if o.cluster.enabled() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := n.joinCluster(ctx)
+		cancel()
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	n.runEvery(o.retentionInterval, n.enforceRetention)
 	n.startCleaner()
 	n.runEvery(o.producerIDExpirationCheck, n.removeExpiredProducers)
 	n.runEvery(o.checkpointInterval, func() {
 		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
 			n.logger.Error("writing checkpoints failed", "err", err)
+		}
+		if n.cluster != nil {
+			if err := n.cluster.checkpointHighWatermarks(); err != nil {
+				n.logger.Error("writing the high watermark checkpoint failed", "err", err)
+			}
 		}
 	})
 	return n, nil
@@ -130,6 +147,9 @@ func (n *Node) load() error {
 		t, ok := n.topics[tp.Topic]
 		if tp == metadataTopic || ok && tp.Partition < int32(len(t.partitions)) {
 			continue
+		}
+		if n.opts.cluster.enabled() && !strings.HasPrefix(tp.Topic, "__") {
+			continue // a replicated topic's: the controller's metadata decides
 		}
 		n.logger.Warn("removing the partition of a deleted topic", "partition", tp.String())
 		if err := n.logs.Remove(tp); err != nil {
@@ -250,6 +270,9 @@ func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
 			parts = append(parts, t.partitions...)
 		}
 	}
+	if n.cluster != nil && keep == nil {
+		parts = append(parts, n.cluster.partitions()...)
+	}
 	return parts
 }
 
@@ -276,6 +299,9 @@ func (n *Node) Close() error {
 	if n.closing.Swap(true) {
 		return nil
 	}
+	if n.cluster != nil {
+		n.cluster.leave()
+	}
 	n.mu.RLock()
 	for _, t := range n.topics {
 		t.close()
@@ -298,6 +324,12 @@ func (n *Node) topic(name string) *topic {
 
 // partition returns a partition, or transport.ErrUnknownTopicOrPartition.
 func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
+	if h, err, ok := n.clusterReplica(name, id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return h.p, nil
+	}
 	t := n.topic(name)
 	if t == nil || id < 0 || id >= int32(len(t.partitions)) {
 		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, name, id)
@@ -346,11 +378,14 @@ func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
 	if nt.ReplicationFactor == 0 {
 		nt.ReplicationFactor = 1
 	}
-	if nt.ReplicationFactor != 1 {
+	if nt.ReplicationFactor != 1 && n.cluster == nil {
 		return fmt.Errorf("%w: replication factor %d is larger than the 1 node available", transport.ErrInvalidReplicationFactor, nt.ReplicationFactor)
 	}
 	if err := validateConfigs(nt.Configs); err != nil {
 		return err
+	}
+	if n.cluster != nil {
+		return n.createReplicatedTopic(ctx, nt)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -375,6 +410,9 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 		return err
 	}
 	defer n.end()
+	if n.cluster != nil && n.topic(name) == nil {
+		return n.deleteReplicatedTopic(ctx, name)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	t, ok := n.topics[name]
@@ -404,8 +442,12 @@ func (n *Node) ListTopics() []string {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	names := slices.Collect(maps.Keys(n.topics))
+	if n.cluster != nil {
+		md, _ := n.cluster.metadata()
+		names = slices.AppendSeq(names, maps.Keys(md.Topics))
+	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // TopicDescription describes a topic.
@@ -447,6 +489,12 @@ func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 	out := make([]TopicDescription, 0, len(names))
 	for _, name := range names {
 		t := n.topic(name)
+		if t == nil && n.cluster != nil {
+			if d, ok := n.describeReplicated(name); ok {
+				out = append(out, d)
+				continue
+			}
+		}
 		if t == nil {
 			return nil, fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
 		}

@@ -30,6 +30,8 @@ type nodeOptions struct {
 
 	producerIDExpiration      time.Duration
 	producerIDExpirationCheck time.Duration
+
+	cluster clusterOptions
 }
 
 func defaultNodeOptions() nodeOptions {

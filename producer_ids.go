@@ -54,7 +54,13 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", transport.ErrInvalidRequest, req.TransactionalID)
 		return resp, nil
 	}
-	id, err := n.pids.allocate(n.opts.fs, path.Join(n.dir, ProducerIDsFileName))
+	var id int64
+	var err error
+	if n.cluster != nil {
+		id, err = n.cluster.producerID(ctx)
+	} else {
+		id, err = n.pids.allocate(n.opts.fs, path.Join(n.dir, ProducerIDsFileName))
+	}
 	if err != nil {
 		n.logger.Error("allocating a producer id failed", "err", err)
 		resp.Err = err

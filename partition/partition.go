@@ -37,6 +37,13 @@ type Options struct {
 	// its last batch's timestamp an idempotent producer's state is kept
 	// (see RemoveExpiredProducers). Zero means 24 hours.
 	ProducerIDExpiration time.Duration
+	// Replicated says package replica drives the partition (see
+	// CheckAppend): the high watermark starts at HighWatermark, capped at
+	// the log end offset, and moves only by SetHighWatermark.
+	Replicated bool
+	// HighWatermark is a replicated partition's high watermark when it
+	// last ran (replication-offset-checkpoint).
+	HighWatermark int64
 }
 
 // Partition is one replica of a partition. It is safe for concurrent use.
@@ -79,6 +86,9 @@ func New(topic string, partition int32, nodeID int32, leaderEpoch int32, l *log.
 	}
 	p.rollBase.Store(l.ActiveSegmentBaseOffset())
 	p.hw = p.committedOffset()
+	if opts.Replicated {
+		p.hw = min(max(opts.HighWatermark, 0), l.LogEndOffset())
+	}
 	return p
 }
 

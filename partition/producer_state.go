@@ -158,7 +158,10 @@ func (s *producerState) check(h *record.Header) error {
 // checking it: the leader after check, recovery for each batch it scans.
 func (s *producerState) apply(h *record.Header, baseOffset int64) {
 	next := baseOffset + int64(h.LastOffsetDelta) + 1
-	s.nextOffset = max(s.nextOffset, next)
+	if next <= s.nextOffset {
+		return // applied already: a leader records its batches when it checks them
+	}
+	s.nextOffset = next
 	if !hasProducer(h) {
 		return
 	}

@@ -77,6 +77,11 @@ func (r *Replica) Propose(batch []byte, acks transport.Acks) (Proposal, error) {
 			transport.ErrNotEnoughReplicas, r.tp, r.state.ISR, r.opts.MinInsyncReplicas)
 	}
 	base := r.logEnd
+	if r.opts.CheckAppend != nil {
+		if err := r.opts.CheckAppend(batch, base); err != nil {
+			return Proposal{}, err
+		}
+	}
 	record.SetBaseOffset(batch, base)
 	record.SetPartitionLeaderEpoch(batch, r.state.LeaderEpoch)
 	p := Proposal{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta)}

@@ -49,6 +49,14 @@ type Options struct {
 	BrokerEpoch uint32
 	// Logger receives state changes. Nil discards them.
 	Logger *slog.Logger
+	// CheckAppend, when not nil, vets each batch Propose accepts as the
+	// leader, just before the batch gets its offsets: baseOffset is the
+	// offset its first record will get. It may rewrite the batch in place
+	// (a LogAppendTime stamp) and record what it must of it (an
+	// idempotent producer's sequence); an error refuses the batch, which
+	// Propose then returns as it is. It runs on the driver's loop, in the
+	// order batches are proposed.
+	CheckAppend func(batch []byte, baseOffset int64) error
 
 	// truncateToHighWatermark makes a follower truncate its log to its own
 	// high watermark when it starts or follows a new leader, and fetch

@@ -23,25 +23,45 @@ import (
 // ClusterClient is safe for concurrent use.
 type ClusterClient struct {
 	bootstrap []string
-	opts      DialOptions
+	connect   Connector
 
 	mu      sync.Mutex
 	closed  bool
 	stale   bool                  // a node said the metadata is out of date
 	addrs   map[int32]string      // node id -> host:port, from Metadata
-	nodes   map[string]*TCPClient // by address
+	nodes   map[string]NodeClient // by address
 	leaders map[string][]int32    // topic -> leader of each partition, -1 for none
 }
+
+// NodeClient is what a ClusterClient needs of one node: a TCPClient, or a
+// node in the same process.
+type NodeClient interface {
+	Client
+	ProducerIDClient
+	Close() error
+}
+
+// Connector opens a NodeClient to the node at addr, an address as Metadata
+// answers give them (host:port).
+type Connector func(ctx context.Context, addr string) (NodeClient, error)
 
 // DialCluster connects to the cluster through the first reachable address
 // of bootstrap (host:port) and learns its nodes and leaders.
 func DialCluster(ctx context.Context, bootstrap []string, opts DialOptions) (*ClusterClient, error) {
+	return NewClusterClient(ctx, bootstrap, func(ctx context.Context, addr string) (NodeClient, error) {
+		return Dial(ctx, addr, opts)
+	})
+}
+
+// NewClusterClient is DialCluster with nodes reached by connect: the nodes
+// of a cluster in one process, say.
+func NewClusterClient(ctx context.Context, bootstrap []string, connect Connector) (*ClusterClient, error) {
 	if len(bootstrap) == 0 {
 		return nil, errors.New("transport: no bootstrap address")
 	}
 	c := &ClusterClient{
-		bootstrap: append([]string(nil), bootstrap...), opts: opts,
-		addrs: map[int32]string{}, nodes: map[string]*TCPClient{}, leaders: map[string][]int32{},
+		bootstrap: append([]string(nil), bootstrap...), connect: connect,
+		addrs: map[int32]string{}, nodes: map[string]NodeClient{}, leaders: map[string][]int32{},
 	}
 	if _, err := c.Metadata(ctx, &MetadataRequest{}); err != nil {
 		c.Close()
@@ -63,7 +83,7 @@ func (c *ClusterClient) Close() error {
 }
 
 // node returns the client of the node at addr, dialling it when needed.
-func (c *ClusterClient) node(ctx context.Context, addr string) (*TCPClient, error) {
+func (c *ClusterClient) node(ctx context.Context, addr string) (NodeClient, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -74,7 +94,7 @@ func (c *ClusterClient) node(ctx context.Context, addr string) (*TCPClient, erro
 		return n, nil
 	}
 	c.mu.Unlock()
-	n, err := Dial(ctx, addr, c.opts)
+	n, err := c.connect(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +114,7 @@ func (c *ClusterClient) node(ctx context.Context, addr string) (*TCPClient, erro
 
 // anyNode calls fn with the nodes the client knows, in random order, then
 // the bootstrap addresses, until one answers.
-func (c *ClusterClient) anyNode(ctx context.Context, fn func(*TCPClient) error) error {
+func (c *ClusterClient) anyNode(ctx context.Context, fn func(NodeClient) error) error {
 	c.mu.Lock()
 	var addrs []string
 	for _, a := range c.addrs {
@@ -122,7 +142,7 @@ func (c *ClusterClient) anyNode(ctx context.Context, fn func(*TCPClient) error) 
 // Metadata asks any node, and learns the nodes and leaders it answers.
 func (c *ClusterClient) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
 	var resp *MetadataResponse
-	err := c.anyNode(ctx, func(n *TCPClient) error {
+	err := c.anyNode(ctx, func(n NodeClient) error {
 		var err error
 		resp, err = n.Metadata(ctx, req)
 		return err
@@ -249,7 +269,7 @@ func split[P any](c *ClusterClient, topics []string, parts func(i int) []P, part
 
 // fanOut calls send for each leader's share concurrently and returns the
 // answers by address, with the error of each address that gave none.
-func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send func(context.Context, *TCPClient, string) (R, error)) (map[string]R, map[string]error) {
+func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send func(context.Context, NodeClient, string) (R, error)) (map[string]R, map[string]error) {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
@@ -287,7 +307,7 @@ func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*Prod
 	by, route := split(c, topics, func(i int) []ProducePartition { return req.Topics[i].Partitions },
 		func(p ProducePartition) int32 { return p.Partition })
 	addrs := leaderAddrs(by)
-	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n *TCPClient, addr string) (*ProduceResponse, error) {
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*ProduceResponse, error) {
 		sub := &ProduceRequest{Acks: req.Acks, Timeout: req.Timeout}
 		for i, parts := range by[addr] {
 			sub.Topics = append(sub.Topics, ProduceTopic{Topic: topics[i], Partitions: parts})
@@ -388,7 +408,7 @@ func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchRes
 	c.refresh(ctx, topics)
 	by, route := split(c, topics, func(i int) []FetchPartition { return req.Topics[i].Partitions },
 		func(p FetchPartition) int32 { return p.Partition })
-	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n *TCPClient, addr string) (*FetchResponse, error) {
+	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n NodeClient, addr string) (*FetchResponse, error) {
 		sub := *req
 		sub.Topics = nil
 		for i, parts := range by[addr] {
@@ -436,7 +456,7 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 	c.refresh(ctx, topics)
 	by, route := split(c, topics, func(i int) []ListOffsetsPartition { return req.Topics[i].Partitions },
 		func(p ListOffsetsPartition) int32 { return p.Partition })
-	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n *TCPClient, addr string) (*ListOffsetsResponse, error) {
+	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n NodeClient, addr string) (*ListOffsetsResponse, error) {
 		sub := &ListOffsetsRequest{ReplicaID: req.ReplicaID, Isolation: req.Isolation}
 		for i, parts := range by[addr] {
 			sub.Topics = append(sub.Topics, ListOffsetsTopic{Topic: topics[i], Partitions: parts})
@@ -477,7 +497,7 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 // InitProducerID gets a producer id from any node.
 func (c *ClusterClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
 	var resp *InitProducerIDResponse
-	err := c.anyNode(ctx, func(n *TCPClient) error {
+	err := c.anyNode(ctx, func(n NodeClient) error {
 		var err error
 		resp, err = n.InitProducerID(ctx, req)
 		return err

@@ -1,0 +1,609 @@
+package partlog
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+)
+
+// A node in a cluster (JoinCluster, ControllerAddress) hosts the replicas
+// the controller assigns it. The member below is its part in the cluster:
+// it registers with the controller, heartbeats (each answer carries the
+// metadata when it changed), and reconciles its replicas with the
+// metadata: it opens the partitions assigned to it, starts a replica.Node
+// for each, applies every new leader and ISR, and removes the partitions of
+// deleted topics. Leaders take appends through their replica; followers
+// fetch from their leaders through an outbox that batches each destination's
+// messages.
+
+// clusterOptions configure a node's part in a cluster.
+type clusterOptions struct {
+	controller     *Controller // in process
+	network        *MemNetwork
+	controllerAddr string // over TCP
+	advertised     string
+	heartbeat      time.Duration
+	replica        replica.Options
+}
+
+func (o clusterOptions) enabled() bool { return o.controller != nil || o.controllerAddr != "" }
+
+// JoinCluster makes the node a member of the cluster that c controls,
+// exchanging replica messages with the other members over the in-memory
+// network net: several nodes in one process, for examples and tests.
+func JoinCluster(c *Controller, net *MemNetwork) Option {
+	return optionFunc(func(o *nodeOptions) { o.cluster.controller, o.cluster.network = c, net })
+}
+
+// ControllerAddress makes the node a member of the cluster whose
+// controller listens at addr (host:port; see Controller.Serve), reaching
+// the other members over TCP at the addresses they registered
+// (AdvertisedAddress). The node must serve its own address with a
+// transport.Server.
+func ControllerAddress(addr string) Option {
+	return optionFunc(func(o *nodeOptions) { o.cluster.controllerAddr = addr })
+}
+
+// AdvertisedAddress is the host:port other nodes and clients reach this
+// node at, which it registers with the controller (Kafka's
+// advertised.listeners).
+func AdvertisedAddress(addr string) Option {
+	return optionFunc(func(o *nodeOptions) { o.cluster.advertised = addr })
+}
+
+// HeartbeatInterval sets how often a cluster member heartbeats to the
+// controller and learns of metadata changes (broker.heartbeat.interval.ms).
+// The default is 500 ms; keep it well within the controller's
+// SessionTimeout.
+func HeartbeatInterval(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) { o.cluster.heartbeat = d })
+}
+
+// ReplicaOptions sets how a cluster member replicates: the tick, the
+// replica.lag.time.max.ms, fetch sizes and waits (see replica.Options).
+// MinInsyncReplicas, HighWatermark and BrokerEpoch are the node's to set,
+// and are ignored here.
+func ReplicaOptions(ro replica.Options) Option {
+	return optionFunc(func(o *nodeOptions) { o.cluster.replica = ro })
+}
+
+// member is a node's part in a cluster.
+type member struct {
+	n    *Node
+	ctl  controllerAPI
+	net  peerNetwork
+	out  *outbox
+	opts clusterOptions
+
+	mu          sync.Mutex
+	brokerEpoch int64
+	md          *clusterMetadata
+	mdChanged   chan struct{} // closed and replaced when md changes
+	hosts       map[log.TopicPartition]*replicaHost
+	hws         map[log.TopicPartition]int64 // from the checkpoint, for replicas not yet started
+
+	pidMu   sync.Mutex
+	pidNext int64
+	pidEnd  int64
+
+	reconcileMu sync.Mutex
+	refresh     chan struct{}
+	// ctx ends when the node leaves: calls to the controller stop.
+	// leaveMu orders starting goroutines (wg) with leave's wait for them.
+	leaveMu sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// replicaHost is one replica the node hosts.
+type replicaHost struct {
+	tp  log.TopicPartition
+	p   *partition.Partition
+	rn  *replica.Node
+	cfg topicConfig
+
+	mu    sync.Mutex
+	state replica.LeaderAndISR // the last state applied
+}
+
+// leads reports whether the replica leads in the last state applied.
+func (h *replicaHost) leads(id int32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state.Leader == id
+}
+
+// HighWatermarkFileName is Kafka's replication-offset-checkpoint: the high
+// watermark of every replicated partition, written now and then and on
+// Close, so that a restarted replica does not start from zero.
+const HighWatermarkFileName = "replication-offset-checkpoint"
+
+// joinCluster registers the node and reconciles it with the first
+// metadata, so that Open returns a node that already hosts its replicas.
+func (n *Node) joinCluster(ctx context.Context) error {
+	o := n.opts.cluster
+	if o.heartbeat <= 0 {
+		o.heartbeat = 500 * time.Millisecond
+	}
+	m := &member{n: n, opts: o, hosts: map[log.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
+		md:      &clusterMetadata{Version: -1, Nodes: map[int32]nodeMetadata{}, Topics: map[string]replica.TopicState{}},
+		refresh: make(chan struct{}, 1)}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if o.controller != nil {
+		if o.network == nil {
+			return fmt.Errorf("partlog: JoinCluster needs a network")
+		}
+		m.ctl, m.net = o.controller, o.network
+		if o.advertised == "" {
+			m.opts.advertised = memAddress(n.meta.NodeID)
+		}
+	} else {
+		m.ctl, m.net = &tcpController{addr: o.controllerAddr}, newTCPPeers()
+	}
+	m.out = newOutbox(n.meta.NodeID, m.net, m.address)
+	var err error
+	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.fs, path.Join(n.dir, HighWatermarkFileName)); err != nil {
+		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)
+		m.hws = map[log.TopicPartition]int64{}
+	}
+	n.cluster = m
+	if o.network != nil {
+		o.network.attach(n.meta.NodeID, n)
+	}
+	resp, err := m.callRetrying(ctx, &controllerRequest{Op: opRegister, Node: n.meta.NodeID, Address: m.opts.advertised})
+	if err != nil {
+		return fmt.Errorf("partlog: register with the controller: %w", err)
+	}
+	m.mu.Lock()
+	m.brokerEpoch = resp.BrokerEpoch
+	m.mu.Unlock()
+	if err := m.heartbeat(ctx); err != nil {
+		return fmt.Errorf("partlog: first heartbeat: %w", err)
+	}
+	m.wg.Go(m.run)
+	return nil
+}
+
+// callRetrying calls the controller until it answers or ctx ends: it may
+// be starting, or restarting.
+func (m *member) callRetrying(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+	for {
+		resp, err := m.ctl.call(ctx, req)
+		if err == nil || !transport.IsRetriable(err) && !errors.Is(err, transport.ErrCoordinatorNotAvailable) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// address returns where node id serves, from the metadata.
+func (m *member) address(id int32) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.md.Nodes[id].Address
+}
+
+// run heartbeats until the node closes.
+func (m *member) run() {
+	t := time.NewTicker(m.opts.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		case <-m.refresh:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, max(m.opts.heartbeat*4, 2*time.Second))
+		if err := m.heartbeat(ctx); err != nil {
+			m.n.logger.Warn("heartbeat failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+// refreshNow asks for a heartbeat now, to learn of a change sooner.
+func (m *member) refreshNow() {
+	select {
+	case m.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeat tells the controller the node is alive and reconciles with the
+// metadata when it changed.
+func (m *member) heartbeat(ctx context.Context) error {
+	m.mu.Lock()
+	known, epoch := m.md.Version, m.brokerEpoch
+	m.mu.Unlock()
+	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch, KnownVersion: known})
+	if err != nil {
+		return err
+	}
+	if resp.Metadata != nil {
+		m.reconcile(ctx, resp.Metadata)
+	}
+	return nil
+}
+
+// reconcile makes the replicas the node hosts agree with md.
+func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
+	m.reconcileMu.Lock()
+	defer m.reconcileMu.Unlock()
+	m.mu.Lock()
+	if m.md.Version >= md.Version {
+		m.mu.Unlock()
+		return
+	}
+	first := m.md.Version < 0
+	m.md = md
+	close(m.mdChanged)
+	m.mdChanged = make(chan struct{})
+	m.mu.Unlock()
+
+	id := m.n.meta.NodeID
+	want := map[log.TopicPartition]bool{}
+	for _, name := range slices.Sorted(maps.Keys(md.Topics)) {
+		t := md.Topics[name]
+		for p, s := range t.Partitions {
+			if !slices.Contains(s.Replicas, id) {
+				continue
+			}
+			tp := log.TopicPartition{Topic: name, Partition: int32(p)}
+			want[tp] = true
+			h, err := m.host(tp, t)
+			if err != nil {
+				m.n.logger.Error("cannot host a replica", "partition", tp.String(), "err", err)
+				continue
+			}
+			m.apply(ctx, h, s)
+		}
+	}
+	m.mu.Lock()
+	var gone []*replicaHost
+	for tp, h := range m.hosts {
+		if !want[tp] {
+			gone = append(gone, h)
+			delete(m.hosts, tp)
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range gone {
+		m.n.logger.Info("removing a replica", "partition", h.tp.String())
+		h.rn.Close()
+		h.p.Close()
+		if err := m.n.logs.Remove(h.tp); err != nil {
+			m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
+		}
+	}
+	if first {
+		m.removeStrays(want)
+	}
+}
+
+// removeStrays removes partition directories of replicated topics the
+// metadata no longer assigns to the node: a crash can leave them while a
+// topic is being deleted.
+func (m *member) removeStrays(want map[log.TopicPartition]bool) {
+	present, err := m.n.logs.Partitions()
+	if err != nil {
+		return
+	}
+	for _, tp := range present {
+		if want[tp] || tp == metadataTopic || m.n.topic(tp.Topic) != nil {
+			continue
+		}
+		m.n.logger.Warn("removing a replica the controller no longer assigns", "partition", tp.String())
+		if err := m.n.logs.Remove(tp); err != nil {
+			m.n.logger.Error("removing a replica failed", "partition", tp.String(), "err", err)
+		}
+	}
+}
+
+// host returns the replica of tp, opening its partition and starting its
+// replica.Node first if needed.
+func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost, error) {
+	m.mu.Lock()
+	h := m.hosts[tp]
+	hw := m.hws[tp]
+	epoch := m.brokerEpoch
+	m.mu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	n := m.n
+	overrides := maps.Clone(n.opts.topicDefaults)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	maps.Copy(overrides, t.Configs)
+	cfg := effectiveConfig(overrides)
+	lo := cfg.logOptions()
+	lo.Now, lo.Logger = n.opts.now, n.logger
+	syncs := lo.SyncBeforeAck
+	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
+	l, err := n.logs.Open(tp, lo)
+	if err != nil {
+		return nil, err
+	}
+	po := cfg.partitionOptions()
+	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
+	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
+	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
+	if err := n.writePartitionMetadata(tp, t.ID); err != nil {
+		p.Close()
+		return nil, err
+	}
+	ro := m.opts.replica
+	ro.MinInsyncReplicas = po.MinInsyncReplicas
+	ro.HighWatermark = min(hw, l.LogEndOffset())
+	ro.BrokerEpoch = uint32(epoch)
+	if ro.Logger == nil {
+		ro.Logger = n.logger
+	}
+	ro.CheckAppend = func(batch []byte, base int64) error { return p.CheckAppend(batch, base, -1) }
+	rlog := p.ReplicaLog(syncs)
+	r, err := replica.New(n.meta.NodeID, tp, rlog, ro)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	h = &replicaHost{tp: tp, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
+		OnHighWatermark:  p.SetHighWatermark,
+		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
+		Logger:           n.logger,
+	})
+	m.mu.Lock()
+	m.hosts[tp] = h
+	m.mu.Unlock()
+	return h, nil
+}
+
+// apply gives a replica the controller's state for it, if newer than the
+// one it has.
+func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) {
+	h.mu.Lock()
+	cur := h.state
+	h.mu.Unlock()
+	if s.LeaderEpoch < cur.LeaderEpoch || s.LeaderEpoch == cur.LeaderEpoch && s.PartitionEpoch <= cur.PartitionEpoch {
+		return
+	}
+	if err := h.rn.Apply(ctx, s); err != nil {
+		if !errors.Is(err, replica.ErrStaleLeaderEpoch) {
+			m.n.logger.Error("applying the controller's state failed", "partition", h.tp.String(), "err", err)
+		}
+		return
+	}
+	if s.LeaderEpoch != cur.LeaderEpoch {
+		// Batches this replica checked as leader may never have been
+		// written: rebuild the producer state from the log.
+		h.p.ResetProducerState()
+	}
+	h.p.SetLeadership(s.LeaderEpoch, s.ISR)
+	h.mu.Lock()
+	h.state = s
+	h.mu.Unlock()
+}
+
+// alterPartition asks the controller for the ISR change a leader proposed
+// and gives the leader the answer.
+func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opAlterPartition, Node: m.n.meta.NodeID,
+		Topic: h.tp.Topic, Partition: h.tp.Partition, Change: &c})
+	if err != nil {
+		m.n.logger.Info("ISR change refused", "partition", h.tp.String(), "isr", c.ISR, "err", err)
+		if !transport.IsRetriable(err) {
+			h.rn.RejectISRChange(ctx, c)
+		}
+		m.refreshNow()
+		return
+	}
+	if resp.State != nil {
+		m.apply(ctx, h, *resp.State)
+	}
+	m.refreshNow()
+}
+
+// replica returns the replica of tp the node hosts, or nil.
+func (m *member) replica(tp log.TopicPartition) *replicaHost {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hosts[tp]
+}
+
+// metadata returns the latest metadata and a channel closed when it
+// changes.
+func (m *member) metadata() (*clusterMetadata, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.md, m.mdChanged
+}
+
+// waitMetadata waits until the node's metadata reaches version.
+func (m *member) waitMetadata(ctx context.Context, version int64) error {
+	m.refreshNow()
+	for {
+		md, changed := m.metadata()
+		if md.Version >= version {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for the metadata to reach this node", transport.ErrRequestTimedOut)
+		}
+	}
+}
+
+// partitions returns the partitions of the replicas the node hosts.
+func (m *member) partitions() []*partition.Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := make([]*partition.Partition, 0, len(m.hosts))
+	for _, h := range m.hosts {
+		ps = append(ps, h.p)
+	}
+	return ps
+}
+
+// checkpointHighWatermarks writes every hosted replica's high watermark.
+func (m *member) checkpointHighWatermarks() error {
+	m.mu.Lock()
+	hws := maps.Clone(m.hws)
+	for tp, h := range m.hosts {
+		hws[tp] = h.p.HighWatermark()
+	}
+	m.mu.Unlock()
+	return log.WriteOffsetCheckpoint(m.n.opts.fs, path.Join(m.n.dir, HighWatermarkFileName), hws)
+}
+
+// stepReplicas passes replica messages from another node to the replicas
+// they are for; messages for replicas the node does not host are dropped,
+// as the sender's replica recovers.
+func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	m := n.cluster
+	if m == nil {
+		return fmt.Errorf("%w: node %d is not in a cluster", transport.ErrInvalidRequest, n.meta.NodeID)
+	}
+	for _, msg := range msgs {
+		tp, ok := messagePartition(msg)
+		if !ok {
+			continue
+		}
+		h := m.replica(tp)
+		if h == nil {
+			continue
+		}
+		if err := h.rn.Step(ctx, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messagePartition returns the partition a replica message is about.
+func messagePartition(m replica.Message) (log.TopicPartition, bool) {
+	switch {
+	case m.Fetch != nil:
+		return log.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}, true
+	case m.FetchResponse != nil:
+		return log.TopicPartition{Topic: m.FetchResponse.Topic, Partition: m.FetchResponse.Partition}, true
+	case m.EpochRequest != nil:
+		return log.TopicPartition{Topic: m.EpochRequest.Topic, Partition: m.EpochRequest.Partition}, true
+	case m.EpochResponse != nil:
+		return log.TopicPartition{Topic: m.EpochResponse.Topic, Partition: m.EpochResponse.Partition}, true
+	}
+	return log.TopicPartition{}, false
+}
+
+// HandleInternal answers partlog's internal calls that come over TCP:
+// replica messages from other nodes (transport.APIReplicaMessages). It
+// makes the Node a transport.InternalHandler.
+func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
+	if key != transport.APIReplicaMessages {
+		return nil, fmt.Errorf("%w: a node answers replica messages only; controller calls go to the controller", transport.ErrInvalidRequest)
+	}
+	msgs, err := replica.DecodeMessages(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", transport.ErrCorruptMessage, err)
+	}
+	return nil, n.stepReplicas(ctx, msgs)
+}
+
+// leave shuts the node's part in the cluster down: a controlled shutdown
+// first, so that leadership moves now, then the replicas stop and their
+// high watermarks are checkpointed.
+func (m *member) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	m.mu.Lock()
+	epoch := m.brokerEpoch
+	m.mu.Unlock()
+	if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
+		m.n.logger.Warn("controlled shutdown failed", "err", err)
+	}
+	cancel()
+	m.leaveMu.Lock()
+	m.cancel()
+	m.leaveMu.Unlock()
+	m.wg.Wait() // no reconcile or ISR change runs from here on
+	m.mu.Lock()
+	hosts := slices.Collect(maps.Values(m.hosts))
+	m.mu.Unlock()
+	for _, h := range hosts {
+		h.rn.Close()
+	}
+	m.out.close()
+	m.net.close()
+	if t, ok := m.ctl.(*tcpController); ok {
+		t.close()
+	}
+	if m.opts.network != nil {
+		m.opts.network.detach(m.n.meta.NodeID, m.n)
+	}
+	if err := m.checkpointHighWatermarks(); err != nil {
+		m.n.logger.Error("writing the high watermark checkpoint failed", "err", err)
+	}
+	for _, h := range hosts {
+		h.p.Close()
+	}
+}
+
+// producerID hands out a producer id from a block the controller
+// reserved for this node, so that ids are unique in the cluster.
+func (m *member) producerID(ctx context.Context) (int64, error) {
+	m.pidMu.Lock()
+	defer m.pidMu.Unlock()
+	if m.pidNext >= m.pidEnd {
+		resp, err := m.ctl.call(ctx, &controllerRequest{Op: opProducerIDs, Node: m.n.meta.NodeID})
+		if err != nil {
+			return -1, err
+		}
+		m.pidNext, m.pidEnd = resp.ProducerIDStart, resp.ProducerIDEnd
+	}
+	id := m.pidNext
+	m.pidNext++
+	return id, nil
+}
+
+// topicIDBytes decodes a topic id as the node writes them.
+func topicIDBytes(id string) [16]byte {
+	var out [16]byte
+	if b, err := base64.RawURLEncoding.DecodeString(id); err == nil {
+		copy(out[:], b)
+	}
+	return out
+}
+
+// goUnlessLeaving runs f on a goroutine that leave waits for, unless the
+// node is leaving.
+func (m *member) goUnlessLeaving(f func()) {
+	m.leaveMu.Lock()
+	defer m.leaveMu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.wg.Go(f)
+}

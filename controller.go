@@ -1,0 +1,529 @@
+package partlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"net"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// ControllerOptions configures a Controller. The zero value works.
+type ControllerOptions struct {
+	// Controller holds the controller's timing: TickInterval (100 ms),
+	// SessionTimeout (broker.session.timeout.ms, 9 s) and the leader
+	// imbalance check. Nodes must heartbeat well within SessionTimeout.
+	Controller replica.ControllerOptions
+	// FS is the filesystem; nil means the OS.
+	FS vfs.FS
+	// Logger receives the controller's decisions and failures. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Controller is a cluster's controller run as a service, as a KRaft
+// controller process runs: it owns the metadata — registered nodes and
+// their liveness, topics and the assignment of their partitions, each
+// partition's leader, ISR and epochs — in a replica.LocalController whose
+// every change is synced to a log in its directory before it takes effect,
+// so a restarted controller resumes where it stopped. It ticks the
+// controller (fencing nodes whose heartbeats stopped, electing leaders from
+// the ISR), answers nodes' calls — registration, heartbeats that carry the
+// metadata back, AlterPartition, topic creation and deletion, blocks of
+// producer ids — in process (JoinCluster) or over TCP (Serve,
+// ControllerAddress).
+//
+// One Controller serves a cluster; the metadata lives in one directory, not
+// a Raft quorum, so the controller is a single point of failure while it is
+// down: nodes keep serving with the metadata they have, and no leader is
+// elected until it is back. A Controller is safe for concurrent use.
+type Controller struct {
+	dir    string
+	fs     vfs.FS
+	logger *slog.Logger
+	logs   *log.Dir
+
+	mu      sync.Mutex
+	ctl     *replica.LocalController
+	addrs   map[int32]string
+	version int64 // grows with every change of the metadata nodes see
+	pids    producerIDs
+	closed  bool
+
+	changed chan struct{} // closed and replaced on every change
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// controllerTopic is the controller's metadata log in its directory, named
+// as KRaft's.
+var controllerTopic = log.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
+
+// OpenController opens (creating as needed) the controller's directory,
+// replays its metadata log and starts ticking. Close stops it.
+func OpenController(dir string, opts ControllerOptions) (*Controller, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := vfs.MkdirAllDurable(opts.FS, dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
+	}
+	logs, err := log.OpenDir(dir, log.DirOptions{FS: opts.FS, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("partlog: controller: %w", err)
+	}
+	l, err := logs.Open(controllerTopic, log.Options{SegmentBytes: 16 << 20, MaxIndexBytes: 1 << 20, RetentionMs: -1})
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("partlog: controller: open metadata log: %w", err)
+	}
+	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, addrs: map[int32]string{},
+		changed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	store := &countingStore{MetadataStore: replica.NewLogStore(l), c: c}
+	if c.ctl, err = replica.NewController(store, opts.Controller); err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("partlog: controller: %w", err)
+	}
+	tick := opts.Controller.TickInterval
+	if tick <= 0 {
+		tick = 100 * time.Millisecond
+	}
+	go c.run(tick)
+	return c, nil
+}
+
+// countingStore counts the records the controller commits: every commit
+// is a change of the metadata the nodes must see.
+type countingStore struct {
+	replica.MetadataStore
+	c *Controller
+}
+
+func (s *countingStore) Append(recs []replica.MetadataRecord) error {
+	if err := s.MetadataStore.Append(recs); err != nil {
+		return err
+	}
+	s.c.bumpLocked()
+	return nil
+}
+
+// bumpLocked records a change of the metadata and wakes its watchers. The
+// caller holds mu.
+func (c *Controller) bumpLocked() {
+	c.version++
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// run ticks the controller until Close.
+func (c *Controller) run(tick time.Duration) {
+	defer close(c.done)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.mu.Lock()
+			if err := c.ctl.Tick(); err != nil {
+				c.logger.Error("controller tick failed", "err", err)
+			}
+			c.ctl.Updates() // nodes pull the metadata with their heartbeats
+			c.mu.Unlock()
+		}
+	}
+}
+
+// Close stops the controller and closes its directory.
+func (c *Controller) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.stop)
+	<-c.done
+	return c.logs.Close()
+}
+
+// State returns a copy of the cluster metadata.
+func (c *Controller) State() replica.ClusterState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctl.State()
+}
+
+// Partition returns a partition's leader, ISR and epochs.
+func (c *Controller) Partition(topic string, partition int32) (replica.LeaderAndISR, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctl.Partition(log.TopicPartition{Topic: topic, Partition: partition})
+}
+
+// WaitFor waits until cond, called with the metadata after each change,
+// holds, or ctx ends.
+func (c *Controller) WaitFor(ctx context.Context, cond func(replica.ClusterState) bool) error {
+	for {
+		c.mu.Lock()
+		s, changed := c.ctl.State(), c.changed
+		c.mu.Unlock()
+		if cond(s) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// The controller's calls: one request type, by Op, so that the in-process
+// and the TCP paths are the same code. Over TCP a request travels as JSON
+// under transport.APIController.
+const (
+	opRegister       = "register"
+	opHeartbeat      = "heartbeat"
+	opShutdown       = "shutdown"
+	opAlterPartition = "alter_partition"
+	opCreateTopic    = "create_topic"
+	opDeleteTopic    = "delete_topic"
+	opProducerIDs    = "producer_ids"
+)
+
+type controllerRequest struct {
+	Op          string `json:"op"`
+	Node        int32  `json:"node"`
+	BrokerEpoch int64  `json:"broker_epoch,omitempty"`
+	// Address is where the node serves (register).
+	Address string `json:"address,omitempty"`
+	// KnownVersion is the metadata version the node has (heartbeat).
+	KnownVersion int64 `json:"known_version,omitempty"`
+
+	Topic     string              `json:"topic,omitempty"`
+	Partition int32               `json:"partition,omitempty"`
+	Change    *replica.ISRChange  `json:"change,omitempty"`
+	NewTopic  *controllerNewTopic `json:"new_topic,omitempty"`
+}
+
+type controllerNewTopic struct {
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	ID                string            `json:"id"`
+}
+
+type controllerResponse struct {
+	BrokerEpoch int64 `json:"broker_epoch,omitempty"`
+	Fenced      bool  `json:"fenced,omitempty"`
+	// Version is the metadata version after the call; Metadata, on a
+	// heartbeat, is the whole metadata when it is newer than the node's.
+	Version  int64                 `json:"version"`
+	Metadata *clusterMetadata      `json:"metadata,omitempty"`
+	State    *replica.LeaderAndISR `json:"state,omitempty"`
+	// ProducerIDs is a block of producer ids: [start, end).
+	ProducerIDStart int64 `json:"producer_id_start,omitempty"`
+	ProducerIDEnd   int64 `json:"producer_id_end,omitempty"`
+}
+
+// clusterMetadata is what a node learns of the cluster from the
+// controller.
+type clusterMetadata struct {
+	Version int64                         `json:"version"`
+	Nodes   map[int32]nodeMetadata        `json:"nodes"`
+	Topics  map[string]replica.TopicState `json:"topics"`
+}
+
+type nodeMetadata struct {
+	BrokerEpoch int64  `json:"broker_epoch"`
+	Fenced      bool   `json:"fenced"`
+	Address     string `json:"address,omitempty"`
+}
+
+// controllerProducerIDBlock is how many producer ids a node gets at once.
+const controllerProducerIDBlock = 1000
+
+// call answers one request: the controller's side of every path.
+func (c *Controller) call(_ context.Context, req *controllerRequest) (*controllerResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("%w: the controller is closed", transport.ErrCoordinatorNotAvailable)
+	}
+	resp := &controllerResponse{}
+	var err error
+	switch req.Op {
+	case opRegister:
+		if resp.BrokerEpoch, err = c.ctl.RegisterNode(req.Node); err == nil && c.addrs[req.Node] != req.Address {
+			c.addrs[req.Node] = req.Address
+			c.bumpLocked()
+		}
+	case opHeartbeat:
+		if err = c.ctl.Heartbeat(req.Node, req.BrokerEpoch); err == nil {
+			resp.Fenced = c.ctl.State().Nodes[req.Node].Fenced
+			if req.KnownVersion != c.version {
+				resp.Metadata = c.metadataLocked()
+			}
+		}
+	case opShutdown:
+		err = c.ctl.ShutdownNode(req.Node, req.BrokerEpoch)
+	case opAlterPartition:
+		if req.Change == nil {
+			return nil, fmt.Errorf("%w: AlterPartition without a change", transport.ErrInvalidRequest)
+		}
+		var s replica.LeaderAndISR
+		s, err = c.ctl.AlterPartition(req.Node, log.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
+		resp.State = &s
+	case opCreateTopic:
+		nt := req.NewTopic
+		if nt == nil {
+			return nil, fmt.Errorf("%w: CreateTopic without a topic", transport.ErrInvalidRequest)
+		}
+		unclean, _ := strconv.ParseBool(nt.Configs["unclean.leader.election.enable"])
+		err = c.ctl.CreateTopic(req.Topic, int(nt.Partitions), int(nt.ReplicationFactor),
+			replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(nt.Configs), ID: nt.ID})
+	case opDeleteTopic:
+		err = c.ctl.DeleteTopic(req.Topic)
+	case opProducerIDs:
+		resp.ProducerIDStart, err = c.pids.allocateBlock(c.fs, path.Join(c.dir, ProducerIDsFileName), controllerProducerIDBlock)
+		resp.ProducerIDEnd = resp.ProducerIDStart + controllerProducerIDBlock
+	default:
+		return nil, fmt.Errorf("%w: unknown controller call %q", transport.ErrInvalidRequest, req.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Version = c.version
+	return resp, nil
+}
+
+// metadataLocked returns the metadata nodes see. The caller holds mu.
+func (c *Controller) metadataLocked() *clusterMetadata {
+	s := c.ctl.State()
+	md := &clusterMetadata{Version: c.version, Nodes: map[int32]nodeMetadata{}, Topics: s.Topics}
+	for id, n := range s.Nodes {
+		md.Nodes[id] = nodeMetadata{BrokerEpoch: n.BrokerEpoch, Fenced: n.Fenced, Address: c.addrs[id]}
+	}
+	return md
+}
+
+// allocateBlock reserves size producer ids durably and returns the first.
+func (a *producerIDs) allocateBlock(fsys vfs.FS, file string, size int64) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.loaded {
+		mark, err := readProducerIDMark(fsys, file)
+		if err != nil {
+			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		}
+		a.next, a.blockEnd, a.loaded = mark, mark, true
+	}
+	if a.next > math.MaxInt64-size {
+		return -1, fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
+	}
+	end := a.next + size
+	if err := writeAtomic(fsys, file, []byte(fmt.Sprintf("version=0\nnext.producer.id=%d\n", end))); err != nil {
+		return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+	}
+	start := a.next
+	a.next, a.blockEnd = end, end
+	return start, nil
+}
+
+// controllerAPI is how a node reaches the controller: the Controller
+// itself in process, or a TCP client.
+type controllerAPI interface {
+	call(ctx context.Context, req *controllerRequest) (*controllerResponse, error)
+}
+
+// tcpController calls a controller over TCP.
+type tcpController struct {
+	addr string
+
+	mu     sync.Mutex
+	client *transport.TCPClient
+}
+
+func (t *tcpController) call(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+	t.mu.Lock()
+	cl := t.client
+	t.mu.Unlock()
+	if cl == nil {
+		var err error
+		if cl, err = transport.Dial(ctx, t.addr, transport.DialOptions{ClientID: "partlog-node", DialTimeout: 2 * time.Second}); err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		if t.client == nil {
+			t.client = cl
+		} else {
+			cl.Close()
+			cl = t.client
+		}
+		t.mu.Unlock()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cl.CallInternal(ctx, transport.APIController, body)
+	if err != nil {
+		return nil, err
+	}
+	resp := &controllerResponse{}
+	if err := json.Unmarshal(out, resp); err != nil {
+		return nil, fmt.Errorf("%w: controller answer: %v", transport.ErrCorruptMessage, err)
+	}
+	return resp, nil
+}
+
+func (t *tcpController) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.client != nil {
+		t.client.Close()
+		t.client = nil
+	}
+}
+
+// HandleInternal answers controller calls that arrive over TCP
+// (transport.APIController); it makes the Controller a
+// transport.InternalHandler.
+func (c *Controller) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
+	if key != transport.APIController {
+		return nil, fmt.Errorf("%w: the controller answers only controller calls", transport.ErrInvalidRequest)
+	}
+	req := &controllerRequest{}
+	if err := json.Unmarshal(body, req); err != nil {
+		return nil, fmt.Errorf("%w: controller call: %v", transport.ErrInvalidRequest, err)
+	}
+	resp, err := c.call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(resp)
+}
+
+// Serve answers controller calls from nodes, and Metadata from clients
+// (which then find each partition's leader), on ln until Close or until ln
+// fails.
+func (c *Controller) Serve(ln net.Listener) error {
+	s := transport.NewServer(controllerHandler{c}, transport.ServerOptions{Logger: c.logger})
+	go func() {
+		<-c.stop
+		s.Close()
+	}()
+	err := s.Serve(ln)
+	if errors.Is(err, transport.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// controllerHandler is a Controller as a TCP server's handler: it answers
+// controller calls and Metadata; it hosts no partitions.
+type controllerHandler struct{ c *Controller }
+
+func (h controllerHandler) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
+	return h.c.HandleInternal(ctx, key, body)
+}
+
+func (h controllerHandler) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+	h.c.mu.Lock()
+	md := h.c.metadataLocked()
+	h.c.mu.Unlock()
+	return md.response(req.Topics, -1), nil
+}
+
+var errNoPartitions = fmt.Errorf("%w: a controller hosts no partitions", transport.ErrNotLeaderOrFollower)
+
+func (controllerHandler) Produce(context.Context, *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	return nil, errNoPartitions
+}
+
+func (controllerHandler) Fetch(context.Context, *transport.FetchRequest) (*transport.FetchResponse, error) {
+	return nil, errNoPartitions
+}
+
+func (controllerHandler) ListOffsets(context.Context, *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
+	return nil, errNoPartitions
+}
+
+// response answers a Metadata request from the metadata: the live nodes
+// with their addresses, and the topics named (every topic when nil).
+func (md *clusterMetadata) response(topics []string, controllerID int32) *transport.MetadataResponse {
+	resp := &transport.MetadataResponse{ControllerID: controllerID}
+	ids := slices.Sorted(maps.Keys(md.Nodes))
+	for _, id := range ids {
+		n := md.Nodes[id]
+		if n.Fenced {
+			continue
+		}
+		b := transport.Broker{NodeID: id}
+		if host, port, ok := splitHostPort(n.Address); ok {
+			b.Host, b.Port = host, port
+		}
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	if topics == nil {
+		topics = slices.Sorted(maps.Keys(md.Topics))
+	}
+	for _, name := range topics {
+		t, ok := md.Topics[name]
+		tm := transport.TopicMetadata{Topic: name}
+		if !ok {
+			tm.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			resp.Topics = append(resp.Topics, tm)
+			continue
+		}
+		tm.TopicID = topicIDBytes(t.ID)
+		for p, s := range t.Partitions {
+			pm := transport.PartitionMetadata{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
+				Replicas: slices.Clone(s.Replicas), ISR: slices.Clone(s.ISR)}
+			if s.Leader == replica.NoLeader {
+				pm.Err = fmt.Errorf("%w: %s-%d has no leader", transport.ErrLeaderNotAvailable, name, p)
+			}
+			for _, r := range s.Replicas {
+				if n, ok := md.Nodes[r]; !ok || n.Fenced {
+					pm.Offline = append(pm.Offline, r)
+				}
+			}
+			tm.Partitions = append(tm.Partitions, pm)
+		}
+		resp.Topics = append(resp.Topics, tm)
+	}
+	return resp
+}
+
+// splitHostPort splits host:port for a Metadata answer.
+func splitHostPort(addr string) (string, int32, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return host, int32(p), true
+}

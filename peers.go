@@ -1,0 +1,330 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+)
+
+// peerNetwork delivers a batch of replica messages from one node to
+// another: in process (MemNetwork) or over TCP. Delivery may fail or lose
+// messages; the replicas recover.
+type peerNetwork interface {
+	deliver(ctx context.Context, from, to int32, addr string, msgs []replica.Message) error
+	close()
+}
+
+// outbox sends a node's replica messages, batched per destination as
+// Kafka's fetcher threads batch a source broker's partitions into one
+// Fetch: one sender goroutine per destination takes every message queued
+// for it since its last send and delivers them as one request. It is the
+// replica.Transport of every replica on the node.
+type outbox struct {
+	from   int32
+	net    peerNetwork
+	addrs  func(id int32) string
+	ctx    context.Context // ends at close: deliveries in progress stop
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	senders map[int32]*sender
+	wg      sync.WaitGroup
+}
+
+// sender is the queue of one destination.
+type sender struct {
+	mu     sync.Mutex
+	queue  []replica.Message
+	wake   chan struct{}
+	closed bool
+}
+
+// maxQueued bounds a destination's queue: past it new messages are
+// dropped, as a lossy transport may (the replicas re-send on timeout).
+const maxQueued = 4096
+
+func newOutbox(from int32, net peerNetwork, addrs func(int32) string) *outbox {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &outbox{from: from, net: net, addrs: addrs, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
+}
+
+// Send queues m for node to; it never blocks on the network.
+func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrClosed
+	}
+	s := o.senders[to]
+	if s == nil {
+		s = &sender{wake: make(chan struct{}, 1)}
+		o.senders[to] = s
+		o.wg.Go(func() { o.run(to, s) })
+	}
+	o.mu.Unlock()
+	s.mu.Lock()
+	if len(s.queue) >= maxQueued {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: the queue to node %d is full", transport.ErrNetwork, to)
+	}
+	s.queue = append(s.queue, m)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// run delivers a destination's queue until close.
+func (o *outbox) run(to int32, s *sender) {
+	ctx := o.ctx
+	for range s.wake {
+		s.mu.Lock()
+		batch := s.queue
+		s.queue = nil
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+		err := o.net.deliver(dctx, o.from, to, o.addrs(to), batch)
+		dcancel()
+		if err != nil {
+			// Lost: the replicas fetch again after FetchTimeout or
+			// FetchBackoff. Wait a little before the next try, so that
+			// a node that is down is not hammered.
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// close stops every sender and waits for them.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	senders := o.senders
+	o.mu.Unlock()
+	o.cancel()
+	for _, s := range senders {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.wake)
+	}
+	o.wg.Wait()
+}
+
+// MemNetwork connects nodes in one process, as a network would, for
+// examples and tests: each node joins it (JoinCluster), and replica
+// messages between them are handed over in memory. Faults can be
+// injected: Disconnect cuts the link between two nodes both ways, Isolate
+// cuts a node off from every other, and Heal restores every link. It is
+// safe for concurrent use.
+type MemNetwork struct {
+	mu    sync.Mutex
+	nodes map[int32]*Node
+	cut   map[[2]int32]bool
+}
+
+// NewMemNetwork returns an empty in-memory network.
+func NewMemNetwork() *MemNetwork {
+	return &MemNetwork{nodes: map[int32]*Node{}, cut: map[[2]int32]bool{}}
+}
+
+func (m *MemNetwork) attach(id int32, n *Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[id] = n
+}
+
+func (m *MemNetwork) detach(id int32, n *Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nodes[id] == n {
+		delete(m.nodes, id)
+	}
+}
+
+// Disconnect cuts the link between nodes a and b, both ways.
+func (m *MemNetwork) Disconnect(a, b int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cut[[2]int32{a, b}] = true
+	m.cut[[2]int32{b, a}] = true
+}
+
+// Isolate cuts node id off from every other node (not from the
+// controller: see ControllerOptions for how a silent node is fenced).
+func (m *MemNetwork) Isolate(id int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cut[[2]int32{id, -1}] = true
+}
+
+// Heal restores every link.
+func (m *MemNetwork) Heal() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.cut)
+}
+
+func (m *MemNetwork) deliver(ctx context.Context, from, to int32, _ string, msgs []replica.Message) error {
+	m.mu.Lock()
+	n := m.nodes[to]
+	cut := m.cut[[2]int32{from, to}] || m.cut[[2]int32{from, -1}] || m.cut[[2]int32{to, -1}]
+	m.mu.Unlock()
+	if n == nil || cut {
+		return fmt.Errorf("%w: node %d is unreachable from %d", transport.ErrNetwork, to, from)
+	}
+	// The receiver gets its own copy of record bytes, as over a wire.
+	for i := range msgs {
+		if r := msgs[i].FetchResponse; r != nil && len(r.Records) > 0 {
+			c := *r
+			c.Records = append([]byte(nil), r.Records...)
+			msgs[i].FetchResponse = &c
+		}
+	}
+	return n.stepReplicas(ctx, msgs)
+}
+
+func (m *MemNetwork) close() {}
+
+// tcpPeers delivers replica messages over TCP, to the address each node
+// registered with the controller.
+type tcpPeers struct {
+	mu      sync.Mutex
+	clients map[int32]*tcpPeer
+}
+
+type tcpPeer struct {
+	addr   string
+	client *transport.TCPClient
+}
+
+func newTCPPeers() *tcpPeers { return &tcpPeers{clients: map[int32]*tcpPeer{}} }
+
+func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs []replica.Message) error {
+	if addr == "" {
+		return fmt.Errorf("%w: no address known for node %d", transport.ErrNetwork, to)
+	}
+	t.mu.Lock()
+	p := t.clients[to]
+	if p != nil && p.addr != addr {
+		p.client.Close()
+		delete(t.clients, to)
+		p = nil
+	}
+	t.mu.Unlock()
+	if p == nil {
+		cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-replica", DialTimeout: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		if q := t.clients[to]; q != nil {
+			cl.Close()
+			p = q
+		} else {
+			p = &tcpPeer{addr: addr, client: cl}
+			t.clients[to] = p
+		}
+		t.mu.Unlock()
+	}
+	_, err := p.client.CallInternal(ctx, transport.APIReplicaMessages, replica.AppendMessages(nil, msgs))
+	return err
+}
+
+func (t *tcpPeers) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, p := range t.clients {
+		p.client.Close()
+		delete(t.clients, id)
+	}
+}
+
+// memAddress is the address a node on a MemNetwork advertises when it is
+// given none: Metadata answers name it, and Connect resolves it.
+func memAddress(id int32) string { return fmt.Sprintf("mem:%d", id) }
+
+// Connect returns a client of the node at addr ("mem:<node id>"), for a
+// transport.ClusterClient over the nodes of the network
+// (transport.NewClusterClient). Closing the client does not close the
+// node.
+func (m *MemNetwork) Connect(_ context.Context, addr string) (transport.NodeClient, error) {
+	var id int32
+	if _, err := fmt.Sscanf(addr, "mem:%d", &id); err != nil {
+		return nil, fmt.Errorf("%w: %q is not an in-memory address", transport.ErrNetwork, addr)
+	}
+	m.mu.Lock()
+	n := m.nodes[id]
+	m.mu.Unlock()
+	if n == nil {
+		return nil, fmt.Errorf("%w: node %d is not on the network", transport.ErrNetwork, id)
+	}
+	return memClient{n}, nil
+}
+
+// memClient is a node as a ClusterClient's node: Close leaves it open,
+// and a node that closed is unreachable (transport.ErrNetwork, which a
+// client retries elsewhere), as it would be over a network.
+type memClient struct{ n *Node }
+
+func (memClient) Close() error { return nil }
+
+// unreachable turns the node's ErrClosed into ErrNetwork.
+func unreachable[R any](resp R, err error) (R, error) {
+	if errors.Is(err, ErrClosed) {
+		var zero R
+		return zero, fmt.Errorf("%w: %w", transport.ErrNetwork, err)
+	}
+	return resp, err
+}
+
+func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+	return unreachable(c.n.Metadata(ctx, req))
+}
+
+func (c memClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	return unreachable(c.n.Produce(ctx, req))
+}
+
+func (c memClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
+	return unreachable(c.n.Fetch(ctx, req))
+}
+
+func (c memClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
+	return unreachable(c.n.ListOffsets(ctx, req))
+}
+
+func (c memClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
+	return unreachable(c.n.InitProducerID(ctx, req))
+}
+
+// Client returns a client of the whole cluster on the network, which
+// sends each partition's requests to its leader and follows leadership
+// as it moves, as a Kafka client does: give it to producer.New and
+// consumer.New. Close it when done.
+func (m *MemNetwork) Client(ctx context.Context) (*transport.ClusterClient, error) {
+	m.mu.Lock()
+	var addrs []string
+	for id := range m.nodes {
+		addrs = append(addrs, memAddress(id))
+	}
+	m.mu.Unlock()
+	return transport.NewClusterClient(ctx, addrs, m.Connect)
+}
