@@ -329,12 +329,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 		return h, nil
 	}
 	n := m.n
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	maps.Copy(overrides, t.Configs)
-	cfg := effectiveConfig(overrides)
+	cfg := n.topicConfig(t.Configs)
 	lo := cfg.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
 	syncs := lo.SyncBeforeAck

@@ -162,12 +162,7 @@ func (n *Node) load() error {
 // openTopic opens (creating as needed) the partitions of a topic. The
 // caller holds n.mu or has not published the node yet.
 func (n *Node) openTopic(name string, rec topicRecord) error {
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	maps.Copy(overrides, rec.Configs)
-	t := &topic{name: name, rec: rec, config: effectiveConfig(overrides)}
+	t := &topic{name: name, rec: rec, config: n.topicConfig(rec.Configs)}
 	// The options are the topic's, the same for each partition.
 	lo := t.config.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
@@ -188,6 +183,17 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 	}
 	n.topics[name] = t
 	return nil
+}
+
+// topicConfig returns the configs in force for a topic that sets own:
+// the node's topic defaults, overridden by own.
+func (n *Node) topicConfig(own map[string]string) topicConfig {
+	overrides := maps.Clone(n.opts.topicDefaults)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	maps.Copy(overrides, own)
+	return effectiveConfig(overrides)
 }
 
 // writePartitionMetadata writes Kafka's partition.metadata, which names the
