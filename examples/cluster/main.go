@@ -50,8 +50,9 @@ func main() {
 }
 
 const (
-	topic = "orders"
-	nodes = 3
+	topic             = "orders"
+	nodes             = 3
+	minInsyncReplicas = 2
 )
 
 // The timings are much shorter than Kafka's defaults so that the whole
@@ -129,9 +130,9 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	say("   in-memory network; over TCP it would be the same messages.")
 
 	// 2. The topic.
-	say("\n2. Create topic %q: 1 partition, replication factor 3, min.insync.replicas=2.", topic)
+	say("\n2. Create topic %q: 1 partition, replication factor %d, min.insync.replicas=%d.", topic, nodes, minInsyncReplicas)
 	err = c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: topic, Partitions: 1, ReplicationFactor: nodes,
-		Configs: map[string]string{"min.insync.replicas": "2"}})
+		Configs: map[string]string{"min.insync.replicas": strconv.Itoa(minInsyncReplicas)}})
 	if err != nil {
 		return err
 	}
@@ -178,6 +179,9 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("   consumed so far: %s", cons.summary())
+	if err := c.awaitReplicas(ctx, 200); err != nil {
+		return err
+	}
 	if err := c.printReplicas("replicas:"); err != nil {
 		return err
 	}
@@ -188,7 +192,12 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	if err := prod.awaitAcked(ctx, 400); err != nil {
 		return errors.Join(err, bg.stop())
 	}
-	before := s
+	// A follower that fell behind for ReplicaLagTimeMax (a machine under
+	// load) left the ISR; it is back once it caught up.
+	before, err := c.waitFor(ctx, "a full ISR", func(s replica.LeaderAndISR) bool { return len(s.ISR) == nodes })
+	if err != nil {
+		return errors.Join(err, bg.stop())
+	}
 	say("   %d records acknowledged so far; node %d shuts down now.", prod.count(), first)
 	down := time.Now()
 	if err := c.stop(first); err != nil {
@@ -210,9 +219,15 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	say("   The new leader was in the ISR, so it holds every acknowledged record. Its leader epoch")
 	say("   is %d: the clients find node %d gone (a leader still up would refuse them with", s.LeaderEpoch, first)
 	say("   NOT_LEADER_OR_FOLLOWER), ask for the metadata again and follow the new leader.")
-	say("   ISR %v has %d members, still at least min.insync.replicas=2, so acks=all goes on;", s.ISR, len(s.ISR))
-	say("   with one more node down the leader would refuse writes with NOT_ENOUGH_REPLICAS")
-	say("   rather than acknowledge records that only one replica holds.")
+	if len(s.ISR) >= minInsyncReplicas {
+		say("   ISR %v has %d members, still at least min.insync.replicas=%d, so acks=all goes on;", s.ISR, len(s.ISR), minInsyncReplicas)
+		say("   with one more node down the leader would refuse writes with NOT_ENOUGH_REPLICAS")
+		say("   rather than acknowledge records that only one replica holds.")
+	} else {
+		say("   ISR %v has fewer than min.insync.replicas=%d members (a follower fell behind), so", s.ISR, minInsyncReplicas)
+		say("   the leader refuses acks=all writes with NOT_ENOUGH_REPLICAS, which the producer")
+		say("   retries, until the follower catches up and rejoins the ISR.")
+	}
 
 	ackedAtFailover := prod.count()
 	if err := prod.awaitAcked(ctx, ackedAtFailover+300); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -24,17 +25,25 @@ func TestRun(t *testing.T) {
 	require.NoError(t, err, "output:\n%s", out.String())
 	text := out.String()
 	for _, want := range []string{
-		"leader node 1, leader epoch 0, replicas [1 2 3], ISR [1 2 3]\n",  // the topic
-		"leader node 2, leader epoch 1, replicas [1 2 3], ISR [2 3]  (",   // node 1 shut down
-		"leader node 2, leader epoch 1, replicas [1 2 3], ISR [1 2 3]  (", // node 1 back
-		"node 1: down",
-		"replicas just after it opens:",
-		"replicas, every one caught up:",
-		"each consumed once at its acknowledged offset",
-		"written in leader epoch 0",
-		"written in leader epoch 1",
+		`leader node 1, leader epoch 0, replicas \[1 2 3\], ISR \[1 2 3\]\n`, // the topic
+		`after:  orders-0: leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[[23 ]+\]  \(`,
+		`node 1: down`,
+		`replicas just after it opens:`,
+		`leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[1 2 3\]  \(`, // node 1 back
+		`replicas, every one caught up:\n(     node \d: (leader|follower) +LEO +\d+  HW +\d+\n){3}`,
+		`each consumed once at its acknowledged offset`,
+		`offsets 0\.\.\d+ written in leader epoch 0, offsets \d+\.\.\d+ written in leader epoch 1\n$`,
 	} {
-		require.Contains(t, text, want)
+		require.Regexp(t, want, text)
+	}
+	// Every replica ends with the same LEO and HW: every record, all
+	// committed.
+	caughtUp := regexp.MustCompile(`every one caught up:\n((?:.*\n){3})`).FindStringSubmatch(text)[1]
+	ends := regexp.MustCompile(`LEO +(\d+)  HW +(\d+)`).FindAllStringSubmatch(caughtUp, -1)
+	require.Len(t, ends, 3)
+	for _, e := range ends {
+		require.Equal(t, ends[0][1], e[1], "LEO")
+		require.Equal(t, ends[0][1], e[2], "HW")
 	}
 	t.Log(text)
 }
