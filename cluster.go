@@ -232,7 +232,8 @@ func (m *member) heartbeat(ctx context.Context) error {
 	m.mu.Lock()
 	known, epoch := m.md.Version, m.brokerEpoch
 	m.mu.Unlock()
-	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch, KnownVersion: known})
+	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch,
+		KnownVersion: known, Address: m.opts.advertised})
 	if err != nil {
 		return err
 	}
@@ -543,18 +544,20 @@ func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]by
 	return nil, n.stepReplicas(ctx, msgs)
 }
 
-// leave shuts the node's part in the cluster down: a controlled shutdown
-// first, so that leadership moves now, then the replicas stop and their
-// high watermarks are checkpointed.
-func (m *member) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	m.mu.Lock()
-	epoch := m.brokerEpoch
-	m.mu.Unlock()
-	if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
-		m.n.logger.Warn("controlled shutdown failed", "err", err)
+// leave shuts the node's part in the cluster down: with controlled, a
+// controlled shutdown first, so that leadership moves now; then the
+// replicas stop and their high watermarks are checkpointed.
+func (m *member) leave(controlled bool) {
+	if controlled {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m.mu.Lock()
+		epoch := m.brokerEpoch
+		m.mu.Unlock()
+		if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
+			m.n.logger.Warn("controlled shutdown failed", "err", err)
+		}
+		cancel()
 	}
-	cancel()
 	m.leaveMu.Lock()
 	m.cancel()
 	m.leaveMu.Unlock()

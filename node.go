@@ -294,13 +294,23 @@ func (n *Node) EnforceRetention() error {
 
 // Close stops taking requests, wakes the fetches waiting for records, waits
 // for the requests in flight, then flushes every partition and writes the
-// clean-shutdown state, so that the next Open scans nothing.
-func (n *Node) Close() error {
+// clean-shutdown state, so that the next Open scans nothing. A node in a
+// cluster first asks the controller to move the leadership of its
+// partitions to other replicas (Kafka's controlled shutdown).
+func (n *Node) Close() error { return n.close(true) }
+
+// Halt closes the node without telling its cluster first, as a crash
+// would: the controller moves its partitions' leadership only once its
+// heartbeats have stopped for the session timeout. On a node on its own it
+// is Close. Tests of failover use it.
+func (n *Node) Halt() error { return n.close(false) }
+
+func (n *Node) close(controlled bool) error {
 	if n.closing.Swap(true) {
 		return nil
 	}
 	if n.cluster != nil {
-		n.cluster.leave()
+		n.cluster.leave(controlled)
 	}
 	n.mu.RLock()
 	for _, t := range n.topics {
