@@ -10,7 +10,11 @@
 // must have been consumed exactly once, at the offset it was acknowledged
 // with; the program exits non-zero if not. It prints each step.
 //
-//	go run ./examples/cluster [-dir DIR]
+//	go run ./examples/cluster [-dir DIR] [-crash]
+//
+// The leader shuts down cleanly (Close, Kafka's controlled shutdown), or
+// with -crash stops as a crash would (Halt): the controller then notices
+// only when its heartbeats have stopped for the session timeout.
 //
 // The directory is emptied first: the default one lives under the OS's
 // temporary directory, and a directory of your own must hold only what
@@ -42,8 +46,13 @@ import (
 
 func main() {
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "partlog-cluster"), "data directory (emptied first)")
+	crash := flag.Bool("crash", false, "stop the leader as a crash would, without a controlled shutdown")
 	flag.Parse()
-	if err := run(context.Background(), *dir, os.Stdout); err != nil {
+	stop := controlledShutdown
+	if *crash {
+		stop = crashed
+	}
+	if err := run(context.Background(), *dir, stop, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
@@ -82,6 +91,19 @@ var (
 	producerWindow = 32               // records awaiting acknowledgement at once
 )
 
+// leaderStop is how the leader goes away.
+type leaderStop int
+
+const (
+	// controlledShutdown closes the leader (Node.Close): it asks the
+	// controller to move its leadership first.
+	controlledShutdown leaderStop = iota
+	// crashed halts the leader (Node.Halt): it stops without a word to
+	// the controller, as a crash would, though it still closes its files
+	// cleanly (after a real crash it would recover its log when opened).
+	crashed
+)
+
 // cluster is the controller and the nodes, with each node's directory so
 // that a node can be opened again.
 type cluster struct {
@@ -92,7 +114,7 @@ type cluster struct {
 	nodes map[int32]*partlog.Node // the nodes up
 }
 
-func run(ctx context.Context, dir string, out io.Writer) (err error) {
+func run(ctx context.Context, dir string, stop leaderStop, out io.Writer) (err error) {
 	if err := emptyDataDir(dir); err != nil {
 		return err
 	}
@@ -187,7 +209,11 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	}
 
 	// 4. The leader goes away while the producer keeps sending.
-	say("\n4. The producer keeps sending, up to %d records in flight; node %d, the leader, shuts down.", producerWindow, first)
+	how := "shuts down"
+	if stop == crashed {
+		how = "crashes"
+	}
+	say("\n4. The producer keeps sending, up to %d records in flight; node %d, the leader, %s.", producerWindow, first, how)
 	bg := prod.background(ctx, p, 200)
 	if err := prod.awaitAcked(ctx, 400); err != nil {
 		return errors.Join(err, bg.stop())
@@ -198,9 +224,9 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	if err != nil {
 		return errors.Join(err, bg.stop())
 	}
-	say("   %d records acknowledged so far; node %d shuts down now.", prod.count(), first)
+	say("   %d records acknowledged so far; node %d %s now.", prod.count(), first, how)
 	down := time.Now()
-	if err := c.stop(first); err != nil {
+	if err := c.stop(first, stop); err != nil {
 		return errors.Join(err, bg.stop())
 	}
 	s, err = c.waitFor(ctx, "a new leader", func(s replica.LeaderAndISR) bool {
@@ -211,11 +237,19 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	}
 	elected := time.Since(down)
 	say("   before: %s", describe(before))
-	say("   after:  %s  (%v after the shutdown began)", describe(s), elected.Round(time.Millisecond))
-	say("   Closing a node is a controlled shutdown: the node tells the controller, which moves")
-	say("   leadership to another ISR member at once and takes the node out of the ISR. A crash")
-	say("   (kill -9, power loss) is handled the same way, only later: the controller fences the")
-	say("   node once its heartbeats have stopped for the session timeout (%v here).", controllerTiming.SessionTimeout)
+	say("   after:  %s  (%v later)", describe(s), elected.Round(time.Millisecond))
+	if stop == controlledShutdown {
+		say("   Closing a node is a controlled shutdown: the node tells the controller, which moves")
+		say("   leadership to another ISR member at once and takes the node out of the ISR. A crash")
+		say("   (kill -9, power loss; try -crash) is handled the same way, only later: the controller")
+		say("   fences the node once its heartbeats have stopped for the session timeout (%v here).", controllerTiming.SessionTimeout)
+	} else {
+		say("   A crashed node tells nobody. The controller fenced it once its heartbeats had stopped")
+		say("   for the session timeout (%v here, broker.session.timeout.ms), then moved leadership", controllerTiming.SessionTimeout)
+		say("   to another ISR member and took the node out of the ISR. Meanwhile writes waited: the")
+		say("   producer retried them until the new leader took them. Without -crash the node shuts")
+		say("   down cleanly and leadership moves at once.")
+	}
 	say("   The new leader was in the ISR, so it holds every acknowledged record. Its leader epoch")
 	say("   is %d: the clients find node %d gone (a leader still up would refuse them with", s.LeaderEpoch, first)
 	say("   NOT_LEADER_OR_FOLLOWER), ask for the metadata again and follow the new leader.")
@@ -268,7 +302,7 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 		return err
 	}
 	say("   Node %d opened its log where it left off, with the high watermark it had written to", first)
-	say("   replication-offset-checkpoint when it closed. It registered in a new broker epoch and")
+	say("   replication-offset-checkpoint when it stopped. It registered in a new broker epoch and")
 	say("   came back as a follower of node %d, behind by what was written without it. It asked the", s.Leader)
 	say("   leader where leader epoch %d, its last, ends in the leader's log (OffsetsForLeaderEpoch,", before.LeaderEpoch)
 	say("   KIP-101): at offset %d, where epoch %d begins. Had its own log gone further, with records", cons.epochStart(s.LeaderEpoch), s.LeaderEpoch)
@@ -325,10 +359,13 @@ func (c *cluster) start(id int32) (*partlog.Node, error) {
 	return n, nil
 }
 
-// stop closes node id.
-func (c *cluster) stop(id int32) error {
+// stop closes or halts node id.
+func (c *cluster) stop(id int32, how leaderStop) error {
 	n := c.nodes[id]
 	delete(c.nodes, id)
+	if how == crashed {
+		return n.Halt()
+	}
 	return n.Close()
 }
 

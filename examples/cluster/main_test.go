@@ -14,38 +14,43 @@ import (
 	"github.com/partlog/partlog/consumer"
 )
 
-// TestRun runs the whole example: three nodes, the leader shut down while
-// an idempotent producer writes with acks=all, the old leader back. run
-// fails if an acknowledged record is lost, consumed twice or at another
-// offset, or if a step does not happen (a new leader, the ISR shrinking,
-// the old leader rejoining, every replica catching up).
+// TestRun runs the whole example, with the leader shut down cleanly and
+// crashed: three nodes, the leader gone while an idempotent producer
+// writes with acks=all, the old leader back. run fails if an acknowledged
+// record is lost, consumed twice or at another offset, or if a step does
+// not happen (a new leader, the ISR shrinking, the old leader rejoining,
+// every replica catching up).
 func TestRun(t *testing.T) {
-	var out bytes.Buffer
-	err := run(context.Background(), filepath.Join(t.TempDir(), "cluster"), &out)
-	require.NoError(t, err, "output:\n%s", out.String())
-	text := out.String()
-	for _, want := range []string{
-		`leader node 1, leader epoch 0, replicas \[1 2 3\], ISR \[1 2 3\]\n`, // the topic
-		`after:  orders-0: leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[[23 ]+\]  \(`,
-		`node 1: down`,
-		`replicas just after it opens:`,
-		`leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[1 2 3\]  \(`, // node 1 back
-		`replicas, every one caught up:\n(     node \d: (leader|follower) +LEO +\d+  HW +\d+\n){3}`,
-		`each consumed once at its acknowledged offset`,
-		`offsets 0\.\.\d+ written in leader epoch 0, offsets \d+\.\.\d+ written in leader epoch 1\n$`,
-	} {
-		require.Regexp(t, want, text)
+	for name, stop := range map[string]leaderStop{"controlled shutdown": controlledShutdown, "crash": crashed} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), filepath.Join(t.TempDir(), "cluster"), stop, &out)
+			require.NoError(t, err, "output:\n%s", out.String())
+			text := out.String()
+			for _, want := range []string{
+				`leader node 1, leader epoch 0, replicas \[1 2 3\], ISR \[1 2 3\]\n`, // the topic
+				`after:  orders-0: leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[[23 ]+\]  \(`,
+				`node 1: down`,
+				`replicas just after it opens:`,
+				`leader node [23], leader epoch 1, replicas \[1 2 3\], ISR \[1 2 3\]  \(`, // node 1 back
+				`replicas, every one caught up:\n(     node \d: (leader|follower) +LEO +\d+  HW +\d+\n){3}`,
+				`each consumed once at its acknowledged offset`,
+				`offsets 0\.\.\d+ written in leader epoch 0, offsets \d+\.\.\d+ written in leader epoch 1\n$`,
+			} {
+				require.Regexp(t, want, text)
+			}
+			// Every replica ends with the same LEO and HW: every record,
+			// all committed.
+			caughtUp := regexp.MustCompile(`every one caught up:\n((?:.*\n){3})`).FindStringSubmatch(text)[1]
+			ends := regexp.MustCompile(`LEO +(\d+)  HW +(\d+)`).FindAllStringSubmatch(caughtUp, -1)
+			require.Len(t, ends, 3)
+			for _, e := range ends {
+				require.Equal(t, ends[0][1], e[1], "LEO")
+				require.Equal(t, ends[0][1], e[2], "HW")
+			}
+			t.Log(text)
+		})
 	}
-	// Every replica ends with the same LEO and HW: every record, all
-	// committed.
-	caughtUp := regexp.MustCompile(`every one caught up:\n((?:.*\n){3})`).FindStringSubmatch(text)[1]
-	ends := regexp.MustCompile(`LEO +(\d+)  HW +(\d+)`).FindAllStringSubmatch(caughtUp, -1)
-	require.Len(t, ends, 3)
-	for _, e := range ends {
-		require.Equal(t, ends[0][1], e[1], "LEO")
-		require.Equal(t, ends[0][1], e[2], "HW")
-	}
-	t.Log(text)
 }
 
 // TestVerify checks that the final check catches a lost record, a
