@@ -473,8 +473,12 @@ func (m *member) checkpointHighWatermarks() error {
 }
 
 // stepReplicas passes replica messages from another node to the replicas
-// they are for; messages for replicas the node does not host are dropped,
-// as the sender's replica recovers.
+// they are for. A fetch for a replica the node does not host (yet: it
+// learns of a new topic at its next heartbeat) is answered with
+// NOT_LEADER_OR_FOLLOWER, as Kafka's broker answers, so that the follower
+// fetches again after its FetchBackoff rather than its FetchTimeout; other
+// messages for such replicas are dropped, as the sender's replica
+// recovers.
 func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 	if err := n.begin(); err != nil {
 		return err
@@ -491,6 +495,12 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		}
 		h := m.replica(tp)
 		if h == nil {
+			if msg.Fetch != nil {
+				m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
+					FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
+						HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1,
+						Err: fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
+			}
 			continue
 		}
 		if err := h.rn.Step(ctx, msg); err != nil {
