@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,10 +111,11 @@ type member struct {
 
 // replicaHost is one replica the node hosts.
 type replicaHost struct {
-	tp  log.TopicPartition
-	p   *partition.Partition
-	rn  *replica.Node
-	cfg topicConfig
+	tp      log.TopicPartition
+	topicID string
+	p       *partition.Partition
+	rn      *replica.Node
+	cfg     topicConfig
 
 	mu    sync.Mutex
 	state replica.LeaderAndISR // the last state applied
@@ -282,19 +285,26 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 		if !want[tp] {
 			gone = append(gone, h)
 			delete(m.hosts, tp)
+			delete(m.hws, tp)
 		}
 	}
 	m.mu.Unlock()
 	for _, h := range gone {
-		m.n.logger.Info("removing a replica", "partition", h.tp.String())
-		h.rn.Close()
-		h.p.Close()
-		if err := m.n.logs.Remove(h.tp); err != nil {
-			m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
-		}
+		m.remove(h)
 	}
 	if first {
 		m.removeStrays(want)
+	}
+}
+
+// remove stops a replica the node no longer hosts and deletes its
+// directory.
+func (m *member) remove(h *replicaHost) {
+	m.n.logger.Info("removing a replica", "partition", h.tp.String())
+	h.rn.Close()
+	h.p.Close()
+	if err := m.n.logs.Remove(h.tp); err != nil {
+		m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
 	}
 }
 
@@ -324,11 +334,24 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 	h := m.hosts[tp]
 	hw := m.hws[tp]
 	epoch := m.brokerEpoch
+	if h != nil && h.topicID != t.ID {
+		// The topic was deleted and created again between two
+		// heartbeats: the replica is the old topic's.
+		delete(m.hosts, tp)
+		delete(m.hws, tp)
+		hw = 0
+	}
 	m.mu.Unlock()
-	if h != nil {
+	if h != nil && h.topicID == t.ID {
 		return h, nil
 	}
+	if h != nil {
+		m.remove(h)
+	}
 	n := m.n
+	if err := n.removeIfOtherTopic(tp, t.ID); err != nil {
+		return nil, err
+	}
 	cfg := n.topicConfig(t.Configs)
 	lo := cfg.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
@@ -360,7 +383,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 		p.Close()
 		return nil, err
 	}
-	h = &replicaHost{tp: tp, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h = &replicaHost{tp: tp, topicID: t.ID, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
 	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
 		OnHighWatermark:  p.SetHighWatermark,
 		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
@@ -614,4 +637,31 @@ func (m *member) goUnlessLeaving(f func()) {
 		return
 	}
 	m.wg.Go(f)
+}
+
+// removeIfOtherTopic removes the directory of partition tp when its
+// partition.metadata names another topic id than id: a topic of the same
+// name was deleted and created again while the node was down, and the old
+// topic's records must not pass for the new one's.
+func (n *Node) removeIfOtherTopic(tp log.TopicPartition, id string) error {
+	f, err := n.opts.fs.Open(path.Join(n.dir, tp.String(), "partition.metadata"))
+	if err != nil {
+		return nil // none: a new replica, or one from before topic ids
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("partlog: read %s partition.metadata: %w", tp, err)
+	}
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || strings.TrimSpace(k) != "topic_id" || strings.TrimSpace(v) == id || id == "" {
+			continue
+		}
+		n.logger.Warn("removing the replica of a deleted topic of the same name", "partition", tp.String(), "topic_id", strings.TrimSpace(v))
+		if err := n.logs.Remove(tp); err != nil {
+			return fmt.Errorf("partlog: remove %s: %w", tp, err)
+		}
+	}
+	return nil
 }

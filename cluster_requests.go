@@ -215,3 +215,19 @@ func (m *member) topicConfigs(name string) (effective, own map[string]string) {
 	}
 	return m.n.topicConfig(t.Configs).values, t.Configs
 }
+
+// SyncMetadata fetches the cluster metadata from the controller now, rather
+// than at the next heartbeat, and applies it: when it returns, the node
+// hosts, leads and follows what the controller had decided when it
+// answered. Other nodes learn of changes at their own pace (see
+// HeartbeatInterval). On a node that is not in a cluster it does nothing.
+func (n *Node) SyncMetadata(ctx context.Context) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster.heartbeat(ctx)
+}

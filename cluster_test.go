@@ -418,3 +418,51 @@ func TestClusterOverTCP(t *testing.T) {
 		return true
 	})
 }
+
+// TestClusterDeleteTopic deletes a replicated topic: every node removes its
+// replicas, a node that was down at the time removes its own when it
+// comes back, and the name can be used again.
+func TestClusterDeleteTopic(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "gone", Partitions: 2, ReplicationFactor: 3}))
+	client, err := c.net.Client(ctx)
+	require.NoError(t, err)
+	defer client.Close()
+	produceValues(t, client, "gone", clusterValues(0, 50))
+	c.stop(3)
+	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+	for _, id := range []int32{1, 2} {
+		require.NoError(t, c.nodes[id].SyncMetadata(ctx))
+		require.NotContains(t, c.nodes[id].ListTopics(), "gone")
+		for p := range int32(2) {
+			require.NoDirExists(t, filepath.Join(c.dirs[id], fmt.Sprintf("gone-%d", p)))
+		}
+	}
+	require.DirExists(t, filepath.Join(c.dirs[3], "gone-0"), "node 3 was down")
+	c.start(3)
+	for p := range int32(2) {
+		require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
+	}
+	_, err = c.nodes[1].Log("gone", 0)
+	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+
+	require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+	acked := produceValues(t, client, "gone", clusterValues(0, 10))
+	require.Equal(t, clusterValues(0, 10), acked[0], "a new topic of the same name starts empty")
+
+	// Deleted and created again while a node is down (halted, its session
+	// not yet timed out, so the controller still places replicas on it):
+	// the node's old replica must not pass for the new topic's.
+	require.NoError(t, c.nodes[1].Halt())
+	delete(c.nodes, 1)
+	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+	acked = produceValues(t, client, "gone", clusterValues(100, 103))
+	c.start(1)
+	c.waitFor("node 1 back in the ISR", func(s replica.ClusterState) bool {
+		return len(s.Topics["gone"].Partitions[0].ISR) == 3
+	})
+	require.Equal(t, batchCRCs(t, c.nodes[2], "gone", 0), batchCRCs(t, c.nodes[1], "gone", 0))
+	require.Equal(t, clusterValues(100, 103), acked[0])
+}
