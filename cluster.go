@@ -94,6 +94,9 @@ type member struct {
 	mdChanged   chan struct{} // closed and replaced when md changes
 	hosts       map[log.TopicPartition]*replicaHost
 	hws         map[log.TopicPartition]int64 // from the checkpoint, for replicas not yet started
+	// retry says a reconcile failed in part: the next heartbeat asks for
+	// the metadata again and reconciles even if it is not newer.
+	retry bool
 
 	pidMu   sync.Mutex
 	pidNext int64
@@ -206,21 +209,28 @@ func (m *member) address(id int32) string {
 }
 
 // run heartbeats until the node closes.
+// Each heartbeat is a long poll: the controller answers at once when the
+// metadata changed, and otherwise after the heartbeat interval, so the node
+// learns of a new leader as it is elected and still heartbeats every
+// interval.
 func (m *member) run() {
-	t := time.NewTicker(m.opts.heartbeat)
-	defer t.Stop()
-	for {
+	for m.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(m.ctx, m.opts.heartbeat+max(m.opts.heartbeat*4, 2*time.Second))
+		err := m.heartbeatWaiting(ctx, m.opts.heartbeat)
+		cancel()
+		if err == nil {
+			continue
+		}
+		if m.ctx.Err() == nil {
+			m.n.logger.Warn("heartbeat failed", "err", err)
+		}
+		t := time.NewTimer(m.opts.heartbeat)
 		select {
 		case <-m.ctx.Done():
-			return
 		case <-t.C:
 		case <-m.refresh:
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, max(m.opts.heartbeat*4, 2*time.Second))
-		if err := m.heartbeat(ctx); err != nil {
-			m.n.logger.Warn("heartbeat failed", "err", err)
-		}
-		cancel()
+		t.Stop()
 	}
 }
 
@@ -234,12 +244,19 @@ func (m *member) refreshNow() {
 
 // heartbeat tells the controller the node is alive and reconciles with the
 // metadata when it changed.
-func (m *member) heartbeat(ctx context.Context) error {
+func (m *member) heartbeat(ctx context.Context) error { return m.heartbeatWaiting(ctx, 0) }
+
+// heartbeatWaiting is heartbeat, letting the controller hold the answer
+// up to wait for a change of the metadata.
+func (m *member) heartbeatWaiting(ctx context.Context, wait time.Duration) error {
 	m.mu.Lock()
 	known, epoch := m.md.Version, m.brokerEpoch
+	if m.retry {
+		known = -1 // the whole metadata again, to apply what failed
+	}
 	m.mu.Unlock()
 	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch,
-		KnownVersion: known, Address: m.opts.advertised})
+		KnownVersion: known, Address: m.opts.advertised, WaitMs: wait.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -254,10 +271,11 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 	m.reconcileMu.Lock()
 	defer m.reconcileMu.Unlock()
 	m.mu.Lock()
-	if m.md.Version >= md.Version {
+	if m.md.Version >= md.Version && !m.retry {
 		m.mu.Unlock()
 		return
 	}
+	m.retry = false
 	first := m.md.Version < 0
 	m.md = md
 	close(m.mdChanged)
@@ -275,11 +293,18 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 			tp := log.TopicPartition{Topic: name, Partition: int32(p)}
 			want[tp] = true
 			h, err := m.host(tp, t)
+			if err == nil {
+				// Not the heartbeat's deadline: opening a partition
+				// (preallocating its indexes) may take a while, and the
+				// replica must get its state all the same.
+				err = m.apply(m.ctx, h, s)
+			}
 			if err != nil {
 				m.n.logger.Error("cannot host a replica", "partition", tp.String(), "err", err)
-				continue
+				m.mu.Lock()
+				m.retry = true // with the next heartbeat
+				m.mu.Unlock()
 			}
-			m.apply(ctx, h, s)
 		}
 	}
 	m.mu.Lock()
@@ -400,20 +425,20 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 
 // apply gives a replica the controller's state for it, if newer than the
 // one it has.
-func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) {
+func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) error {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	h.mu.Lock()
 	cur := h.state
 	h.mu.Unlock()
 	if s.LeaderEpoch < cur.LeaderEpoch || s.LeaderEpoch == cur.LeaderEpoch && s.PartitionEpoch <= cur.PartitionEpoch {
-		return
+		return nil
 	}
 	if err := h.rn.Apply(ctx, s); err != nil {
-		if !errors.Is(err, replica.ErrStaleLeaderEpoch) {
-			m.n.logger.Error("applying the controller's state failed", "partition", h.tp.String(), "err", err)
+		if errors.Is(err, replica.ErrStaleLeaderEpoch) {
+			return nil // a newer state is applied already
 		}
-		return
+		return fmt.Errorf("apply the controller's state: %w", err)
 	}
 	if s.LeaderEpoch != cur.LeaderEpoch {
 		// Batches this replica checked as leader may never have been
@@ -424,6 +449,7 @@ func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndI
 	h.mu.Lock()
 	h.state = s
 	h.mu.Unlock()
+	return nil
 }
 
 // alterPartition asks the controller for the ISR change a leader proposed
@@ -442,7 +468,12 @@ func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
 		return
 	}
 	if resp.State != nil {
-		m.apply(ctx, h, *resp.State)
+		if err := m.apply(ctx, h, *resp.State); err != nil {
+			m.n.logger.Warn("ISR change not applied; the next heartbeat brings it", "partition", h.tp.String(), "err", err)
+			m.mu.Lock()
+			m.retry = true
+			m.mu.Unlock()
+		}
 	}
 	m.refreshNow()
 }

@@ -235,5 +235,12 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 	if n.cluster == nil {
 		return nil
 	}
-	return n.cluster.heartbeat(ctx)
+	if err := n.cluster.heartbeat(ctx); err != nil {
+		return err
+	}
+	// The background heartbeat may have taken the same metadata and be
+	// applying it still: wait for it.
+	n.cluster.reconcileMu.Lock()
+	n.cluster.reconcileMu.Unlock()
+	return nil
 }

@@ -230,6 +230,11 @@ type controllerRequest struct {
 	Address string `json:"address,omitempty"`
 	// KnownVersion is the metadata version the node has (heartbeat).
 	KnownVersion int64 `json:"known_version,omitempty"`
+	// WaitMs, on a heartbeat, lets the controller hold the answer up to
+	// this long while the metadata is no newer than KnownVersion: a long
+	// poll, so that a node learns of a change — a new leader — as it
+	// happens rather than at its next heartbeat.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 
 	Topic     string              `json:"topic,omitempty"`
 	Partition int32               `json:"partition,omitempty"`
@@ -274,10 +279,45 @@ type nodeMetadata struct {
 // controllerProducerIDBlock is how many producer ids a node gets at once.
 const controllerProducerIDBlock = 1000
 
-// call answers one request: the controller's side of every path.
-func (c *Controller) call(_ context.Context, req *controllerRequest) (*controllerResponse, error) {
+// call answers one request: the controller's side of every path. A
+// heartbeat that may wait (WaitMs) and finds nothing new waits for the
+// next change, without holding the controller.
+func (c *Controller) call(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+	resp, changed, err := c.callLocked(req)
+	if err != nil || req.Op != opHeartbeat || req.WaitMs <= 0 || resp.Metadata != nil {
+		return resp, err
+	}
+	t := time.NewTimer(time.Duration(req.WaitMs) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+		return resp, nil
+	case <-ctx.Done():
+		return resp, nil
+	case <-c.stop:
+		return resp, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if req.KnownVersion != c.version {
+		resp.Metadata = c.metadataLocked()
+	}
+	resp.Version = c.version
+	return resp, nil
+}
+
+// callLocked answers req under the controller's lock, and returns the
+// channel its next change closes.
+func (c *Controller) callLocked(req *controllerRequest) (*controllerResponse, <-chan struct{}, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, err := c.answerLocked(req)
+	return resp, c.changed, err
+}
+
+// answerLocked carries out one request. The caller holds mu.
+func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, error) {
 	if c.closed {
 		return nil, fmt.Errorf("%w: the controller is closed", transport.ErrCoordinatorNotAvailable)
 	}
@@ -372,16 +412,23 @@ type controllerAPI interface {
 }
 
 // tcpController calls a controller over TCP.
+// A server answers one connection's requests in order, so a long-polling
+// heartbeat has a client (and connection) of its own, and never holds up
+// an AlterPartition.
 type tcpController struct {
 	addr string
 
-	mu     sync.Mutex
-	client *transport.TCPClient
+	mu      sync.Mutex
+	clients [2]*transport.TCPClient // for other calls, and for long polls
 }
 
 func (t *tcpController) call(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+	kind := 0
+	if req.Op == opHeartbeat && req.WaitMs > 0 {
+		kind = 1
+	}
 	t.mu.Lock()
-	cl := t.client
+	cl := t.clients[kind]
 	t.mu.Unlock()
 	if cl == nil {
 		var err error
@@ -389,11 +436,11 @@ func (t *tcpController) call(ctx context.Context, req *controllerRequest) (*cont
 			return nil, err
 		}
 		t.mu.Lock()
-		if t.client == nil {
-			t.client = cl
+		if t.clients[kind] == nil {
+			t.clients[kind] = cl
 		} else {
 			cl.Close()
-			cl = t.client
+			cl = t.clients[kind]
 		}
 		t.mu.Unlock()
 	}
@@ -415,9 +462,11 @@ func (t *tcpController) call(ctx context.Context, req *controllerRequest) (*cont
 func (t *tcpController) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.client != nil {
-		t.client.Close()
-		t.client = nil
+	for i, cl := range t.clients {
+		if cl != nil {
+			cl.Close()
+			t.clients[i] = nil
+		}
 	}
 }
 
