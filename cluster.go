@@ -495,6 +495,7 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		}
 		h := m.replica(tp)
 		if h == nil {
+			m.refuseFetch(ctx, tp, msg)
 			continue
 		}
 		if err := h.rn.Step(ctx, msg); err != nil {
@@ -502,6 +503,25 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		}
 	}
 	return nil
+}
+
+// refuseFetch answers a fetch for a replica the node does not host with
+// NOT_LEADER_OR_FOLLOWER. The metadata that makes the node its leader may
+// still be on its way: the follower then fetches again after its
+// FetchBackoff, where a fetch dropped unanswered would hold it for its
+// whole FetchTimeout (30 s by default), and acks=all appends with it.
+func (m *member) refuseFetch(ctx context.Context, tp log.TopicPartition, msg replica.Message) {
+	if msg.Fetch == nil {
+		return
+	}
+	id := m.n.meta.NodeID
+	err := m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: id, To: msg.From, Seq: msg.Seq,
+		FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition,
+			Err:         fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, id, tp),
+			LeaderEpoch: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}})
+	if err != nil {
+		m.n.logger.Debug("refusing a fetch failed", "partition", tp.String(), "to", msg.From, "err", err)
+	}
 }
 
 // messagePartition returns the partition a replica message is about.
