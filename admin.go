@@ -58,6 +58,16 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 	for _, name := range req.Topics {
 		tc := transport.TopicConfigs{Name: name}
 		t := n.topic(name)
+		if t == nil && n.cluster != nil {
+			if d, ok := n.describeReplicated(name); ok {
+				for _, k := range slices.Sorted(maps.Keys(d.Effective)) {
+					_, own := d.Configs[k]
+					tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: d.Effective[k], IsDefault: !own})
+				}
+				resp.Topics = append(resp.Topics, tc)
+				continue
+			}
+		}
 		if t == nil {
 			tc.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
 			resp.Topics = append(resp.Topics, tc)
