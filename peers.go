@@ -25,9 +25,12 @@ type peerNetwork interface {
 // for it since its last send and delivers them as one request. It is the
 // replica.Transport of every replica on the node.
 type outbox struct {
-	from   int32
-	net    peerNetwork
-	addrs  func(id int32) string
+	from  int32
+	net   peerNetwork
+	addrs func(id int32) string
+	// failed is told of a failed delivery: the destination may have
+	// restarted at another address, which the metadata will tell.
+	failed func()
 	ctx    context.Context // ends at close: deliveries in progress stop
 	cancel context.CancelFunc
 
@@ -49,10 +52,16 @@ type sender struct {
 // dropped, as a lossy transport may (the replicas re-send on timeout).
 const maxQueued = 4096
 
-func newOutbox(from int32, net peerNetwork, addrs func(int32) string) *outbox {
+func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed func()) *outbox {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &outbox{from: from, net: net, addrs: addrs, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
+	return &outbox{from: from, net: net, addrs: addrs, failed: failed, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
 }
+
+// heldFor is how long a batch whose delivery failed waits for its
+// destination's new address (a node restarted elsewhere) or for more
+// messages to the destination, to go with them. A batch lost instead holds
+// a follower whose fetch answer it carried for its whole FetchTimeout.
+const heldFor = 5 * time.Second
 
 // Send queues m for node to; it never blocks on the network.
 func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
@@ -86,30 +95,58 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 func (o *outbox) run(to int32, s *sender) {
 	ctx := o.ctx
 	for range s.wake {
-		s.mu.Lock()
-		batch := s.queue
-		s.queue = nil
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		err := o.net.deliver(dctx, o.from, to, o.addrs(to), batch)
-		dcancel()
-		if err != nil {
-			// Lost: the replicas fetch again after FetchTimeout or
-			// FetchBackoff. Wait a little before the next try, so that
-			// a node that is down is not hammered.
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-ctx.Done():
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			if len(batch) == 0 {
+				break
+			}
+			addr := o.addrs(to)
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			err := o.net.deliver(dctx, o.from, to, addr, batch)
+			dcancel()
+			if err == nil || !o.hold(to, s, addr, batch) {
+				break
 			}
 		}
 	}
+}
+
+// hold keeps a batch whose delivery to addr failed until the destination
+// has a new address or more messages are queued for it, and then queues
+// it again in front of them and returns true; after heldFor, or once the
+// outbox closes, it returns false and the batch is lost: the replicas
+// fetch again after FetchTimeout or FetchBackoff. Replicas take repeated
+// and late messages in their stride. It checks every 50 ms, so that a node
+// that is down is not hammered.
+func (o *outbox) hold(to int32, s *sender, addr string, batch []replica.Message) bool {
+	if o.failed != nil {
+		o.failed()
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for deadline := time.Now().Add(heldFor); time.Now().Before(deadline); {
+		select {
+		case <-t.C:
+		case <-o.ctx.Done():
+			return false
+		}
+		moved := o.addrs(to) != addr
+		s.mu.Lock()
+		if len(s.queue) > 0 || moved {
+			s.queue = append(batch, s.queue...)
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Unlock()
+	}
+	return false
 }
 
 // close stops every sender and waits for them.
