@@ -19,7 +19,9 @@
 # Then it runs BenchmarkClusterFailover (cmd/partlog) RUNS times (default
 # 5): the time from the SIGKILL of a partition's leader to the first
 # acks=all write acknowledged after it, with the session timeout and
-# heartbeat of Kafka's defaults (9 s, 2 s) and with fast ones (1 s, 100 ms).
+# heartbeat of Kafka's defaults (9 s, 2 s) and with fast ones (1 s, 100 ms),
+# and from a SIGTERM (a controlled shutdown) for comparison. It takes about
+# 5 minutes.
 #
 #   scripts/bench-cluster.sh          # SECS=10 RATE=1000 RUNS=3 scripts/bench-cluster.sh
 #   FAILOVER=0 scripts/bench-cluster.sh   # skip the failover runs
@@ -131,10 +133,10 @@ done
 
 if [ "${FAILOVER:-1}" != 0 ]; then
   echo
-  echo "leader kill -9 to the first acks=all write acknowledged after it ($runs runs each):"
+  echo "leader stopped to the first acks=all write acknowledged after it ($runs runs each):"
   go test -run '^$' -bench ClusterFailover -benchtime "${runs}x" ./cmd/partlog/ |
     awk '/^Benchmark/ {
       for (i = 3; i < NF; i++) { if ($(i+1) == "min-ms") lo = $i; if ($(i+1) == "median-ms") mid = $i; if ($(i+1) == "max-ms") hi = $i }
-      printf "  %-50s min %6.0f ms  median %6.0f ms  max %6.0f ms\n", $1, lo, mid, hi
+      printf "  %-62s min %6.0f ms  median %6.0f ms  max %6.0f ms\n", $1, lo, mid, hi
     }'
 fi

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,16 @@ func (p *process) kill() {
 	p.cmd = nil
 }
 
+// terminate stops the process with SIGTERM, as an operator stops a
+// node, and waits for it to end: the node shuts down cleanly (a controlled
+// shutdown first, which moves its leaderships).
+func (p *process) terminate() {
+	p.tb.Helper()
+	require.NoError(p.tb, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(p.tb, <-p.exit, "the process ended with an error")
+	p.cmd = nil
+}
+
 // processCluster is a controller and nodes, each a process.
 type processCluster struct {
 	tb    testing.TB
@@ -166,7 +177,13 @@ func (c *processCluster) addrs() []string {
 // processPoll until cond holds of it, for at most 30 s, and returns it.
 func (c *processCluster) waitFor(what, topic string, cond func(transport.TopicMetadata) bool) transport.TopicMetadata {
 	c.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return c.waitWithin(30*time.Second, what, topic, cond)
+}
+
+// waitWithin is waitFor for at most d.
+func (c *processCluster) waitWithin(d time.Duration, what, topic string, cond func(transport.TopicMetadata) bool) transport.TopicMetadata {
+	c.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	client, err := transport.Dial(ctx, c.ctl.addr, transport.DialOptions{})
 	require.NoError(c.tb, err)
@@ -198,6 +215,19 @@ func fullISR(tm transport.TopicMetadata) bool {
 		}
 	}
 	return len(tm.Partitions) > 0
+}
+
+// inEveryISR returns a condition that holds when node id is in the ISR of
+// every partition, and every ISR is full.
+func inEveryISR(id int32) func(transport.TopicMetadata) bool {
+	return func(tm transport.TopicMetadata) bool {
+		for _, p := range tm.Partitions {
+			if !slices.Contains(p.ISR, id) {
+				return false
+			}
+		}
+		return fullISR(tm)
+	}
 }
 
 // ackLog is what an idempotent producer's promises said: the partition and
@@ -258,11 +288,13 @@ func (a *ackLog) waitAcked(tb testing.TB, n int) {
 // processes and a controller, creates an RF=3 topic with
 // min.insync.replicas=2 through the CLI over TCP, and produces numbered
 // records with an idempotent acks=all producer while the process leading
-// partition 0 is killed with SIGKILL and later restarted on its directory.
-// Every acknowledged record must then be in the log exactly once, at the
-// offset its acknowledgement gave, each partition holding its records in
-// the order they were sent, no record twice (acknowledged or not); and the
-// restarted node must be back in every partition's ISR.
+// partition 0 is killed with SIGKILL and later restarted on its directory
+// (at another port), and then the one leading partition 1 is stopped with
+// SIGTERM and restarted. Every acknowledged record must then be in the log
+// exactly once, at the offset its acknowledgement gave, each partition
+// holding its records in the order they were sent, no record twice
+// (acknowledged or not); and each restarted node must be back in every
+// partition's ISR.
 func TestClusterProcessesKillLeader(t *testing.T) {
 	bin := buildPartlog(t)
 	c := startProcessCluster(t, bin, 3, time.Second, 100*time.Millisecond)
@@ -322,14 +354,22 @@ func TestClusterProcessesKillLeader(t *testing.T) {
 
 	victim.start()
 	t.Logf("restarted node %d on %s", leader, victim.addr)
-	c.waitFor("the restarted node in every ISR", "t", func(tm transport.TopicMetadata) bool {
-		for _, p := range tm.Partitions {
-			if !slices.Contains(p.ISR, leader) {
-				return false
-			}
-		}
-		return fullISR(tm)
-	})
+	c.waitFor("the restarted node in every ISR", "t", inEveryISR(leader))
+	acks.waitAcked(t, 2000)
+
+	// Stop the leader of partition 1 cleanly and restart it at another
+	// port: its leaderships move at once (a controlled shutdown), and
+	// once back it rejoins every ISR well within its followers'
+	// FetchTimeout (30 s), though the leaders learn its new address only
+	// with their next heartbeat.
+	leader = c.waitFor("a leader of partition 1", "t", fullISR).Partitions[1].Leader
+	victim = c.nodes[leader]
+	victim.terminate()
+	t.Logf("stopped node %d, the leader of partition 1", leader)
+	acks.waitAcked(t, 2000)
+	victim.start()
+	t.Logf("restarted node %d on %s", leader, victim.addr)
+	c.waitWithin(10*time.Second, "the restarted node in every ISR", "t", inEveryISR(leader))
 	acks.waitAcked(t, 2000)
 	close(stop)
 	total := <-sent
