@@ -77,13 +77,18 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 		o.wg.Go(func() { o.run(to, s) })
 	}
 	o.mu.Unlock()
+	// The wake-up goes under s.mu, after a look at s.closed: close closes
+	// wake once it has set closed, and Send may race with it (a request
+	// from another node answered while this one closes).
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	if len(s.queue) >= maxQueued {
-		s.mu.Unlock()
 		return fmt.Errorf("%w: the queue to node %d is full", transport.ErrNetwork, to)
 	}
 	s.queue = append(s.queue, m)
-	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
