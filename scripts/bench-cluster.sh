@@ -137,6 +137,6 @@ if [ "${FAILOVER:-1}" != 0 ]; then
   go test -run '^$' -bench ClusterFailover -benchtime "${runs}x" ./cmd/partlog/ |
     awk '/^Benchmark/ {
       for (i = 3; i < NF; i++) { if ($(i+1) == "min-ms") lo = $i; if ($(i+1) == "median-ms") mid = $i; if ($(i+1) == "max-ms") hi = $i }
-      printf "  %-62s min %6.0f ms  median %6.0f ms  max %6.0f ms\n", $1, lo, mid, hi
+      printf "  %-70s min %6.0f ms  median %6.0f ms  max %6.0f ms\n", $1, lo, mid, hi
     }'
 fi
