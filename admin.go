@@ -57,27 +57,22 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 	resp := &transport.DescribeConfigsResponse{}
 	for _, name := range req.Topics {
 		tc := transport.TopicConfigs{Name: name}
-		t := n.topic(name)
-		if t == nil && n.cluster != nil {
-			if d, ok := n.describeReplicated(name); ok {
-				for _, k := range slices.Sorted(maps.Keys(d.Effective)) {
-					_, own := d.Configs[k]
-					tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: d.Effective[k], IsDefault: !own})
-				}
-				resp.Topics = append(resp.Topics, tc)
-				continue
-			}
+		var effective, own map[string]string
+		if t := n.topic(name); t != nil {
+			effective, own = t.config.values, t.rec.Configs
+		} else if n.cluster != nil {
+			effective, own = n.cluster.topicConfigs(name)
 		}
-		if t == nil {
+		if effective == nil {
 			tc.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
 			resp.Topics = append(resp.Topics, tc)
 			continue
 		}
 		// The topic's configs only: not DescribeTopics, which also
 		// measures every partition's log.
-		for _, k := range slices.Sorted(maps.Keys(t.config.values)) {
-			_, own := t.rec.Configs[k]
-			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: t.config.values[k], IsDefault: !own})
+		for _, k := range slices.Sorted(maps.Keys(effective)) {
+			_, set := own[k]
+			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: effective[k], IsDefault: !set})
 		}
 		resp.Topics = append(resp.Topics, tc)
 	}

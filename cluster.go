@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,10 +111,11 @@ type member struct {
 
 // replicaHost is one replica the node hosts.
 type replicaHost struct {
-	tp  log.TopicPartition
-	p   *partition.Partition
-	rn  *replica.Node
-	cfg topicConfig
+	tp      log.TopicPartition
+	topicID string
+	p       *partition.Partition
+	rn      *replica.Node
+	cfg     topicConfig
 
 	mu    sync.Mutex
 	state replica.LeaderAndISR // the last state applied
@@ -232,7 +235,8 @@ func (m *member) heartbeat(ctx context.Context) error {
 	m.mu.Lock()
 	known, epoch := m.md.Version, m.brokerEpoch
 	m.mu.Unlock()
-	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch, KnownVersion: known})
+	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch,
+		KnownVersion: known, Address: m.opts.advertised})
 	if err != nil {
 		return err
 	}
@@ -281,19 +285,26 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 		if !want[tp] {
 			gone = append(gone, h)
 			delete(m.hosts, tp)
+			delete(m.hws, tp)
 		}
 	}
 	m.mu.Unlock()
 	for _, h := range gone {
-		m.n.logger.Info("removing a replica", "partition", h.tp.String())
-		h.rn.Close()
-		h.p.Close()
-		if err := m.n.logs.Remove(h.tp); err != nil {
-			m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
-		}
+		m.remove(h)
 	}
 	if first {
 		m.removeStrays(want)
+	}
+}
+
+// remove stops a replica the node no longer hosts and deletes its
+// directory.
+func (m *member) remove(h *replicaHost) {
+	m.n.logger.Info("removing a replica", "partition", h.tp.String())
+	h.rn.Close()
+	h.p.Close()
+	if err := m.n.logs.Remove(h.tp); err != nil {
+		m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
 	}
 }
 
@@ -323,17 +334,25 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 	h := m.hosts[tp]
 	hw := m.hws[tp]
 	epoch := m.brokerEpoch
+	if h != nil && h.topicID != t.ID {
+		// The topic was deleted and created again between two
+		// heartbeats: the replica is the old topic's.
+		delete(m.hosts, tp)
+		delete(m.hws, tp)
+		hw = 0
+	}
 	m.mu.Unlock()
-	if h != nil {
+	if h != nil && h.topicID == t.ID {
 		return h, nil
 	}
-	n := m.n
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
+	if h != nil {
+		m.remove(h)
 	}
-	maps.Copy(overrides, t.Configs)
-	cfg := effectiveConfig(overrides)
+	n := m.n
+	if err := n.removeIfOtherTopic(tp, t.ID); err != nil {
+		return nil, err
+	}
+	cfg := n.topicConfig(t.Configs)
 	lo := cfg.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
 	syncs := lo.SyncBeforeAck
@@ -364,7 +383,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 		p.Close()
 		return nil, err
 	}
-	h = &replicaHost{tp: tp, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h = &replicaHost{tp: tp, topicID: t.ID, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
 	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
 		OnHighWatermark:  p.SetHighWatermark,
 		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
@@ -477,8 +496,12 @@ func (m *member) checkpointHighWatermarks() error {
 }
 
 // stepReplicas passes replica messages from another node to the replicas
-// they are for; messages for replicas the node does not host are dropped,
-// as the sender's replica recovers.
+// they are for. A fetch for a replica the node does not host (yet: it
+// learns of a new topic at its next heartbeat) is answered with
+// NOT_LEADER_OR_FOLLOWER, as Kafka's broker answers, so that the follower
+// fetches again after its FetchBackoff rather than its FetchTimeout; other
+// messages for such replicas are dropped, as the sender's replica
+// recovers.
 func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 	if err := n.begin(); err != nil {
 		return err
@@ -495,7 +518,12 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		}
 		h := m.replica(tp)
 		if h == nil {
-			m.refuseFetch(ctx, tp, msg)
+			if msg.Fetch != nil {
+				m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
+					FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
+						HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1,
+						Err: fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
+			}
 			continue
 		}
 		if err := h.rn.Step(ctx, msg); err != nil {
@@ -503,25 +531,6 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		}
 	}
 	return nil
-}
-
-// refuseFetch answers a fetch for a replica the node does not host with
-// NOT_LEADER_OR_FOLLOWER. The metadata that makes the node its leader may
-// still be on its way: the follower then fetches again after its
-// FetchBackoff, where a fetch dropped unanswered would hold it for its
-// whole FetchTimeout (30 s by default), and acks=all appends with it.
-func (m *member) refuseFetch(ctx context.Context, tp log.TopicPartition, msg replica.Message) {
-	if msg.Fetch == nil {
-		return
-	}
-	id := m.n.meta.NodeID
-	err := m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: id, To: msg.From, Seq: msg.Seq,
-		FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition,
-			Err:         fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, id, tp),
-			LeaderEpoch: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}})
-	if err != nil {
-		m.n.logger.Debug("refusing a fetch failed", "partition", tp.String(), "to", msg.From, "err", err)
-	}
 }
 
 // messagePartition returns the partition a replica message is about.
@@ -553,18 +562,20 @@ func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]by
 	return nil, n.stepReplicas(ctx, msgs)
 }
 
-// leave shuts the node's part in the cluster down: a controlled shutdown
-// first, so that leadership moves now, then the replicas stop and their
-// high watermarks are checkpointed.
-func (m *member) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	m.mu.Lock()
-	epoch := m.brokerEpoch
-	m.mu.Unlock()
-	if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
-		m.n.logger.Warn("controlled shutdown failed", "err", err)
+// leave shuts the node's part in the cluster down: with controlled, a
+// controlled shutdown first, so that leadership moves now; then the
+// replicas stop and their high watermarks are checkpointed.
+func (m *member) leave(controlled bool) {
+	if controlled {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m.mu.Lock()
+		epoch := m.brokerEpoch
+		m.mu.Unlock()
+		if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
+			m.n.logger.Warn("controlled shutdown failed", "err", err)
+		}
+		cancel()
 	}
-	cancel()
 	m.leaveMu.Lock()
 	m.cancel()
 	m.leaveMu.Unlock()
@@ -626,4 +637,31 @@ func (m *member) goUnlessLeaving(f func()) {
 		return
 	}
 	m.wg.Go(f)
+}
+
+// removeIfOtherTopic removes the directory of partition tp when its
+// partition.metadata names another topic id than id: a topic of the same
+// name was deleted and created again while the node was down, and the old
+// topic's records must not pass for the new one's.
+func (n *Node) removeIfOtherTopic(tp log.TopicPartition, id string) error {
+	f, err := n.opts.fs.Open(path.Join(n.dir, tp.String(), "partition.metadata"))
+	if err != nil {
+		return nil // none: a new replica, or one from before topic ids
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("partlog: read %s partition.metadata: %w", tp, err)
+	}
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || strings.TrimSpace(k) != "topic_id" || strings.TrimSpace(v) == id || id == "" {
+			continue
+		}
+		n.logger.Warn("removing the replica of a deleted topic of the same name", "partition", tp.String(), "topic_id", strings.TrimSpace(v))
+		if err := n.logs.Remove(tp); err != nil {
+			return fmt.Errorf("partlog: remove %s: %w", tp, err)
+		}
+	}
+	return nil
 }

@@ -177,12 +177,8 @@ func (n *Node) describeReplicated(name string) (TopicDescription, bool) {
 	if !ok {
 		return TopicDescription{}, false
 	}
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	maps.Copy(overrides, t.Configs)
-	d := TopicDescription{Name: name, ID: t.ID, Configs: maps.Clone(t.Configs), Effective: effectiveConfig(overrides).values}
+	effective, _ := n.cluster.topicConfigs(name)
+	d := TopicDescription{Name: name, ID: t.ID, Configs: maps.Clone(t.Configs), Effective: effective}
 	for p, s := range t.Partitions {
 		d.ReplicationFactor = int16(len(s.Replicas))
 		pd := PartitionDescription{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
@@ -206,4 +202,32 @@ func (n *Node) Log(topic string, partition int32) (*log.Log, error) {
 		return nil, err
 	}
 	return p.Log(), nil
+}
+
+// topicConfigs returns a replicated topic's configs in force (the node's
+// topic defaults under the topic's own) and the topic's own, or nils for a
+// topic the metadata does not have.
+func (m *member) topicConfigs(name string) (effective, own map[string]string) {
+	md, _ := m.metadata()
+	t, ok := md.Topics[name]
+	if !ok {
+		return nil, nil
+	}
+	return m.n.topicConfig(t.Configs).values, t.Configs
+}
+
+// SyncMetadata fetches the cluster metadata from the controller now, rather
+// than at the next heartbeat, and applies it: when it returns, the node
+// hosts, leads and follows what the controller had decided when it
+// answered. Other nodes learn of changes at their own pace (see
+// HeartbeatInterval). On a node that is not in a cluster it does nothing.
+func (n *Node) SyncMetadata(ctx context.Context) error {
+	if err := n.begin(); err != nil {
+		return err
+	}
+	defer n.end()
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster.heartbeat(ctx)
 }

@@ -3,6 +3,7 @@ package partlog_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -218,4 +219,250 @@ func batchCRCs(t *testing.T, n *partlog.Node, topic string, p int32) []uint32 {
 		data = data[h.Size():]
 	}
 	return crcs
+}
+
+// answerLosingClient is a cluster client that loses the answer of one
+// Produce request — the append happened, the producer hears nothing — and
+// runs lose first, which moves the leadership.
+type answerLosingClient struct {
+	*transport.ClusterClient
+	mu    sync.Mutex
+	calls int
+	loseN int
+	lose  func()
+}
+
+func (c *answerLosingClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	resp, err := c.ClusterClient.Produce(ctx, req)
+	c.mu.Lock()
+	c.calls++
+	lost := c.calls == c.loseN
+	c.mu.Unlock()
+	if lost && err == nil {
+		c.lose()
+		return nil, fmt.Errorf("%w: answer lost (test)", transport.ErrNetwork)
+	}
+	return resp, err
+}
+
+// TestClusterIdempotentRetryAcrossLeaderChange is issue 6's leader-change
+// case: a batch is appended and replicated, its answer is lost, the leader
+// goes away, and the producer retries the batch at the new leader, which
+// must recognise it from the replicated batch headers and answer with the
+// original offsets. Every record is in the log exactly once, in send
+// order, for 1, 2 and 5 batches in flight.
+func TestClusterIdempotentRetryAcrossLeaderChange(t *testing.T) {
+	for _, inFlight := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("in-flight=%d", inFlight), func(t *testing.T) {
+			c := newTestCluster(t, 1, 2, 3)
+			ctx := context.Background()
+			require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "pay", Partitions: 1, ReplicationFactor: 3,
+				Configs: map[string]string{"min.insync.replicas": "2"}}))
+			cc, err := c.net.Client(ctx)
+			require.NoError(t, err)
+			defer cc.Close()
+			old := c.leader("pay", 0)
+			oldNode := c.nodes[old]
+			var lostAt sync.Once
+			client := &answerLosingClient{ClusterClient: cc, loseN: 3, lose: func() {
+				lostAt.Do(func() { require.NoError(t, oldNode.Close()) })
+			}}
+			p, err := producer.New(client, producer.MaxInFlight(inFlight), producer.Linger(time.Millisecond),
+				producer.BatchSize(256), producer.RetryBackoff(10*time.Millisecond))
+			require.NoError(t, err)
+			want := clusterValues(0, 400)
+			var wg sync.WaitGroup
+			var failed sync.Map
+			for _, v := range want {
+				wg.Add(1)
+				p.Produce(ctx, &producer.Record{Topic: "pay", Value: []byte(v)}, func(_ *producer.Record, err error) {
+					defer wg.Done()
+					if err != nil {
+						failed.Store(v, err)
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, p.Close())
+			failed.Range(func(k, v any) bool { t.Errorf("record %s failed: %v", k, v); return true })
+			client.mu.Lock()
+			require.GreaterOrEqual(t, client.calls, 3, "the third request's answer was lost")
+			client.mu.Unlock()
+			delete(c.nodes, old)
+			require.NotEqual(t, old, c.leader("pay", 0), "the leadership moved")
+
+			got := consumeCluster(t, cc, "pay", len(want))
+			require.Equal(t, want, got[0], "every record once, in send order")
+			// Nothing more is in the log than what was consumed.
+			n := c.nodes[c.leader("pay", 0)]
+			descs, err := n.DescribeTopics("pay")
+			require.NoError(t, err)
+			require.Equal(t, int64(len(want)), descs[0].Partitions[0].HighWatermark)
+		})
+	}
+}
+
+// tcpCluster is a controller and nodes on loopback TCP, in one process.
+type tcpCluster struct {
+	t       *testing.T
+	ctlDir  string
+	ctlAddr string
+	ctl     *partlog.Controller
+	dirs    map[int32]string
+	addrs   map[int32]string
+	nodes   map[int32]*partlog.Node
+	servers map[int32]*transport.Server
+}
+
+func newTCPCluster(t *testing.T, ids ...int32) *tcpCluster {
+	c := &tcpCluster{t: t, ctlDir: t.TempDir(), dirs: map[int32]string{}, addrs: map[int32]string{},
+		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}}
+	c.startController("127.0.0.1:0")
+	t.Cleanup(func() {
+		for id := range c.nodes {
+			c.halt(id)
+		}
+		c.ctl.Close()
+	})
+	for _, id := range ids {
+		c.dirs[id] = filepath.Join(t.TempDir(), strconv.Itoa(int(id)))
+		c.start(id, "127.0.0.1:0")
+	}
+	return c
+}
+
+func (c *tcpCluster) startController(addr string) {
+	c.t.Helper()
+	ctl, err := partlog.OpenController(c.ctlDir, partlog.ControllerOptions{Controller: replica.ControllerOptions{
+		TickInterval: 10 * time.Millisecond, SessionTimeout: 500 * time.Millisecond, NoAutoLeaderRebalance: true,
+	}})
+	require.NoError(c.t, err)
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(c.t, err)
+	go ctl.Serve(ln)
+	c.ctl, c.ctlAddr = ctl, ln.Addr().String()
+}
+
+func (c *tcpCluster) start(id int32, addr string) {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(c.t, err)
+	n, err := partlog.Open(c.dirs[id], partlog.NodeID(id), partlog.ControllerAddress(c.ctlAddr),
+		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond),
+		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
+			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
+	require.NoError(c.t, err)
+	s := transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()
+}
+
+// halt stops node id as a crash would: its connections drop, and it does
+// not tell the controller.
+func (c *tcpCluster) halt(id int32) {
+	c.servers[id].Close()
+	c.nodes[id].Halt()
+	delete(c.nodes, id)
+	delete(c.servers, id)
+}
+
+func (c *tcpCluster) waitFor(what string, cond func(replica.ClusterState) bool) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(c.t, c.ctl.WaitFor(ctx, cond), "waiting for %s", what)
+}
+
+// TestClusterOverTCP runs a cluster on loopback: the controller restarts
+// and resumes from its log; a leader crashes (no controlled shutdown) and
+// is fenced after the session timeout; the producer follows the new
+// leader; every acknowledged record is consumed exactly once, in order;
+// the crashed node restarts at its address and rejoins the ISR.
+func TestClusterOverTCP(t *testing.T) {
+	c := newTCPCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "events", Partitions: 3, ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "2"}}))
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, transport.DialOptions{})
+	require.NoError(t, err)
+	defer client.Close()
+	acked := produceValues(t, client, "events", clusterValues(0, 300))
+
+	// The controller restarts on its address: it replays its log, and the
+	// nodes carry on in the broker epochs they had.
+	before := c.ctl.State()
+	require.NoError(t, c.ctl.Close())
+	c.startController(c.ctlAddr)
+	require.Equal(t, before.Topics, c.ctl.State().Topics, "the restarted controller resumes the metadata")
+
+	leader := c.ctl.State().Topics["events"].Partitions[0].Leader
+	c.halt(leader)
+	c.waitFor("a new leader of events-0 after the session timeout", func(s replica.ClusterState) bool {
+		l := s.Topics["events"].Partitions[0].Leader
+		return l != leader && l != replica.NoLeader
+	})
+	more := produceValues(t, client, "events", clusterValues(300, 600))
+	for p, vs := range more {
+		acked[p] = append(acked[p], vs...)
+	}
+	got := consumeCluster(t, client, "events", 600)
+	require.Equal(t, acked, got, "every acknowledged record once, in offset order")
+
+	c.start(leader, c.addrs[leader])
+	c.waitFor("the full ISR", func(s replica.ClusterState) bool {
+		for _, p := range s.Topics["events"].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestClusterDeleteTopic deletes a replicated topic: every node removes its
+// replicas, a node that was down at the time removes its own when it
+// comes back, and the name can be used again.
+func TestClusterDeleteTopic(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "gone", Partitions: 2, ReplicationFactor: 3}))
+	client, err := c.net.Client(ctx)
+	require.NoError(t, err)
+	defer client.Close()
+	produceValues(t, client, "gone", clusterValues(0, 50))
+	c.stop(3)
+	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+	for _, id := range []int32{1, 2} {
+		require.NoError(t, c.nodes[id].SyncMetadata(ctx))
+		require.NotContains(t, c.nodes[id].ListTopics(), "gone")
+		for p := range int32(2) {
+			require.NoDirExists(t, filepath.Join(c.dirs[id], fmt.Sprintf("gone-%d", p)))
+		}
+	}
+	require.DirExists(t, filepath.Join(c.dirs[3], "gone-0"), "node 3 was down")
+	c.start(3)
+	for p := range int32(2) {
+		require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
+	}
+	_, err = c.nodes[1].Log("gone", 0)
+	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+
+	require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+	acked := produceValues(t, client, "gone", clusterValues(0, 10))
+	require.Equal(t, clusterValues(0, 10), acked[0], "a new topic of the same name starts empty")
+
+	// Deleted and created again while a node is down (halted, its session
+	// not yet timed out, so the controller still places replicas on it):
+	// the node's old replica must not pass for the new topic's.
+	require.NoError(t, c.nodes[1].Halt())
+	delete(c.nodes, 1)
+	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+	acked = produceValues(t, client, "gone", clusterValues(100, 103))
+	c.start(1)
+	c.waitFor("node 1 back in the ISR", func(s replica.ClusterState) bool {
+		return len(s.Topics["gone"].Partitions[0].ISR) == 3
+	})
+	require.Equal(t, batchCRCs(t, c.nodes[2], "gone", 0), batchCRCs(t, c.nodes[1], "gone", 0))
+	require.Equal(t, clusterValues(100, 103), acked[0])
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +62,7 @@ type Controller struct {
 	mu      sync.Mutex
 	ctl     *replica.LocalController
 	addrs   map[int32]string
+	epoch   int32 // the controller's incarnation, one more at each start
 	version int64 // grows with every change of the metadata nodes see
 	pids    producerIDs
 	closed  bool
@@ -94,7 +97,15 @@ func OpenController(dir string, opts ControllerOptions) (*Controller, error) {
 		logs.Close()
 		return nil, fmt.Errorf("partlog: controller: open metadata log: %w", err)
 	}
+	epoch, err := bumpControllerEpoch(opts.FS, dir)
+	if err != nil {
+		logs.Close()
+		return nil, err
+	}
+	// Versions grow across restarts: nodes take metadata only when it is
+	// newer than theirs.
 	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, addrs: map[int32]string{},
+		epoch: epoch, version: int64(epoch) << 32,
 		changed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	store := &countingStore{MetadataStore: replica.NewLogStore(l), c: c}
 	if c.ctl, err = replica.NewController(store, opts.Controller); err != nil {
@@ -280,6 +291,10 @@ func (c *Controller) call(_ context.Context, req *controllerRequest) (*controlle
 		}
 	case opHeartbeat:
 		if err = c.ctl.Heartbeat(req.Node, req.BrokerEpoch); err == nil {
+			if req.Address != "" && c.addrs[req.Node] != req.Address {
+				c.addrs[req.Node] = req.Address // a restarted controller learns it again
+				c.bumpLocked()
+			}
 			resp.Fenced = c.ctl.State().Nodes[req.Node].Fenced
 			if req.KnownVersion != c.version {
 				resp.Metadata = c.metadataLocked()
@@ -526,4 +541,41 @@ func splitHostPort(addr string) (string, int32, bool) {
 		return "", 0, false
 	}
 	return host, int32(p), true
+}
+
+// ControllerEpochFileName is the file in a controller's directory that
+// counts its starts (Kafka's controller epoch): metadata versions start at
+// the epoch times 2^32, so a restarted controller's versions are newer
+// than any a node saw from the last one.
+const ControllerEpochFileName = "controller-epoch"
+
+// bumpControllerEpoch reads the controller epoch, adds one and writes it
+// back durably.
+func bumpControllerEpoch(fsys vfs.FS, dir string) (int32, error) {
+	name := path.Join(dir, ControllerEpochFileName)
+	epoch := int64(0)
+	if f, err := fsys.Open(name); err == nil {
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return 0, fmt.Errorf("partlog: read %s: %w", name, err)
+		}
+		for line := range strings.Lines(string(data)) {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k == "epoch" {
+				if epoch, err = strconv.ParseInt(v, 10, 32); err != nil || epoch < 0 {
+					return 0, fmt.Errorf("partlog: %s: bad epoch %q", name, v)
+				}
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("partlog: open %s: %w", name, err)
+	}
+	if epoch >= math.MaxInt32 {
+		return 0, fmt.Errorf("partlog: %s: controller epochs used up", name)
+	}
+	epoch++
+	if err := writeAtomic(fsys, name, []byte(fmt.Sprintf("version=0\nepoch=%d\n", epoch))); err != nil {
+		return 0, err
+	}
+	return int32(epoch), nil
 }

@@ -46,9 +46,29 @@
 // serve): partlog's producer and consumer through transport.Dial, or any
 // Kafka client.
 //
-// Replication across nodes (the replica package's state machine, wired into
-// the Node with a controller) and transactions are the project's next
-// steps.
+// # Clusters
+//
+// Nodes replicate each other's partitions as Kafka brokers do. A
+// Controller (OpenController) owns the cluster metadata — nodes and their
+// liveness, topics, each partition's replicas, leader, ISR and epochs — and
+// persists every change before it takes effect. Nodes join it in process
+// (JoinCluster, over a MemNetwork) or over TCP (ControllerAddress):
+//
+//	ctl, err := partlog.OpenController(ctlDir, partlog.ControllerOptions{})
+//	net := partlog.NewMemNetwork()
+//	n1, err := partlog.Open(dir1, partlog.NodeID(1), partlog.JoinCluster(ctl, net))
+//	// ... nodes 2 and 3 the same way
+//	err = n1.CreateTopic(ctx, partlog.NewTopic{Name: "orders", Partitions: 3,
+//		ReplicationFactor: 3, Configs: map[string]string{"min.insync.replicas": "2"}})
+//	client, err := net.Client(ctx) // routes to leaders; transport.DialCluster over TCP
+//
+// With acks=all a record is acknowledged once every in-sync replica has
+// it (on disk, with the default flush.messages=1) and at least
+// min.insync.replicas are in sync. When a leader dies, the controller
+// elects another from the ISR; producers and consumers follow it; a
+// diverged replica truncates by leader epoch, never losing an acknowledged
+// record. Idempotent producers stay exactly-once across leader changes.
+// Transactions are the project's next step.
 //
 // # Packages, bottom up
 //
@@ -71,7 +91,8 @@
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
 //	           assignors, commits
-//	partlog    the Node that wires them: topics, configs, requests
+//	partlog    the Node that wires them: topics, configs, requests; the
+//	           Controller and cluster membership
 //
 // The command partlog (cmd/partlog) is Kafka's console tools for a data
 // directory or a served node: topics, produce, consume, groups, perf,

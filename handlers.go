@@ -112,6 +112,9 @@ func (n *Node) Fetch(ctx context.Context, req *transport.FetchRequest) (*transpo
 	}()
 	for {
 		resp, bytes, failed := n.readFetch(req)
+		if failed && n.closing.Load() {
+			return closedFetch(resp)
+		}
 		if failed || bytes >= int(max(req.MinBytes, 1)) || req.MaxWait <= 0 || n.closing.Load() {
 			return resp, nil
 		}
@@ -134,12 +137,24 @@ func (n *Node) Fetch(ctx context.Context, req *transport.FetchRequest) (*transpo
 		select {
 		case <-wake:
 		case <-timer.C:
-			resp, _, _ = n.readFetch(req)
+			resp, _, failed := n.readFetch(req)
+			if failed && n.closing.Load() {
+				return closedFetch(resp)
+			}
 			return resp, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// closedFetch answers a fetch whose partitions closed under it as the
+// node closed: with ErrClosed, as a request that comes after Close, so
+// that a client tries elsewhere (a cluster's new leader) rather than take
+// the closed partitions for failed ones.
+func closedFetch(resp *transport.FetchResponse) (*transport.FetchResponse, error) {
+	closeFiles(resp)
+	return nil, ErrClosed
 }
 
 // readFetch reads once what a fetch asks for, within its byte limits. It

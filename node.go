@@ -162,12 +162,7 @@ func (n *Node) load() error {
 // openTopic opens (creating as needed) the partitions of a topic. The
 // caller holds n.mu or has not published the node yet.
 func (n *Node) openTopic(name string, rec topicRecord) error {
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	maps.Copy(overrides, rec.Configs)
-	t := &topic{name: name, rec: rec, config: effectiveConfig(overrides)}
+	t := &topic{name: name, rec: rec, config: n.topicConfig(rec.Configs)}
 	// The options are the topic's, the same for each partition.
 	lo := t.config.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
@@ -188,6 +183,17 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 	}
 	n.topics[name] = t
 	return nil
+}
+
+// topicConfig returns the configs in force for a topic that sets own:
+// the node's topic defaults, overridden by own.
+func (n *Node) topicConfig(own map[string]string) topicConfig {
+	overrides := maps.Clone(n.opts.topicDefaults)
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	maps.Copy(overrides, own)
+	return effectiveConfig(overrides)
 }
 
 // writePartitionMetadata writes Kafka's partition.metadata, which names the
@@ -294,13 +300,23 @@ func (n *Node) EnforceRetention() error {
 
 // Close stops taking requests, wakes the fetches waiting for records, waits
 // for the requests in flight, then flushes every partition and writes the
-// clean-shutdown state, so that the next Open scans nothing.
-func (n *Node) Close() error {
+// clean-shutdown state, so that the next Open scans nothing. A node in a
+// cluster first asks the controller to move the leadership of its
+// partitions to other replicas (Kafka's controlled shutdown).
+func (n *Node) Close() error { return n.close(true) }
+
+// Halt closes the node without telling its cluster first, as a crash
+// would: the controller moves its partitions' leadership only once its
+// heartbeats have stopped for the session timeout. On a node on its own it
+// is Close. Tests of failover use it.
+func (n *Node) Halt() error { return n.close(false) }
+
+func (n *Node) close(controlled bool) error {
 	if n.closing.Swap(true) {
 		return nil
 	}
 	if n.cluster != nil {
-		n.cluster.leave()
+		n.cluster.leave(controlled)
 	}
 	n.mu.RLock()
 	for _, t := range n.topics {

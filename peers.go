@@ -312,21 +312,36 @@ func (m *MemNetwork) Connect(_ context.Context, addr string) (transport.NodeClie
 	if _, err := fmt.Sscanf(addr, "mem:%d", &id); err != nil {
 		return nil, fmt.Errorf("%w: %q is not an in-memory address", transport.ErrNetwork, addr)
 	}
-	m.mu.Lock()
-	n := m.nodes[id]
-	m.mu.Unlock()
-	if n == nil {
-		return nil, fmt.Errorf("%w: node %d is not on the network", transport.ErrNetwork, id)
+	c := memClient{m, id}
+	if _, err := c.node(); err != nil {
+		return nil, err
 	}
-	return memClient{n}, nil
+	return c, nil
 }
 
-// memClient is a node as a ClusterClient's node: Close leaves it open,
-// and a node that closed is unreachable (transport.ErrNetwork, which a
-// client retries elsewhere), as it would be over a network.
-type memClient struct{ n *Node }
+// memClient is a node's address on the network as a ClusterClient's
+// node. Each call goes to the node on the network at that id now, as a
+// TCP client reconnects to whatever serves its address: a node that
+// closed is unreachable (transport.ErrNetwork, which a client retries
+// elsewhere), and the node opened again in its place is reached again.
+// Close leaves the node open.
+type memClient struct {
+	net *MemNetwork
+	id  int32
+}
 
 func (memClient) Close() error { return nil }
+
+// node returns the node on the network at the client's id.
+func (c memClient) node() (*Node, error) {
+	c.net.mu.Lock()
+	n := c.net.nodes[c.id]
+	c.net.mu.Unlock()
+	if n == nil {
+		return nil, fmt.Errorf("%w: node %d is not on the network", transport.ErrNetwork, c.id)
+	}
+	return n, nil
+}
 
 // unreachable turns the node's ErrClosed into ErrNetwork.
 func unreachable[R any](resp R, err error) (R, error) {
@@ -338,23 +353,43 @@ func unreachable[R any](resp R, err error) (R, error) {
 }
 
 func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	return unreachable(c.n.Metadata(ctx, req))
+	n, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	return unreachable(n.Metadata(ctx, req))
 }
 
 func (c memClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
-	return unreachable(c.n.Produce(ctx, req))
+	n, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	return unreachable(n.Produce(ctx, req))
 }
 
 func (c memClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
-	return unreachable(c.n.Fetch(ctx, req))
+	n, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	return unreachable(n.Fetch(ctx, req))
 }
 
 func (c memClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
-	return unreachable(c.n.ListOffsets(ctx, req))
+	n, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	return unreachable(n.ListOffsets(ctx, req))
 }
 
 func (c memClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	return unreachable(c.n.InitProducerID(ctx, req))
+	n, err := c.node()
+	if err != nil {
+		return nil, err
+	}
+	return unreachable(n.InitProducerID(ctx, req))
 }
 
 // Client returns a client of the whole cluster on the network, which

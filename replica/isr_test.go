@@ -144,3 +144,44 @@ func TestSlowFollowerBurstStaysInISR(t *testing.T) {
 	}
 	c.Check()
 }
+
+// A follower the controller refuses to add to the ISR — it crashed and was
+// fenced after its last fetch had reached the high watermark — must not
+// keep a live follower out: the leader proposes the refused one again only
+// after it fetches again, and the live one joins meanwhile.
+func TestRefusedFollowerDoesNotBlockExpansion(t *testing.T) {
+	c := newCluster(t, 7, 3, testOptions(1))
+	leader := c.Leader()
+	var others []int32
+	for _, id := range []int32{1, 2, 3} {
+		if id != leader {
+			others = append(others, id)
+		}
+	}
+	crashed, live := others[0], others[1]
+	// The live follower falls out of the ISR by lag time.
+	c.Net.Pause(live)
+	for i := 0; slices.Contains(c.State.ISR, live); i++ {
+		if i > 10*lagTicks {
+			t.Fatalf("node %d never left the ISR: %v", live, c.State.ISR)
+		}
+		produce(t, c, transport.AcksLeader, "v"+itoa(i))
+		c.Tick()
+	}
+	// The other follower crashes caught up: fenced, out of the ISR; the
+	// leader still sees its last fetch at the high watermark.
+	c.Crash(crashed, true)
+	if slices.Contains(c.State.ISR, crashed) {
+		t.Fatalf("crashed node %d still in the ISR %v", crashed, c.State.ISR)
+	}
+	c.Net.Resume(live)
+	for i := 0; !slices.Contains(c.State.ISR, live); i++ {
+		if i > 10*lagTicks {
+			t.Fatalf("node %d caught up but never rejoined the ISR %v: the refused node %d blocks it", live, c.State.ISR, crashed)
+		}
+		c.Tick()
+	}
+	if slices.Contains(c.State.ISR, crashed) {
+		t.Fatalf("fenced node %d was added to the ISR %v", crashed, c.State.ISR)
+	}
+}

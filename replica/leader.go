@@ -30,6 +30,11 @@ type peer struct {
 	sentHW             int64 // high watermark of the last answer
 	brokerEpoch        int64 // of its last fetch, or -1
 	parked             *parkedFetch
+	// refusedAfter is the tick of its last fetch when the controller
+	// refused to add it to the ISR (fenced, or in another broker epoch),
+	// or -1: it is proposed again only after a later fetch, so that a
+	// crashed follower's last fetch does not keep others out.
+	refusedAfter int64
 }
 
 // parkedFetch is a fetch that found nothing new, held until there is
@@ -107,7 +112,7 @@ func (r *Replica) becomeLeader() {
 	r.follower = followerState{seq: r.follower.seq}
 	r.leader = leaderState{followers: map[int32]*peer{}, epochStart: r.logEnd, nextID: r.leader.nextID}
 	for id := range r.followerIDs() {
-		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1}
+		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1, refusedAfter: -1}
 		if slices.Contains(r.state.ISR, id) {
 			p.lastCaughtUp = r.now
 		}
@@ -302,14 +307,16 @@ func (r *Replica) maybeShrinkISR() {
 
 // maybeExpandISR proposes adding the first follower outside the ISR that
 // reached the high watermark and this epoch's start (Kafka's
-// isFollowerInSync).
+// isFollowerInSync), and that has fetched since the controller last
+// refused it.
 func (r *Replica) maybeExpandISR() {
 	if r.alter != nil {
 		return
 	}
 	for id := range r.followerIDs() {
 		p := r.leader.followers[id]
-		if slices.Contains(r.state.ISR, id) || p.leo < r.hw || p.leo < r.leader.epochStart {
+		if slices.Contains(r.state.ISR, id) || p.leo < r.hw || p.leo < r.leader.epochStart ||
+			p.refusedAfter >= 0 && p.lastFetch <= p.refusedAfter {
 			continue
 		}
 		var isr []int32

@@ -231,6 +231,13 @@ func (r *Replica) RejectISRChange(c ISRChange) {
 	r.opts.Logger.Debug("ISR change rejected", "partition", r.tp.String(), "replica", r.id, "isr", c.ISR)
 	r.alter, r.alterSent = nil, false
 	if r.role == RoleLeader {
+		// The followers it would have added wait for their next fetch
+		// before they are proposed again.
+		for _, id := range c.ISR {
+			if p := r.leader.followers[id]; p != nil && !slices.Contains(r.state.ISR, id) {
+				p.refusedAfter = p.lastFetch
+			}
+		}
 		r.maybeAdvanceHighWatermark()
 	}
 }

@@ -1,0 +1,100 @@
+package partlog_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/transport"
+)
+
+// BenchmarkClusterProduce produces 1 KiB records to one partition (1 MiB
+// batches): on a node on its own with acks=1, and replicated to three
+// nodes in one process (the in-memory network) with acks=1 and with
+// acks=all (idempotent) — the cost of replication without the network's.
+// "sync" topics keep partlog's flush.messages=1 (every replica syncs what
+// it appends before it counts); "nosync" ones Kafka's default (the page
+// cache).
+func BenchmarkClusterProduce(b *testing.B) {
+	for _, flush := range []string{"sync", "nosync"} {
+		configs := map[string]string{"min.insync.replicas": "2"}
+		if flush == "nosync" {
+			configs["flush.messages"] = "9223372036854775807"
+		}
+		b.Run(flush, func(b *testing.B) { benchmarkClusterProduce(b, configs) })
+	}
+}
+
+func benchmarkClusterProduce(b *testing.B, configs map[string]string) {
+	value := make([]byte, 1024)
+	run := func(b *testing.B, client transport.Client, acks transport.Acks) {
+		opts := []producer.Option{producer.Linger(time.Millisecond), producer.Acks(acks),
+			producer.BatchSize(1 << 20), producer.BufferMemory(8 << 20)}
+		if acks != transport.AcksAll {
+			opts = append(opts, producer.Idempotent(false))
+		}
+		p, err := producer.New(client, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		b.SetBytes(int64(len(value)))
+		b.ResetTimer()
+		for range b.N {
+			wg.Add(1)
+			p.Produce(ctx, &producer.Record{Topic: "bench", Value: value}, func(_ *producer.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+	}
+	b.Run("single-node/acks=1", func(b *testing.B) {
+		n, err := partlog.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer n.Close()
+		if err := n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", Configs: configs}); err != nil {
+			b.Fatal(err)
+		}
+		run(b, n, transport.AcksLeader)
+	})
+	for _, acks := range []transport.Acks{transport.AcksLeader, transport.AcksAll} {
+		b.Run(fmt.Sprintf("rf=3/acks=%d", acks), func(b *testing.B) {
+			ctl, err := partlog.OpenController(b.TempDir(), partlog.ControllerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ctl.Close()
+			net := partlog.NewMemNetwork()
+			for id := int32(1); id <= 3; id++ {
+				n, err := partlog.Open(filepath.Join(b.TempDir(), fmt.Sprint(id)), partlog.NodeID(id), partlog.JoinCluster(ctl, net))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer n.Close()
+				if id == 3 {
+					if err := n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", ReplicationFactor: 3, Configs: configs}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			client, err := net.Client(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			run(b, client, acks)
+		})
+	}
+}
