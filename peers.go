@@ -28,8 +28,8 @@ type outbox struct {
 	from  int32
 	net   peerNetwork
 	addrs func(id int32) string
-	// failed is told of a failed delivery: the destination may have
-	// restarted at another address, which the metadata will tell.
+	// failed is told when deliveries to a destination start failing: it
+	// may have restarted at another address, which the metadata will tell.
 	failed func()
 	ctx    context.Context // ends at close: deliveries in progress stop
 	cancel context.CancelFunc
@@ -57,10 +57,11 @@ func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed fun
 	return &outbox{from: from, net: net, addrs: addrs, failed: failed, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
 }
 
-// heldFor is how long a batch whose delivery failed waits for its
+// heldFor is how long messages whose delivery failed wait for their
 // destination's new address (a node restarted elsewhere) or for more
-// messages to the destination, to go with them. A batch lost instead holds
-// a follower whose fetch answer it carried for its whole FetchTimeout.
+// messages to the destination, to go with them, before they are dropped.
+// A fetch answer lost instead holds its follower for its whole
+// FetchTimeout.
 const heldFor = 5 * time.Second
 
 // Send queues m for node to; it never blocks on the network.
@@ -99,6 +100,7 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 // run delivers a destination's queue until close.
 func (o *outbox) run(to int32, s *sender) {
 	ctx := o.ctx
+	var heldUntil time.Time // while deliveries fail: when what failed first is dropped
 	for range s.wake {
 		for {
 			s.mu.Lock()
@@ -116,7 +118,18 @@ func (o *outbox) run(to int32, s *sender) {
 			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 			err := o.net.deliver(dctx, o.from, to, addr, batch)
 			dcancel()
-			if err == nil || !o.hold(to, s, addr, batch) {
+			if err == nil {
+				heldUntil = time.Time{}
+				break
+			}
+			if heldUntil.IsZero() { // the first failure of a run
+				heldUntil = time.Now().Add(heldFor)
+				if o.failed != nil {
+					o.failed()
+				}
+			}
+			if !o.hold(to, s, addr, batch, heldUntil) {
+				heldUntil = time.Time{}
 				break
 			}
 		}
@@ -125,18 +138,16 @@ func (o *outbox) run(to int32, s *sender) {
 
 // hold keeps a batch whose delivery to addr failed until the destination
 // has a new address or more messages are queued for it, and then queues
-// it again in front of them and returns true; after heldFor, or once the
-// outbox closes, it returns false and the batch is lost: the replicas
-// fetch again after FetchTimeout or FetchBackoff. Replicas take repeated
-// and late messages in their stride. It checks every 50 ms, so that a node
-// that is down is not hammered.
-func (o *outbox) hold(to int32, s *sender, addr string, batch []replica.Message) bool {
-	if o.failed != nil {
-		o.failed()
-	}
+// it again in front of them and returns true; at deadline (heldFor after
+// the first of a run of failures), or once the outbox closes, it returns
+// false and the batch is lost: the replicas fetch again after FetchTimeout
+// or FetchBackoff. Replicas take repeated and late messages in their
+// stride. It checks every 50 ms, so that a node that is down is not
+// hammered.
+func (o *outbox) hold(to int32, s *sender, addr string, batch []replica.Message, deadline time.Time) bool {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	for deadline := time.Now().Add(heldFor); time.Now().Before(deadline); {
+	for time.Now().Before(deadline) {
 		select {
 		case <-t.C:
 		case <-o.ctx.Done():
