@@ -14,7 +14,10 @@
 # with 1 KiB and 100 B records. Setups: a single node at acks=1, RF=3 at
 # acks=1, RF=3 at acks=all (min.insync.replicas=2). The producer has
 # batch.size 1 MiB, linger 5 ms, buffer.memory 8 MiB; topics leave
-# flushing to the OS (flush.messages off), as Kafka does by default.
+# flushing to the OS (flush.messages off), as Kafka does by default, but
+# for a last setup, RF=3 at acks=all with partlog's default
+# flush.messages=1: every replica syncs what it appends before it counts
+# toward the high watermark ("sync").
 #
 # Then it runs BenchmarkClusterFailover (cmd/partlog) RUNS times (default
 # 5): the time from the SIGKILL of a partition's leader to the first
@@ -89,14 +92,16 @@ cluster() {
 }
 
 # produce runs perf produce against addr on a new topic and prints the
-# summary line. Arguments: addr rf acks size throughput.
+# summary line. Arguments: addr rf acks flush size throughput, where flush
+# is sync (flush.messages=1) or nosync.
 topic_n=0
 produce() {
-  local addr=$1 rf=$2 acks=$3 size=$4 throughput=$5
+  local addr=$1 rf=$2 acks=$3 flush=$4 size=$5 throughput=$6
   topic_n=$((topic_n + 1))
-  local topic=perf$topic_n
+  local topic=perf$topic_n flushing=flush.messages=1
+  [ "$flush" = nosync ] && flushing=flush.messages=9223372036854775807
   "$partlog" topics create --bootstrap-server "$addr" --topic "$topic" --partitions 3 --replication-factor "$rf" \
-    --config min.insync.replicas=$((rf > 1 ? 2 : 1)) --config flush.messages=9223372036854775807 >/dev/null
+    --config min.insync.replicas=$((rf > 1 ? 2 : 1)) --config "$flushing" >/dev/null
   sleep 2 # let every node learn of the topic, and its followers fetch past a first refusal (replica.fetch.backoff.ms 1 s)
   # An interrupt ends the run and prints its totals; timeout then exits 124.
   { timeout -s INT "$secs" "$partlog" perf produce --bootstrap-server "$addr" --topic "$topic" \
@@ -116,16 +121,17 @@ row() {
 
 printf "%-34s %12s %9s %8s %8s\n" "run" "records/s" "MB/s" "p50 ms" "p99 ms"
 for size in 1024 100; do
-  for setup in "single 1 1" "cluster 3 1" "cluster 3 all"; do
-    read -r kind rf acks <<<"$setup"
+  for setup in "single 1 1 nosync" "cluster 3 1 nosync" "cluster 3 all nosync" "cluster 3 all sync"; do
+    read -r kind rf acks flush <<<"$setup"
     for mode in throughput latency; do
       $kind
       throughput=-1
       [ "$mode" = latency ] && throughput=$rate
-      line=$(produce "$addr" "$rf" "$acks" "$size" "$throughput")
+      line=$(produce "$addr" "$rf" "$acks" "$flush" "$size" "$throughput")
       stop
       label="$kind"
       [ "$kind" = cluster ] && label="RF=3"
+      [ "$flush" = sync ] && label="$label sync"
       row "$label acks=$acks ${size}B $mode" "$line"
     done
   done
