@@ -40,7 +40,7 @@ func TestClusterHelp(t *testing.T) {
 	stdout, _, code = cli(t, "help", "serve")
 	require.Equal(t, exitOK, code)
 	require.Contains(t, stdout, "partlog serve --dir DIR --node-id N --controller HOST:PORT")
-	for _, flag := range []string{"--node-id id", "--controller address", "--heartbeat duration", "--replica-lag-max duration", "--log-level level"} {
+	for _, flag := range []string{"--node-id id", "--controller address", "--heartbeat duration", "--replica-lag-max duration", "--log-level level", "--cpuprofile file"} {
 		require.Contains(t, stdout, "\n  "+flag+"\n")
 	}
 }

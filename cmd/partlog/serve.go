@@ -64,6 +64,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "how often a cluster member heartbeats to the controller (broker.heartbeat.interval.ms), as a `duration`")
 	lagMax := fs.Duration("replica-lag-max", 30*time.Second, "how long a follower may lag before its leader drops it from the ISR (replica.lag.time.max.ms), as a `duration`")
 	level := logLevelFlag(fs)
+	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
 		return err
@@ -105,6 +106,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	defer n.Close()
 	s := transport.NewServer(n, transport.ServerOptions{Advertised: *advertised})
+	stopProfile, err := startCPUProfile("serve", *cpuProfile)
+	if err != nil {
+		return err
+	}
 	ctx, stop := interruptContext(context.Background())
 	defer stop()
 	served := make(chan error, 1)
@@ -125,6 +130,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	s.Close()
 	if err := n.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("serve: %w", err))
+	}
+	if err := stopProfile(); err != nil {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
 	if len(errs) == 0 {
