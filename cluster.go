@@ -117,8 +117,11 @@ type replicaHost struct {
 	rn      *replica.Node
 	cfg     topicConfig
 
-	mu    sync.Mutex
-	state replica.LeaderAndISR // the last state applied
+	// applyMu orders applies: the heartbeat's reconcile and an
+	// AlterPartition answer may bring states at once.
+	applyMu sync.Mutex
+	mu      sync.Mutex
+	state   replica.LeaderAndISR // the last state applied
 }
 
 // leads reports whether the replica leads in the last state applied.
@@ -398,6 +401,8 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 // apply gives a replica the controller's state for it, if newer than the
 // one it has.
 func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) {
+	h.applyMu.Lock()
+	defer h.applyMu.Unlock()
 	h.mu.Lock()
 	cur := h.state
 	h.mu.Unlock()

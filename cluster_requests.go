@@ -60,6 +60,11 @@ func (n *Node) leaderReplica(name string, id int32) (h *replicaHost, err error, 
 // no timeout (Kafka's request.timeout.ms).
 const defaultProduceTimeout = 30 * time.Second
 
+// turnWait bounds how long an idempotent producer's batch that overtook
+// its predecessors waits for them (partition.WaitTurn) before it is
+// proposed anyway, and refused as out of order if they have not come.
+const turnWait = 100 * time.Millisecond
+
 // appendReplicated appends batch as the leader of h's partition and waits
 // as acks asks: written on the leader (acks=1), or below the high
 // watermark (acks=all). A retry of a batch already in the log is answered
@@ -70,6 +75,7 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	h.p.WaitTurn(ctx, batch, turnWait)
 	c, err := h.rn.Propose(ctx, batch, acks)
 	var dup *partition.DuplicateError
 	switch {

@@ -33,6 +33,17 @@ type producers struct {
 
 	mu    sync.Mutex
 	state *producerState // nil until loaded, and when stale
+	// turn, when not nil, is closed at the next change of the state, for
+	// WaitTurn; it is made only while someone waits.
+	turn chan struct{}
+}
+
+// changedLocked wakes WaitTurn's waiters. The caller holds mu.
+func (m *producers) changedLocked() {
+	if m.turn != nil {
+		close(m.turn)
+		m.turn = nil
+	}
 }
 
 // ready reports whether the state may be used. The caller holds mu.
@@ -155,6 +166,7 @@ func (m *producers) CheckAppend(h record.Header, baseOffset int64) error {
 		}
 	}
 	m.state.apply(&h, baseOffset)
+	m.changedLocked()
 	return nil
 }
 
@@ -267,6 +279,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 	if m.state == nil {
 		return info, nil // a load scans them from the log
 	}
+	defer m.changedLocked()
 	if err := walkHeaders(batches, func(h *record.Header) { m.state.apply(h, h.BaseOffset) }); err != nil {
 		m.state = nil // cannot be: the log took them; reload to be sure
 	}

@@ -59,9 +59,11 @@
 //
 // Node is such a driver: it runs the loop on a goroutine with a ticker,
 // sends through a Transport, and lets callers wait for their appends
-// (Propose with a context). A host that drives many partitions, batching
-// each node's fetches into one transport.ReplicaFetchRequest as Kafka's
-// fetcher threads do, writes its own loop over Replicas instead.
+// (Propose with a context). partlog's Node runs one per partition replica
+// it hosts, over a Transport that sends everything queued for a node as one
+// request, as Kafka's fetcher threads fetch all of a leader's partitions
+// at once (Message, AppendMessages); a host may instead write its own loop
+// over many Replicas.
 //
 // Apply the controller's LeaderAndISR to every replica of the partition,
 // leader first or not: a replica answers requests from other epochs with
