@@ -161,7 +161,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	} else {
 		m.ctl, m.net = &tcpController{addr: o.controllerAddr}, newTCPPeers()
 	}
-	m.out = newOutbox(n.meta.NodeID, m.net, m.address)
+	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error
 	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.fs, path.Join(n.dir, HighWatermarkFileName)); err != nil {
 		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)

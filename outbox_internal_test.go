@@ -36,7 +36,7 @@ func (r *recordingNetwork) close() {}
 // fetches all of a leader's partitions in one Fetch.
 func TestOutboxBatchesPerDestination(t *testing.T) {
 	net := &recordingNetwork{first: make(chan struct{}), release: make(chan struct{}), got: make(chan []replica.Message, 4)}
-	o := newOutbox(1, net, func(int32) string { return "" })
+	o := newOutbox(1, net, func(int32) string { return "" }, nil)
 	defer o.close()
 	fetch := func(p int32) replica.Message {
 		return replica.Message{Type: replica.MsgFetch, From: 1, To: 2,

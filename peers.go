@@ -25,9 +25,12 @@ type peerNetwork interface {
 // for it since its last send and delivers them as one request. It is the
 // replica.Transport of every replica on the node.
 type outbox struct {
-	from   int32
-	net    peerNetwork
-	addrs  func(id int32) string
+	from  int32
+	net   peerNetwork
+	addrs func(id int32) string
+	// failed is told when deliveries to a destination start failing: it
+	// may have restarted at another address, which the metadata will tell.
+	failed func()
 	ctx    context.Context // ends at close: deliveries in progress stop
 	cancel context.CancelFunc
 
@@ -49,10 +52,17 @@ type sender struct {
 // dropped, as a lossy transport may (the replicas re-send on timeout).
 const maxQueued = 4096
 
-func newOutbox(from int32, net peerNetwork, addrs func(int32) string) *outbox {
+func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed func()) *outbox {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &outbox{from: from, net: net, addrs: addrs, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
+	return &outbox{from: from, net: net, addrs: addrs, failed: failed, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
 }
+
+// heldFor is how long messages whose delivery failed wait for their
+// destination's new address (a node restarted elsewhere) or for more
+// messages to the destination, to go with them, before they are dropped.
+// A fetch answer lost instead holds its follower for its whole
+// FetchTimeout.
+const heldFor = 5 * time.Second
 
 // Send queues m for node to; it never blocks on the network.
 func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
@@ -68,13 +78,18 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 		o.wg.Go(func() { o.run(to, s) })
 	}
 	o.mu.Unlock()
+	// The wake-up goes under s.mu, after a look at s.closed: close closes
+	// wake once it has set closed, and Send may race with it (a request
+	// from another node answered while this one closes).
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	if len(s.queue) >= maxQueued {
-		s.mu.Unlock()
 		return fmt.Errorf("%w: the queue to node %d is full", transport.ErrNetwork, to)
 	}
 	s.queue = append(s.queue, m)
-	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -85,31 +100,69 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 // run delivers a destination's queue until close.
 func (o *outbox) run(to int32, s *sender) {
 	ctx := o.ctx
+	var heldUntil time.Time // while deliveries fail: when what failed first is dropped
 	for range s.wake {
-		s.mu.Lock()
-		batch := s.queue
-		s.queue = nil
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		err := o.net.deliver(dctx, o.from, to, o.addrs(to), batch)
-		dcancel()
-		if err != nil {
-			// Lost: the replicas fetch again after FetchTimeout or
-			// FetchBackoff. Wait a little before the next try, so that
-			// a node that is down is not hammered.
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-ctx.Done():
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			if len(batch) == 0 {
+				break
+			}
+			addr := o.addrs(to)
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			err := o.net.deliver(dctx, o.from, to, addr, batch)
+			dcancel()
+			if err == nil {
+				heldUntil = time.Time{}
+				break
+			}
+			if heldUntil.IsZero() { // the first failure of a run
+				heldUntil = time.Now().Add(heldFor)
+				if o.failed != nil {
+					o.failed()
+				}
+			}
+			if !o.hold(to, s, addr, batch, heldUntil) {
+				heldUntil = time.Time{}
+				break
 			}
 		}
 	}
+}
+
+// hold keeps a batch whose delivery to addr failed until the destination
+// has a new address or more messages are queued for it, and then queues
+// it again in front of them and returns true; at deadline (heldFor after
+// the first of a run of failures), or once the outbox closes, it returns
+// false and the batch is lost: the replicas fetch again after FetchTimeout
+// or FetchBackoff. Replicas take repeated and late messages in their
+// stride. It checks every 50 ms, so that a node that is down is not
+// hammered.
+func (o *outbox) hold(to int32, s *sender, addr string, batch []replica.Message, deadline time.Time) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-t.C:
+		case <-o.ctx.Done():
+			return false
+		}
+		moved := o.addrs(to) != addr
+		s.mu.Lock()
+		if len(s.queue) > 0 || moved {
+			s.queue = append(batch, s.queue...)
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Unlock()
+	}
+	return false
 }
 
 // close stops every sender and waits for them.

@@ -14,6 +14,7 @@
 //	groups     list and describe consumer groups, reset their offsets
 //	perf       measure producing and consuming speed
 //	serve      answer Kafka protocol requests for a data directory on TCP
+//	controller run a cluster's controller on TCP for serve --controller nodes
 //	dump-log   print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
@@ -74,6 +75,7 @@ var commands = []command{
 	{"groups", "list and describe consumer groups, reset their offsets", runGroups},
 	{"perf", "measure producing and consuming speed", runPerf},
 	{"serve", "answer Kafka protocol requests for a data directory on TCP", runServe},
+	{"controller", "run a cluster's controller on TCP for serve --controller nodes", runController},
 	{"dump-log", "print the batches, records and index entries of segment files", runDumpLog},
 }
 

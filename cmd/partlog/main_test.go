@@ -10,7 +10,7 @@ import (
 
 // cli runs partlog in-process with args and returns what it printed and its
 // exit status.
-func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func cli(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(args, &out, &errOut)
@@ -37,6 +37,7 @@ func TestHelpListsCommands(t *testing.T) {
 			"\tgroups     list and describe consumer groups, reset their offsets\n"+
 			"\tperf       measure producing and consuming speed\n"+
 			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
+			"\tcontroller run a cluster's controller on TCP for serve --controller nodes\n"+
 			"\tdump-log   print the batches, records and index entries of segment files\n")
 	}
 }

@@ -16,14 +16,14 @@ func dirFlag(fs *flag.FlagSet) *string {
 	return fs.String("dir", "", "the node's data `directory` (required)")
 }
 
-// openNode opens the data directory of a command's --dir. A directory that
-// another process has open is refused with a clear message rather than
-// shared: two writers would corrupt it.
-func openNode(command, dir string) (*partlog.Node, error) {
+// openNode opens the data directory of a command's --dir with opts. A
+// directory that another process has open is refused with a clear message
+// rather than shared: two writers would corrupt it.
+func openNode(command, dir string, opts ...partlog.Option) (*partlog.Node, error) {
 	if dir == "" {
 		return nil, usageErrorf(command, "--dir is required")
 	}
-	n, err := partlog.Open(dir)
+	n, err := partlog.Open(dir, opts...)
 	if errors.Is(err, partlog.ErrLocked) {
 		return nil, fmt.Errorf("%s: data directory %s is in use by another partlog (a running node or command); stop it first: %w", command, dir, err)
 	}

@@ -2,7 +2,8 @@ package main
 
 // serve runs a node as a process: it opens a data directory and answers
 // Kafka protocol requests on a TCP listener until it is interrupted, as
-// kafka-server-start.sh runs a broker.
+// kafka-server-start.sh runs a broker. With --controller the node is a
+// member of a cluster that 'partlog controller' runs.
 
 import (
 	"context"
@@ -10,11 +11,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 )
 
 const serveHelp = `Usage: partlog serve --dir DIR [--listen HOST:PORT] [--advertised HOST:PORT]
+       partlog serve --dir DIR --node-id N --controller HOST:PORT [--listen HOST:PORT] [flags]
 
 Serve opens the data directory DIR and answers requests on a TCP listener
 until it is interrupted (Ctrl-C, SIGTERM), then closes the directory
@@ -27,6 +32,21 @@ the node.
 --advertised is the address Metadata answers give clients for this node,
 when it differs from the listener's (a wildcard listener, a container).
 While it serves, no other partlog command can open DIR.
+
+With --controller, the node is a member of the cluster whose controller
+('partlog controller') listens there: it registers as node --node-id at its
+advertised address (the listener's by default, so port 0 works), heartbeats
+every --heartbeat, and hosts the replicas of the replicated topics the
+controller assigns it. Topics created through any member ('partlog topics
+create --bootstrap-server HOST:PORT --replication-factor R') go to the
+controller; clients reach every partition's leader through any member
+(transport.DialCluster). A member restarted on the same DIR catches up from
+the leaders and rejoins the in-sync replicas. For example:
+
+  partlog controller --dir /tmp/ctl --listen 127.0.0.1:9093
+  partlog serve --dir /tmp/n1 --node-id 1 --controller 127.0.0.1:9093 --listen 127.0.0.1:9101
+  partlog serve --dir /tmp/n2 --node-id 2 --controller 127.0.0.1:9093 --listen 127.0.0.1:9102
+  partlog serve --dir /tmp/n3 --node-id 3 --controller 127.0.0.1:9093 --listen 127.0.0.1:9103
 `
 
 // serveReady, when set, is told the listener's address once it listens:
@@ -38,29 +58,67 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve")
 	dir := dirFlag(fs)
 	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on")
-	advertised := fs.String("advertised", "", "the `address` clients are told to use; the listener's by default")
+	advertised := fs.String("advertised", "", "the `address` clients and other nodes are told to use; the listener's by default")
+	nodeID := fs.Int("node-id", 0, "the node's `id` (node.id), for a new DIR; required with --controller")
+	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'); the node serves alone without it")
+	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "how often a cluster member heartbeats to the controller (broker.heartbeat.interval.ms), as a `duration`")
+	lagMax := fs.Duration("replica-lag-max", 30*time.Second, "how long a follower may lag before its leader drops it from the ISR (replica.lag.time.max.ms), as a `duration`")
+	level := logLevelFlag(fs)
+	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
 		return err
 	}
-	if len(operands) > 0 {
+	switch {
+	case len(operands) > 0:
 		return usageErrorf("serve", "unexpected argument %q", operands[0])
+	case *nodeID < 0 || *nodeID > 1<<31-1:
+		return usageErrorf("serve", "--node-id %d is not a node id", *nodeID)
+	case *controller != "" && *nodeID == 0:
+		return usageErrorf("serve", "--controller needs --node-id")
+	case *controller == "" && (isSet(fs, "heartbeat") || isSet(fs, "replica-lag-max")):
+		return usageErrorf("serve", "--heartbeat and --replica-lag-max need --controller")
+	case *heartbeat <= 0 || *lagMax <= 0:
+		return usageErrorf("serve", "--heartbeat and --replica-lag-max must be positive")
 	}
-	n, err := openNode("serve", *dir)
-	if err != nil {
-		return err
-	}
-	defer n.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	defer ln.Close()
+	opts := []partlog.Option{partlog.Logger(newLogger(stderr, level))}
+	if *nodeID != 0 {
+		opts = append(opts, partlog.NodeID(int32(*nodeID)))
+	}
+	if *controller != "" {
+		addr := *advertised
+		if addr == "" {
+			addr = ln.Addr().String()
+		}
+		opts = append(opts, partlog.ControllerAddress(*controller), partlog.AdvertisedAddress(addr),
+			partlog.HeartbeatInterval(*heartbeat), partlog.ReplicaOptions(replica.Options{ReplicaLagTimeMax: *lagMax}))
+	}
+	// A cluster member registers its address in Open: it listens first,
+	// and peers that reach it before it serves wait in the backlog.
+	n, err := openNode("serve", *dir, opts...)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
 	s := transport.NewServer(n, transport.ServerOptions{Advertised: *advertised})
+	stopProfile, err := startCPUProfile("serve", *cpuProfile)
+	if err != nil {
+		return err
+	}
 	ctx, stop := interruptContext(context.Background())
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
-	fmt.Fprintf(stderr, "partlog: node %d serving %s on %s\n", n.NodeID(), n.Dir(), ln.Addr())
+	if *controller != "" {
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s in the cluster of controller %s\n", n.NodeID(), n.Dir(), ln.Addr(), *controller)
+	} else {
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s\n", n.NodeID(), n.Dir(), ln.Addr())
+	}
 	if serveReady != nil {
 		serveReady(ln.Addr().String())
 	}
@@ -72,6 +130,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	s.Close()
 	if err := n.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("serve: %w", err))
+	}
+	if err := stopProfile(); err != nil {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
 	if len(errs) == 0 {

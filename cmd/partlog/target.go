@@ -34,7 +34,10 @@ func addTargetFlags(fs *flag.FlagSet) targetFlags {
 type target struct {
 	node   *partlog.Node        // with --dir
 	remote *transport.TCPClient // with --bootstrap-server
-	addr   string
+	// cluster, with --bootstrap-server naming a member of a cluster of
+	// several nodes, sends each partition's requests to its leader.
+	cluster *transport.ClusterClient
+	addr    string
 }
 
 // openTarget opens what the flags name: exactly one of --dir and
@@ -44,11 +47,7 @@ func openTarget(command string, f targetFlags) (*target, error) {
 	case *f.dir != "" && *f.bootstrap != "":
 		return nil, usageErrorf(command, "give --dir or --bootstrap-server, not both")
 	case *f.bootstrap != "":
-		c, err := transport.Dial(context.Background(), *f.bootstrap, transport.DialOptions{ClientID: "partlog-" + command})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", command, err)
-		}
-		return &target{remote: c, addr: *f.bootstrap}, nil
+		return dialTarget(command, *f.bootstrap)
 	case *f.dir == "":
 		return nil, usageErrorf(command, "--dir or --bootstrap-server is required")
 	}
@@ -59,10 +58,57 @@ func openTarget(command string, f targetFlags) (*target, error) {
 	return &target{node: n}, nil
 }
 
+// dialTarget connects to the node at addr. When its Metadata names other
+// nodes too, the node is a member of a cluster, whose partitions have
+// different leaders: producers and consumers then reach them through a
+// transport.ClusterClient, and the other calls (admin, groups) go to the
+// node at addr.
+func dialTarget(command, addr string) (*target, error) {
+	ctx := context.Background()
+	opts := transport.DialOptions{ClientID: "partlog-" + command}
+	c, err := transport.Dial(ctx, addr, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	t := &target{remote: c, addr: addr}
+	md, err := c.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	if len(md.Brokers) > 1 {
+		if t.cluster, err = transport.DialCluster(ctx, []string{addr}, opts); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", command, err)
+		}
+	}
+	return t, nil
+}
+
 // client returns the target as producers and consumers take it.
 func (t *target) client() transport.Client {
-	if t.node != nil {
+	switch {
+	case t.node != nil:
 		return t.node
+	case t.cluster != nil:
+		return clusterTarget{t.cluster, t.remote}
+	}
+	return t.remote
+}
+
+// clusterTarget is a cluster as a command's producer or consumer takes
+// it: partitions' requests go to their leaders, and consumer groups to the
+// node the command was given.
+type clusterTarget struct {
+	*transport.ClusterClient
+	transport.GroupClient
+}
+
+// partitions returns what answers requests about partitions: the cluster,
+// or the node.
+func (t *target) partitions() transport.Client {
+	if t.cluster != nil {
+		return t.cluster
 	}
 	return t.remote
 }
@@ -80,6 +126,9 @@ func (t *target) where() string {
 func (t *target) close() error {
 	if t.node != nil {
 		return t.node.Close()
+	}
+	if t.cluster != nil {
+		t.cluster.Close()
 	}
 	return t.remote.Close()
 }
@@ -177,7 +226,7 @@ func (t *target) remoteOffsets(ctx context.Context, descs []partlog.TopicDescrip
 			}
 			req.Topics = append(req.Topics, lt)
 		}
-		resp, err := t.remote.ListOffsets(ctx, req)
+		resp, err := t.partitions().ListOffsets(ctx, req)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestClusterFlagErrors checks the command lines serve and controller
+// refuse before they open anything.
+func TestClusterFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"serve", "--dir", "d", "--controller", "127.0.0.1:1"}, "partlog: serve: --controller needs --node-id\n"},
+		{[]string{"serve", "--dir", "d", "--heartbeat", "1s"}, "partlog: serve: --heartbeat and --replica-lag-max need --controller\n"},
+		{[]string{"serve", "--dir", "d", "--node-id", "1", "--controller", "127.0.0.1:1", "--replica-lag-max", "0s"},
+			"partlog: serve: --heartbeat and --replica-lag-max must be positive\n"},
+		{[]string{"serve", "--dir", "d", "--node-id", "-1"}, "partlog: serve: --node-id -1 is not a node id\n"},
+		{[]string{"serve", "--dir", "d", "--log-level", "loud"}, "partlog: serve: invalid value \"loud\" for flag -log-level: log level \"loud\" is not off, error, warn, info or debug\n"},
+		{[]string{"controller"}, "partlog: controller: --dir is required\n"},
+		{[]string{"controller", "--dir", "d", "--session-timeout", "0s"}, "partlog: controller: --session-timeout and --tick must be positive\n"},
+		{[]string{"controller", "--dir", "d", "extra"}, "partlog: controller: unexpected argument \"extra\"\n"},
+	} {
+		_, stderr, code := cli(t, tc.args...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Equal(t, tc.stderr+"Run 'partlog help "+tc.args[0]+"' for usage.\n", stderr, tc.args)
+	}
+}
+
+func TestClusterHelp(t *testing.T) {
+	stdout, _, code := cli(t, "help", "controller")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "Usage: partlog controller --dir DIR [--listen HOST:PORT] [flags]\n")
+	for _, flag := range []string{"--dir directory", "--listen address", "--session-timeout duration", "--tick duration",
+		"--leader-imbalance-check duration", "--log-level level"} {
+		require.Contains(t, stdout, "\n  "+flag+"\n")
+	}
+	stdout, _, code = cli(t, "help", "serve")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "partlog serve --dir DIR --node-id N --controller HOST:PORT")
+	for _, flag := range []string{"--node-id id", "--controller address", "--heartbeat duration", "--replica-lag-max duration", "--log-level level", "--cpuprofile file"} {
+		require.Contains(t, stdout, "\n  "+flag+"\n")
+	}
+}
