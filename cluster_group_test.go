@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -476,5 +478,114 @@ func fetchCommittedRetrying(ctx context.Context, t *testing.T, client transport.
 		case <-ctx.Done():
 			t.Fatalf("offset fetch %s never succeeded: %v", groupID, err)
 		}
+	}
+}
+
+// startGroupNode opens node id of c at addr as tcpCluster.start does, with
+// a small __consumer_offsets and short group session timeouts.
+func (c *tcpCluster) startGroupNode(id int32, addr string) {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(c.t, err)
+	n, err := partlog.Open(c.dirs[id], partlog.NodeID(id), partlog.ControllerAddress(c.ctlAddr),
+		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond),
+		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
+			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}),
+		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second))
+	require.NoError(c.t, err)
+	s := transport.NewServer(n, transport.ServerOptions{})
+	go s.Serve(ln)
+	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()
+}
+
+// TestClusterGroupOverTCP runs the group of testClusterGroupFailover over
+// TCP (transport.DialCluster): the coordinator crashes, the group goes on
+// at the new coordinator with its commits, and the crashed node restarts
+// at its address with its replica of __consumer_offsets kept (not
+// deleted as a stray internal topic) and rejoins the partition's ISR.
+func TestClusterGroupOverTCP(t *testing.T) {
+	c := newTCPCluster(t)
+	for _, id := range []int32{1, 2, 3} {
+		c.dirs[id] = t.TempDir()
+		c.startGroupNode(id, "127.0.0.1:0")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic, parts = "events", 3
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: topic, Partitions: parts, ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "2"}}))
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, transport.DialOptions{})
+	require.NoError(t, err)
+	defer client.Close()
+
+	g := newGroupProgress()
+	stop := make(chan struct{})
+	settled := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for id := range int32(2) {
+		wg.Go(func() { runGroupMember(ctx, t, client, id, topic, g, stop, settled) })
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for {
+		d, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"cg"}})
+		require.NoError(t, err)
+		if gd := d.Groups[0]; gd.Err == nil && gd.State == "Stable" && len(gd.Members) == 2 {
+			break
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatal("the group never settled with two members")
+		}
+	}
+	acked := produceValues(t, client, topic, clusterValues(0, 200))
+	select {
+	case <-g.expect(endOffsets(acked, parts)):
+	case <-ctx.Done():
+		t.Fatalf("the first records were never committed: %v", g.errs)
+	}
+
+	old := coordinatorOf(t, client, "cg")
+	p := group.PartitionFor("cg", groupClusterOffsetsPartitions)
+	l, err := c.nodes[old].Log(group.OffsetsTopic, p)
+	require.NoError(t, err)
+	end := l.LogEndOffset()
+	require.Positive(t, end)
+	oldAddr := c.addrs[old]
+	c.halt(old)
+	c.waitFor("a new leader of the group's partition", func(s replica.ClusterState) bool {
+		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
+		return l != old && l != replica.NoLeader
+	})
+	require.Equal(t, endOffsets(acked, parts), fetchCommittedRetrying(ctx, t, client, "cg", topic))
+	more := produceValues(t, client, topic, clusterValues(200, 400))
+	for p, vs := range more {
+		acked[p] = append(acked[p], vs...)
+	}
+	select {
+	case <-g.expect(endOffsets(acked, parts)):
+	case <-ctx.Done():
+		t.Fatalf("the records after the crash were never committed: %v", g.errs)
+	}
+	require.NotEqual(t, old, coordinatorOf(t, client, "cg"))
+
+	// The crashed node comes back with its replica, and catches up.
+	c.startGroupNode(old, oldAddr)
+	l, err = c.nodes[old].Log(group.OffsetsTopic, p)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, l.LogEndOffset(), end, "the restarted node kept its replica of %s-%d", group.OffsetsTopic, p)
+	c.waitFor("the old coordinator back in the ISR", func(s replica.ClusterState) bool {
+		return slices.Contains(s.Topics[group.OffsetsTopic].Partitions[p].ISR, old)
+	})
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	require.Empty(t, g.errs)
+	require.Len(t, g.seen, 400)
+	for v, n := range g.seen {
+		require.Equal(t, 1, n, "record %s processed once", v)
 	}
 }
