@@ -401,6 +401,13 @@ func TestClusterGroupNotCoordinator(t *testing.T) {
 	for i, id := range groups {
 		commitRetrying(ctx, t, client, id, "t", 0, int64(i+10))
 	}
+	md, err := client.Metadata(ctx, &transport.MetadataRequest{Topics: []string{group.OffsetsTopic}})
+	require.NoError(t, err)
+	require.True(t, md.Topics[0].Internal)
+	require.Len(t, md.Topics[0].Partitions, groupClusterOffsetsPartitions)
+	for _, pm := range md.Topics[0].Partitions {
+		require.Len(t, pm.Replicas, 3, "replicated on min(3, live nodes)")
+	}
 	for _, id := range groups {
 		coord := coordinatorOf(t, client, id)
 		for nid, n := range c.nodes {
