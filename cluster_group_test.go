@@ -108,28 +108,20 @@ func (g *groupProgress) process(member int32, r *consumer.Record) {
 	}
 }
 
-// positions returns the offsets to commit for tps (every partition when
-// nil): after the last record processed.
-func (g *groupProgress) positions(tps []consumer.TopicPartition, topic string) map[consumer.TopicPartition]consumer.CommittedOffset {
+// positions returns the offsets to commit for tps, a member's
+// partitions: after the last record processed. (A member commits only its
+// own: a commit of another's partition could land after that member's
+// later one, and take the committed offset back.)
+func (g *groupProgress) positions(tps []consumer.TopicPartition) map[consumer.TopicPartition]consumer.CommittedOffset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[consumer.TopicPartition]consumer.CommittedOffset{}
-	for p, next := range g.next {
-		tp := consumer.TopicPartition{Topic: topic, Partition: p}
-		if tps == nil || containsTP(tps, tp) {
+	for _, tp := range tps {
+		if next, ok := g.next[tp.Partition]; ok {
 			out[tp] = consumer.CommittedOffset{Offset: next, LeaderEpoch: -1}
 		}
 	}
 	return out
-}
-
-func containsTP(tps []consumer.TopicPartition, tp consumer.TopicPartition) bool {
-	for _, t := range tps {
-		if t == tp {
-			return true
-		}
-	}
-	return false
 }
 
 // acked notes offsets the coordinator acknowledged.
@@ -142,12 +134,12 @@ func (g *groupProgress) acked(offsets map[consumer.TopicPartition]consumer.Commi
 	g.checkLocked()
 }
 
-// runGroupMember polls and commits what it processed after each poll
-// until stop closes; it commits what it processed of the partitions it
-// gives up before it gives them up.
+// runGroupMember polls and commits what it processed of its partitions
+// after each poll until stop closes; it commits what it processed of the
+// partitions it gives up before it gives them up.
 func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, id int32, topic string, g *groupProgress, stop <-chan struct{}, settled chan<- struct{}) {
 	commit := func(ctx context.Context, m *consumer.Consumer, tps []consumer.TopicPartition) error {
-		offsets := g.positions(tps, topic)
+		offsets := g.positions(tps)
 		if len(offsets) == 0 {
 			return nil
 		}
@@ -194,7 +186,7 @@ func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, 
 		fs.EachRecord(func(r *consumer.Record) { g.process(id, r) })
 		// A commit the coordinator's move made fail is made again after
 		// the next poll, with the offsets processed by then.
-		if err := commit(ctx, m, nil); err != nil && !transport.IsRetriable(err) && ctx.Err() == nil {
+		if err := commit(ctx, m, m.Assignment()); err != nil && !transport.IsRetriable(err) && ctx.Err() == nil {
 			g.fail(fmt.Errorf("member %d: commit: %w", id, err))
 		}
 	}
@@ -236,13 +228,20 @@ func endOffsets(acked map[int32][]string, partitions int32) map[int32]int64 {
 	return out
 }
 
+// groupFailover is how testClusterGroupFailover takes the coordinator
+// down: crash (Halt) rather than Close, and whether a third member joins
+// the group meanwhile, which makes it rebalance at the new coordinator.
+type groupFailover struct {
+	crash, join bool
+}
+
 // testClusterGroupFailover runs a group of two consumers over the
 // cluster's client on a topic of three replicas, with commits after every
-// poll and on revoke; takes the group's coordinator down (Close, or Halt
-// for a crash) half way; and checks that the group goes on with a new
-// coordinator from the committed offsets, processing every record exactly
-// once, and that the committed offsets are the log end offsets.
-func testClusterGroupFailover(t *testing.T, crash bool) {
+// poll and on revoke; takes the group's coordinator down half way as f
+// says; and checks that the group goes on with a new coordinator from the
+// committed offsets, processing every record exactly once, and that the
+// committed offsets are the log end offsets.
+func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	c := newGroupCluster(t, 1, 2, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -305,11 +304,19 @@ func testClusterGroupFailover(t *testing.T, crash bool) {
 	require.Equal(t, endOffsets(acked, parts), committedOffsets(t, client, "cg", topic))
 
 	// The coordinator goes down; the group finds the next one.
-	if crash {
+	if f.crash {
+		// A clean election needs another replica in the ISR: on a loaded
+		// machine a follower may have fallen out of it for a while.
+		c.waitFor("the full ISR of the group's partition", func(s replica.ClusterState) bool {
+			return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
+		})
 		require.NoError(t, c.nodes[old].Halt())
 		delete(c.nodes, old)
 	} else {
 		c.stop(old)
+	}
+	if f.join {
+		wg.Go(func() { runGroupMember(ctx, t, client, 2, topic, g, stop, settled) })
 	}
 	c.waitFor("a new leader of the group's partition", func(s replica.ClusterState) bool {
 		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
@@ -317,6 +324,9 @@ func testClusterGroupFailover(t *testing.T, crash bool) {
 	})
 	// The new coordinator loaded the group's commits from its replica.
 	require.Equal(t, endOffsets(acked, parts), fetchCommittedRetrying(ctx, t, client, "cg", topic))
+	if f.join {
+		awaitGroupAssigned(ctx, t, client, "cg", 3, settled)
+	}
 	more := produceValues(t, client, topic, clusterValues(300, 600))
 	for p, vs := range more {
 		acked[p] = append(acked[p], vs...)
@@ -341,11 +351,15 @@ func testClusterGroupFailover(t *testing.T, crash bool) {
 	for v, n := range g.seen {
 		require.Equal(t, 1, n, "record %s processed once", v)
 	}
-	for p, o := range g.owners {
-		require.Len(t, o, 1, "partition %d had one owner: the group did not rebalance", p)
-	}
 	owners := slices2set(maps.Values(g.owners))
-	require.Len(t, owners, 2, "both members took part")
+	if !f.join {
+		for p, o := range g.owners {
+			require.Len(t, o, 1, "partition %d had one owner: the group did not rebalance", p)
+		}
+		require.Len(t, owners, 2, "both members took part")
+	} else {
+		require.Len(t, owners, 3, "the member that joined during the failover took partitions over")
+	}
 
 	// A new member of the group starts where the group committed: it
 	// gets only what is produced now.
@@ -378,11 +392,21 @@ func slices2set(seq func(func([]int32) bool)) map[int32]bool {
 
 // TestClusterGroupCoordinatorShutdown: the coordinator's node closes with
 // a controlled shutdown, which moves its leaderships at once.
-func TestClusterGroupCoordinatorShutdown(t *testing.T) { testClusterGroupFailover(t, false) }
+func TestClusterGroupCoordinatorShutdown(t *testing.T) { testClusterGroupFailover(t, groupFailover{}) }
 
 // TestClusterGroupCoordinatorCrash: the coordinator's node crashes; the
 // controller fences it after its session timeout and elects new leaders.
-func TestClusterGroupCoordinatorCrash(t *testing.T) { testClusterGroupFailover(t, true) }
+func TestClusterGroupCoordinatorCrash(t *testing.T) {
+	testClusterGroupFailover(t, groupFailover{crash: true})
+}
+
+// TestClusterGroupRebalanceDuringFailover: a member joins while the
+// coordinator crashes; the group rebalances at the new coordinator, and
+// the partitions that move are committed on revoke and taken up from
+// those commits, so that every record is still processed exactly once.
+func TestClusterGroupRebalanceDuringFailover(t *testing.T) {
+	testClusterGroupFailover(t, groupFailover{crash: true, join: true})
+}
 
 // TestClusterGroupNotCoordinator checks the answers of the nodes that are
 // not a group's coordinator, and the admin calls through the cluster
@@ -562,6 +586,9 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	end := l.LogEndOffset()
 	require.Positive(t, end)
 	oldAddr := c.addrs[old]
+	c.waitFor("the full ISR of the group's partition", func(s replica.ClusterState) bool {
+		return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
+	})
 	c.halt(old)
 	c.waitFor("a new leader of the group's partition", func(s replica.ClusterState) bool {
 		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
@@ -594,5 +621,41 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	require.Len(t, g.seen, 400)
 	for v, n := range g.seen {
 		require.Equal(t, 1, n, "record %s processed once", v)
+	}
+}
+
+// awaitGroupAssigned waits until group is Stable with members members,
+// each with partitions assigned; settled signals assignment changes.
+func awaitGroupAssigned(ctx context.Context, t *testing.T, client transport.GroupClient, groupID string, members int, settled <-chan struct{}) {
+	t.Helper()
+	for {
+		d, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{groupID}})
+		require.NoError(t, err)
+		gd := d.Groups[0]
+		if gd.Err != nil {
+			// The coordinator is moving or loading: ask again after the
+			// client's retry backoff.
+			require.True(t, transport.IsRetriable(gd.Err), "describe %s: %v", groupID, gd.Err)
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				t.Fatalf("describe %s never succeeded: %v", groupID, gd.Err)
+			}
+			continue
+		}
+		assigned := 0
+		for _, m := range gd.Members {
+			if a, err := consumer.DecodeAssignment(m.Assignment); err == nil && len(a.Partitions) > 0 {
+				assigned++
+			}
+		}
+		if gd.State == "Stable" && len(gd.Members) == members && assigned == members {
+			return
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatalf("group %s never had %d members with partitions: %+v", groupID, members, gd)
+		}
 	}
 }
