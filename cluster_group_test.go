@@ -17,6 +17,7 @@ import (
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
 )
 
 // groupClusterOffsetsPartitions is the partitions of __consumer_offsets in
@@ -658,4 +659,22 @@ func awaitGroupAssigned(ctx context.Context, t *testing.T, client transport.Grou
 			t.Fatalf("group %s never had %d members with partitions: %+v", groupID, members, gd)
 		}
 	}
+}
+
+// TestClusterClientGroupsOnOneNode: a ClusterClient over a node on its
+// own (which names no address in FindCoordinator) sends the group calls
+// to that node, known from Metadata.
+func TestClusterClientGroupsOnOneNode(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.OffsetsTopicPartitions(2))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := transport.DialCluster(ctx, []string{serveNode(t, n)}, transport.DialOptions{})
+	require.NoError(t, err)
+	defer client.Close()
+	commitRetrying(ctx, t, client, "g", "t", 1, 42)
+	require.Equal(t, map[int32]int64{1: 42}, committedOffsets(t, client, "g", "t"))
+	lg, err := client.ListGroups(ctx, &transport.ListGroupsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []transport.ListedGroup{{Group: "g", State: "Empty"}}, lg.Groups)
 }
