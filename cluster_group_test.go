@@ -305,15 +305,18 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	require.Equal(t, endOffsets(acked, parts), committedOffsets(t, client, "cg", topic))
 
 	// The coordinator goes down; the group finds the next one.
+	var down time.Time
 	if f.crash {
 		// A clean election needs another replica in the ISR: on a loaded
 		// machine a follower may have fallen out of it for a while.
 		c.waitFor("the full ISR of the group's partition", func(s replica.ClusterState) bool {
 			return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
 		})
+		down = time.Now()
 		require.NoError(t, c.nodes[old].Halt())
 		delete(c.nodes, old)
 	} else {
+		down = time.Now()
 		c.stop(old)
 	}
 	if f.join {
@@ -325,6 +328,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	})
 	// The new coordinator loaded the group's commits from its replica.
 	require.Equal(t, endOffsets(acked, parts), fetchCommittedRetrying(ctx, t, client, "cg", topic))
+	t.Logf("coordinator %d down to commits answered by the next: %v", old, time.Since(down))
 	if f.join {
 		awaitGroupAssigned(ctx, t, client, "cg", 3, settled)
 	}

@@ -12,47 +12,47 @@ import (
 // requests.
 
 func (c memClient) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).FindCoordinator)
+	return memGroupCall(ctx, c, req, (*Node).FindCoordinator)
 }
 
 func (c memClient) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).JoinGroup)
+	return memGroupCall(ctx, c, req, (*Node).JoinGroup)
 }
 
 func (c memClient) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).SyncGroup)
+	return memGroupCall(ctx, c, req, (*Node).SyncGroup)
 }
 
 func (c memClient) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).Heartbeat)
+	return memGroupCall(ctx, c, req, (*Node).Heartbeat)
 }
 
 func (c memClient) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).LeaveGroup)
+	return memGroupCall(ctx, c, req, (*Node).LeaveGroup)
 }
 
 func (c memClient) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).OffsetCommit)
+	return memGroupCall(ctx, c, req, (*Node).OffsetCommit)
 }
 
 func (c memClient) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).OffsetFetch)
+	return memGroupCall(ctx, c, req, (*Node).OffsetFetch)
 }
 
 func (c memClient) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).DescribeGroups)
+	return memGroupCall(ctx, c, req, (*Node).DescribeGroups)
 }
 
 func (c memClient) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).ListGroups)
+	return memGroupCall(ctx, c, req, (*Node).ListGroups)
 }
 
 func (c memClient) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
-	return memGroupCall(c, ctx, req, (*Node).DeleteGroups)
+	return memGroupCall(ctx, c, req, (*Node).DeleteGroups)
 }
 
 // memGroupCall calls a group method of the client's node.
-func memGroupCall[Req, Resp any](c memClient, ctx context.Context, req Req, call func(*Node, context.Context, Req) (Resp, error)) (Resp, error) {
+func memGroupCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func(*Node, context.Context, Req) (Resp, error)) (Resp, error) {
 	n, err := c.node()
 	if err != nil {
 		var zero Resp
