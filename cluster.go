@@ -329,6 +329,7 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 // directory.
 func (m *member) remove(h *replicaHost) {
 	m.n.logger.Info("removing a replica", "partition", h.tp.String())
+	m.offsetsRemoved(h)
 	h.rn.Close()
 	h.p.Close()
 	if err := m.n.logs.Remove(h.tp); err != nil {
@@ -449,6 +450,7 @@ func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndI
 	h.mu.Lock()
 	h.state = s
 	h.mu.Unlock()
+	m.offsetsLeadership(h, s)
 	return nil
 }
 

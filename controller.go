@@ -561,6 +561,7 @@ func (md *clusterMetadata) response(topics []string, controllerID int32) *transp
 			continue
 		}
 		tm.TopicID = topicIDBytes(t.ID)
+		tm.Internal = strings.HasPrefix(name, "__") // __consumer_offsets
 		for p, s := range t.Partitions {
 			pm := transport.PartitionMetadata{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 				Replicas: slices.Clone(s.Replicas), ISR: slices.Clone(s.ISR)}

@@ -32,6 +32,9 @@ type groupHost struct {
 
 	mu    sync.Mutex
 	coord *group.Coordinator
+	// cluster is the partitions of __consumer_offsets the node leads, on
+	// a node in a cluster (see cluster_group.go).
+	cluster *clusterGroups
 }
 
 // startGroups loads the group coordinator if __consumer_offsets exists,
@@ -218,8 +221,12 @@ func groupWait[Req, Resp any](ctx context.Context, n *Node, req Req, call func(*
 	}
 }
 
-// FindCoordinator names this node as the coordinator of every group.
+// FindCoordinator names this node as the coordinator of every group; in a
+// cluster, the leader of the group's partition of __consumer_offsets.
 func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
+	if n.cluster != nil {
+		return n.clusterFindCoordinator(ctx, req)
+	}
 	return groupCall(n, req, func(_ *group.Coordinator, req *transport.FindCoordinatorRequest) *transport.FindCoordinatorResponse {
 		resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
 		if req.KeyType != transport.CoordinatorGroup {
@@ -234,46 +241,73 @@ func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinat
 // JoinGroup joins a group, and waits until the rebalance it starts or
 // takes part in has every member, or ctx ends.
 func (n *Node) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
+	if n.cluster != nil {
+		return n.clusterJoinGroup(ctx, req)
+	}
 	return groupWait(ctx, n, req, (*group.Coordinator).Join)
 }
 
 // SyncGroup sends the leader's assignment, or waits for it, and answers
 // the member's own.
 func (n *Node) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
+	if n.cluster != nil {
+		return n.clusterSyncGroup(ctx, req)
+	}
 	return groupWait(ctx, n, req, (*group.Coordinator).Sync)
 }
 
 // Heartbeat keeps a member's session alive.
 func (n *Node) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
+	if n.cluster != nil {
+		return n.clusterHeartbeat(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Heartbeat)
 }
 
 // LeaveGroup takes members out of a group.
 func (n *Node) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
+	if n.cluster != nil {
+		return n.clusterLeaveGroup(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Leave)
 }
 
 // OffsetCommit commits a group's offsets to __consumer_offsets.
 func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
+	if n.cluster != nil {
+		return n.clusterOffsetCommit(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Commit)
 }
 
 // OffsetFetch answers a group's committed offsets.
 func (n *Node) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
+	if n.cluster != nil {
+		return n.clusterOffsetFetch(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Fetch)
 }
 
 // DescribeGroups describes groups: state, protocol, members, assignments.
 func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
+	if n.cluster != nil {
+		return n.clusterDescribeGroups(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Describe)
 }
 
 // DeleteGroups deletes groups without members, with their offsets.
 func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
+	if n.cluster != nil {
+		return n.clusterDeleteGroups(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).Delete)
 }
 
 // ListGroups lists the groups the node coordinates.
 func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
+	if n.cluster != nil {
+		return n.clusterListGroups(req)
+	}
 	return groupCall(n, req, (*group.Coordinator).List)
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
@@ -148,7 +149,7 @@ func (n *Node) load() error {
 		if tp == metadataTopic || ok && tp.Partition < int32(len(t.partitions)) {
 			continue
 		}
-		if n.opts.cluster.enabled() && !strings.HasPrefix(tp.Topic, "__") {
+		if n.opts.cluster.enabled() && (!strings.HasPrefix(tp.Topic, "__") || tp.Topic == group.OffsetsTopic) {
 			continue // a replicated topic's: the controller's metadata decides
 		}
 		n.logger.Warn("removing the partition of a deleted topic", "partition", tp.String())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/partlog/partlog/transport"
 )
@@ -48,7 +49,9 @@ func (c *Consumer) positionOffsets(tps []TopicPartition) map[TopicPartition]Comm
 
 // CommitOffsets commits offsets for the group — each the offset of the
 // next record to consume — and waits for the answer. A member commits in
-// its generation; see Commit for a refused commit.
+// its generation; see Commit for a refused commit. A retriable error (the
+// group's coordinator moved, is loading or cannot be reached) is retried
+// after the retry backoff until ctx ends or it has lasted RetryTimeout.
 func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]CommittedOffset) error {
 	g := c.grp
 	if g == nil {
@@ -69,7 +72,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 		gen.ID, gen.MemberID = g.generation, g.memberID
 	}
 	g.mu.Unlock()
-	err := g.store.CommitOffsets(ctx, g.cfg.group, gen, offsets)
+	err := c.commitRetrying(ctx, gen, offsets)
 	if err == nil {
 		return nil
 	}
@@ -92,6 +95,32 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 		return fmt.Errorf("consumer: commit: %w", err)
 	}
 	return fmt.Errorf("%w: %w", ErrCommitFailed, err)
+}
+
+// commitRetrying commits offsets through the group's store, retrying a
+// retriable error — the coordinator moved, is loading or cannot be
+// reached, as while a cluster elects a new leader of the group's
+// partition of __consumer_offsets — after the retry backoff, until ctx
+// ends or the failures have lasted RetryTimeout, as Kafka's commitSync
+// retries until default.api.timeout.ms. Commits are idempotent: sending
+// one again is harmless.
+func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets map[TopicPartition]CommittedOffset) error {
+	g := c.grp
+	var r retry
+	for {
+		err := g.store.CommitOffsets(ctx, g.cfg.group, gen, offsets)
+		if err == nil || !transport.IsRetriable(err) || ctx.Err() != nil {
+			return err
+		}
+		if r.fail(&c.cfg, time.Now(), false) {
+			return err
+		}
+		select {
+		case <-time.After(time.Until(r.until)):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // CommitAsync commits the positions of every assigned partition, as

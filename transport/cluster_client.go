@@ -18,7 +18,9 @@ import (
 // partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) or cannot be
 // reached. Such partitions come back with their retriable error, which a
 // producer or consumer retries after its backoff, by then at the new
-// leader. It also gets producer ids (from any node).
+// leader. It also gets producer ids (from any node), and sends each
+// consumer group's requests to the group's coordinator (see
+// FindCoordinator).
 //
 // ClusterClient is safe for concurrent use.
 type ClusterClient struct {
@@ -31,6 +33,7 @@ type ClusterClient struct {
 	addrs   map[int32]string      // node id -> host:port, from Metadata
 	nodes   map[string]NodeClient // by address
 	leaders map[string][]int32    // topic -> leader of each partition, -1 for none
+	coords  map[string]string     // group id -> address of its coordinator
 }
 
 // NodeClient is what a ClusterClient needs of one node: a TCPClient, or a
@@ -38,6 +41,7 @@ type ClusterClient struct {
 type NodeClient interface {
 	Client
 	ProducerIDClient
+	GroupClient
 	Close() error
 }
 

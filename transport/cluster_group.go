@@ -1,0 +1,323 @@
+package transport
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A ClusterClient is a GroupClient as a Kafka client is: FindCoordinator
+// goes to any node, and every other group request to the coordinator of
+// its group, which the client finds with FindCoordinator and remembers per
+// group id. When the coordinator answers that it no longer is one
+// (NOT_COORDINATOR), is not available or still loading, or cannot be
+// reached, the client forgets it; the caller retries after its backoff (a
+// consumer does), and the retry asks FindCoordinator again.
+var _ GroupClient = (*ClusterClient)(nil)
+
+// FindCoordinator asks any node which node coordinates a group.
+func (c *ClusterClient) FindCoordinator(ctx context.Context, req *FindCoordinatorRequest) (*FindCoordinatorResponse, error) {
+	var resp *FindCoordinatorResponse
+	err := c.anyNode(ctx, func(n NodeClient) error {
+		var err error
+		resp, err = n.FindCoordinator(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// coordinator returns the client of a group's coordinator and its
+// address, asking FindCoordinator when the client knows none.
+func (c *ClusterClient) coordinator(ctx context.Context, group string) (NodeClient, string, error) {
+	c.mu.Lock()
+	addr, ok := c.coords[group]
+	c.mu.Unlock()
+	if !ok {
+		resp, err := c.FindCoordinator(ctx, &FindCoordinatorRequest{Key: group, KeyType: CoordinatorGroup})
+		if err != nil {
+			return nil, "", err
+		}
+		if resp.Err != nil {
+			return nil, "", resp.Err
+		}
+		c.mu.Lock()
+		if resp.Host != "" {
+			addr = net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port)))
+		} else {
+			addr = c.addrs[resp.NodeID] // a node on its own names no address
+		}
+		if addr != "" {
+			if c.coords == nil {
+				c.coords = map[string]string{}
+			}
+			c.coords[group] = addr
+		}
+		c.mu.Unlock()
+		if addr == "" {
+			return nil, "", fmt.Errorf("%w: the coordinator of group %q is node %d, whose address the client does not know",
+				ErrCoordinatorNotAvailable, group, resp.NodeID)
+		}
+	}
+	n, err := c.node(ctx, addr)
+	if err != nil {
+		c.forgetCoordinator(group, addr)
+		return nil, "", err
+	}
+	return n, addr, nil
+}
+
+// forgetCoordinator forgets that the node at addr coordinates group.
+func (c *ClusterClient) forgetCoordinator(group, addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.coords[group] == addr {
+		delete(c.coords, group)
+	}
+}
+
+// coordinatorMoved reports whether err says that the group's coordinator
+// is not (or not yet) where the client thought.
+func coordinatorMoved(err error) bool {
+	return errors.Is(err, ErrNotCoordinator) || errors.Is(err, ErrCoordinatorNotAvailable) || errors.Is(err, ErrCoordinatorLoadInProgress)
+}
+
+// toCoordinator sends a group's request to its coordinator with call, and
+// forgets the coordinator when the call fails or an error of the answer
+// (errs) says it moved.
+func toCoordinator[R any](ctx context.Context, c *ClusterClient, group string, call func(NodeClient) (R, error), errs func(R) []error) (R, error) {
+	var zero R
+	n, addr, err := c.coordinator(ctx, group)
+	if err != nil {
+		return zero, err
+	}
+	r, err := call(n)
+	if err != nil {
+		c.forgetCoordinator(group, addr)
+		return zero, err
+	}
+	if slices.ContainsFunc(errs(r), coordinatorMoved) {
+		c.forgetCoordinator(group, addr)
+	}
+	return r, nil
+}
+
+// JoinGroup sends a JoinGroup to the group's coordinator.
+func (c *ClusterClient) JoinGroup(ctx context.Context, req *JoinGroupRequest) (*JoinGroupResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*JoinGroupResponse, error) { return n.JoinGroup(ctx, req) },
+		func(r *JoinGroupResponse) []error { return []error{r.Err} })
+}
+
+// SyncGroup sends a SyncGroup to the group's coordinator.
+func (c *ClusterClient) SyncGroup(ctx context.Context, req *SyncGroupRequest) (*SyncGroupResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*SyncGroupResponse, error) { return n.SyncGroup(ctx, req) },
+		func(r *SyncGroupResponse) []error { return []error{r.Err} })
+}
+
+// Heartbeat sends a Heartbeat to the group's coordinator.
+func (c *ClusterClient) Heartbeat(ctx context.Context, req *HeartbeatRequest) (*HeartbeatResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*HeartbeatResponse, error) { return n.Heartbeat(ctx, req) },
+		func(r *HeartbeatResponse) []error { return []error{r.Err} })
+}
+
+// LeaveGroup sends a LeaveGroup to the group's coordinator.
+func (c *ClusterClient) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*LeaveGroupResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*LeaveGroupResponse, error) { return n.LeaveGroup(ctx, req) },
+		func(r *LeaveGroupResponse) []error {
+			errs := []error{r.Err}
+			for _, m := range r.Members {
+				errs = append(errs, m.Err)
+			}
+			return errs
+		})
+}
+
+// OffsetCommit sends an OffsetCommit to the group's coordinator.
+func (c *ClusterClient) OffsetCommit(ctx context.Context, req *OffsetCommitRequest) (*OffsetCommitResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*OffsetCommitResponse, error) { return n.OffsetCommit(ctx, req) },
+		func(r *OffsetCommitResponse) []error {
+			var errs []error
+			for _, t := range r.Topics {
+				for _, p := range t.Partitions {
+					errs = append(errs, p.Err)
+				}
+			}
+			return errs
+		})
+}
+
+// OffsetFetch sends an OffsetFetch to the group's coordinator.
+func (c *ClusterClient) OffsetFetch(ctx context.Context, req *OffsetFetchRequest) (*OffsetFetchResponse, error) {
+	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*OffsetFetchResponse, error) { return n.OffsetFetch(ctx, req) },
+		func(r *OffsetFetchResponse) []error {
+			errs := []error{r.Err}
+			for _, t := range r.Topics {
+				for _, p := range t.Partitions {
+					errs = append(errs, p.Err)
+				}
+			}
+			return errs
+		})
+}
+
+// byCoordinator finds the coordinator of each group, and returns the
+// groups by coordinator address, with the error of each group whose
+// coordinator it could not find.
+func (c *ClusterClient) byCoordinator(ctx context.Context, groups []string) (map[string][]string, map[string]error) {
+	by, failed := map[string][]string{}, map[string]error{}
+	for _, g := range groups {
+		if _, addr, err := c.coordinator(ctx, g); err != nil {
+			failed[g] = err
+		} else {
+			by[addr] = append(by[addr], g)
+		}
+	}
+	return by, failed
+}
+
+// DescribeGroups asks each group's coordinator to describe it. A group
+// whose coordinator could not be found or reached is described with the
+// error, in state Dead.
+func (c *ClusterClient) DescribeGroups(ctx context.Context, req *DescribeGroupsRequest) (*DescribeGroupsResponse, error) {
+	by, failed := c.byCoordinator(ctx, req.Groups)
+	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) (*DescribeGroupsResponse, error) {
+		return n.DescribeGroups(ctx, &DescribeGroupsRequest{Groups: by[addr]})
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	answers := map[string]DescribedGroup{}
+	for addr, groups := range by {
+		for _, g := range groups {
+			failed[g] = errs[addr]
+		}
+		if r := resps[addr]; r != nil {
+			for _, d := range r.Groups {
+				answers[d.Group] = d
+				if coordinatorMoved(d.Err) {
+					c.forgetCoordinator(d.Group, addr)
+				}
+			}
+		}
+	}
+	out := &DescribeGroupsResponse{}
+	for _, g := range req.Groups {
+		d, ok := answers[g]
+		if !ok {
+			err := failed[g]
+			if err == nil {
+				err = fmt.Errorf("%w: the coordinator did not answer for group %q", ErrNetwork, g)
+			}
+			c.forgetCoordinators(g)
+			d = DescribedGroup{Group: g, Err: err, State: "Dead", GenerationID: NoGeneration}
+		}
+		out.Groups = append(out.Groups, d)
+	}
+	return out, nil
+}
+
+// DeleteGroups asks each group's coordinator to delete it.
+func (c *ClusterClient) DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) (*DeleteGroupsResponse, error) {
+	by, failed := c.byCoordinator(ctx, req.Groups)
+	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) (*DeleteGroupsResponse, error) {
+		return n.DeleteGroups(ctx, &DeleteGroupsRequest{Groups: by[addr]})
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	answers := map[string]DeletedGroup{}
+	for addr, groups := range by {
+		for _, g := range groups {
+			failed[g] = errs[addr]
+		}
+		if r := resps[addr]; r != nil {
+			for _, d := range r.Results {
+				answers[d.Group] = d
+				if coordinatorMoved(d.Err) {
+					c.forgetCoordinator(d.Group, addr)
+				}
+			}
+		}
+	}
+	out := &DeleteGroupsResponse{}
+	for _, g := range req.Groups {
+		d, ok := answers[g]
+		if !ok {
+			err := failed[g]
+			if err == nil {
+				err = fmt.Errorf("%w: the coordinator did not answer for group %q", ErrNetwork, g)
+			}
+			c.forgetCoordinators(g)
+			d = DeletedGroup{Group: g, Err: err}
+		}
+		out.Results = append(out.Results, d)
+	}
+	return out, nil
+}
+
+// forgetCoordinators forgets the coordinator of group, wherever it was.
+func (c *ClusterClient) forgetCoordinators(group string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.coords, group)
+}
+
+// ListGroups asks every node for the groups it coordinates and merges the
+// answers, sorted by group id. When a node cannot be reached or fails, the
+// groups of the others are answered, with Err set to that node's error.
+func (c *ClusterClient) ListGroups(ctx context.Context, req *ListGroupsRequest) (*ListGroupsResponse, error) {
+	// Learn the nodes first: one the client does not know may coordinate
+	// groups.
+	if _, err := c.Metadata(ctx, &MetadataRequest{Topics: []string{}}); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	var addrs []string
+	for _, a := range c.addrs {
+		addrs = append(addrs, a)
+	}
+	c.mu.Unlock()
+	slices.Sort(addrs)
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, _ string) (*ListGroupsResponse, error) {
+		return n.ListGroups(ctx, req)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &ListGroupsResponse{}
+	seen := map[string]bool{}
+	for _, addr := range addrs {
+		r := resps[addr]
+		if r == nil {
+			out.Err = cmp.Or(out.Err, fmt.Errorf("node %s: %w", addr, errs[addr]))
+			continue
+		}
+		if r.Err != nil {
+			out.Err = cmp.Or(out.Err, fmt.Errorf("node %s: %w", addr, r.Err))
+		}
+		for _, g := range r.Groups {
+			if !seen[g.Group] { // a coordinator that just lost the group may list it too
+				seen[g.Group] = true
+				out.Groups = append(out.Groups, g)
+			}
+		}
+	}
+	slices.SortFunc(out.Groups, func(a, b ListedGroup) int { return strings.Compare(a.Group, b.Group) })
+	return out, nil
+}
+
+// mapKeys returns the keys of m.
+func mapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
