@@ -186,78 +186,81 @@ func (c *ClusterClient) byCoordinator(ctx context.Context, groups []string) (map
 // whose coordinator could not be found or reached is described with the
 // error, in state Dead.
 func (c *ClusterClient) DescribeGroups(ctx context.Context, req *DescribeGroupsRequest) (*DescribeGroupsResponse, error) {
-	by, failed := c.byCoordinator(ctx, req.Groups)
-	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) (*DescribeGroupsResponse, error) {
-		return n.DescribeGroups(ctx, &DescribeGroupsRequest{Groups: by[addr]})
-	})
-	if err := ctx.Err(); err != nil {
+	groups, err := perCoordinator(ctx, c, req.Groups,
+		func(ctx context.Context, n NodeClient, groups []string) ([]DescribedGroup, error) {
+			r, err := n.DescribeGroups(ctx, &DescribeGroupsRequest{Groups: groups})
+			if err != nil {
+				return nil, err
+			}
+			return r.Groups, nil
+		},
+		func(d DescribedGroup) (string, error) { return d.Group, d.Err },
+		func(g string, err error) DescribedGroup {
+			return DescribedGroup{Group: g, Err: err, State: "Dead", GenerationID: NoGeneration}
+		})
+	if err != nil {
 		return nil, err
 	}
-	answers := map[string]DescribedGroup{}
-	for addr, groups := range by {
-		for _, g := range groups {
-			failed[g] = errs[addr]
-		}
-		if r := resps[addr]; r != nil {
-			for _, d := range r.Groups {
-				answers[d.Group] = d
-				if coordinatorMoved(d.Err) {
-					c.forgetCoordinator(d.Group, addr)
-				}
-			}
-		}
-	}
-	out := &DescribeGroupsResponse{}
-	for _, g := range req.Groups {
-		d, ok := answers[g]
-		if !ok {
-			err := failed[g]
-			if err == nil {
-				err = fmt.Errorf("%w: the coordinator did not answer for group %q", ErrNetwork, g)
-			}
-			c.forgetCoordinators(g)
-			d = DescribedGroup{Group: g, Err: err, State: "Dead", GenerationID: NoGeneration}
-		}
-		out.Groups = append(out.Groups, d)
-	}
-	return out, nil
+	return &DescribeGroupsResponse{Groups: groups}, nil
 }
 
 // DeleteGroups asks each group's coordinator to delete it.
 func (c *ClusterClient) DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) (*DeleteGroupsResponse, error) {
-	by, failed := c.byCoordinator(ctx, req.Groups)
-	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) (*DeleteGroupsResponse, error) {
-		return n.DeleteGroups(ctx, &DeleteGroupsRequest{Groups: by[addr]})
+	results, err := perCoordinator(ctx, c, req.Groups,
+		func(ctx context.Context, n NodeClient, groups []string) ([]DeletedGroup, error) {
+			r, err := n.DeleteGroups(ctx, &DeleteGroupsRequest{Groups: groups})
+			if err != nil {
+				return nil, err
+			}
+			return r.Results, nil
+		},
+		func(d DeletedGroup) (string, error) { return d.Group, d.Err },
+		func(g string, err error) DeletedGroup { return DeletedGroup{Group: g, Err: err} })
+	if err != nil {
+		return nil, err
+	}
+	return &DeleteGroupsResponse{Results: results}, nil
+}
+
+// perCoordinator sends each group's part of a request to the group's
+// coordinator and answers group by group, in the order of groups: the
+// coordinator's answer, or failed with why there is none. A coordinator
+// that answers that it no longer coordinates a group is forgotten.
+func perCoordinator[A any](ctx context.Context, c *ClusterClient, groups []string,
+	send func(context.Context, NodeClient, []string) ([]A, error),
+	about func(A) (group string, err error), failed func(group string, err error) A) ([]A, error) {
+	by, errOf := c.byCoordinator(ctx, groups)
+	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) ([]A, error) {
+		return send(ctx, n, by[addr])
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	answers := map[string]DeletedGroup{}
-	for addr, groups := range by {
-		for _, g := range groups {
-			failed[g] = errs[addr]
+	answers := map[string]A{}
+	for addr, gs := range by {
+		for _, g := range gs {
+			errOf[g] = errs[addr]
 		}
-		if r := resps[addr]; r != nil {
-			for _, d := range r.Results {
-				answers[d.Group] = d
-				if coordinatorMoved(d.Err) {
-					c.forgetCoordinator(d.Group, addr)
-				}
+		for _, a := range resps[addr] {
+			g, err := about(a)
+			answers[g] = a
+			if coordinatorMoved(err) {
+				c.forgetCoordinator(g, addr)
 			}
 		}
 	}
-	out := &DeleteGroupsResponse{}
-	for _, g := range req.Groups {
-		d, ok := answers[g]
+	out := make([]A, 0, len(groups))
+	for _, g := range groups {
+		a, ok := answers[g]
 		if !ok {
-			err := failed[g]
+			err := errOf[g]
 			if err == nil {
 				err = fmt.Errorf("%w: the coordinator did not answer for group %q", ErrNetwork, g)
 			}
 			c.forgetCoordinators(g)
-			d = DeletedGroup{Group: g, Err: err}
+			a = failed(g, err)
 		}
-		out.Results = append(out.Results, d)
+		out = append(out, a)
 	}
 	return out, nil
 }
