@@ -363,44 +363,35 @@ func unreachable[R any](resp R, err error) (R, error) {
 	return resp, err
 }
 
-func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+// memCall calls a method of the client's node, which must be on the
+// network and open (its ErrClosed is ErrNetwork here).
+func memCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func(*Node, context.Context, Req) (Resp, error)) (Resp, error) {
 	n, err := c.node()
 	if err != nil {
-		return nil, err
+		var zero Resp
+		return zero, err
 	}
-	return unreachable(n.Metadata(ctx, req))
+	return unreachable(call(n, ctx, req))
+}
+
+func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+	return memCall(ctx, c, req, (*Node).Metadata)
 }
 
 func (c memClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
-	n, err := c.node()
-	if err != nil {
-		return nil, err
-	}
-	return unreachable(n.Produce(ctx, req))
+	return memCall(ctx, c, req, (*Node).Produce)
 }
 
 func (c memClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
-	n, err := c.node()
-	if err != nil {
-		return nil, err
-	}
-	return unreachable(n.Fetch(ctx, req))
+	return memCall(ctx, c, req, (*Node).Fetch)
 }
 
 func (c memClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
-	n, err := c.node()
-	if err != nil {
-		return nil, err
-	}
-	return unreachable(n.ListOffsets(ctx, req))
+	return memCall(ctx, c, req, (*Node).ListOffsets)
 }
 
 func (c memClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	n, err := c.node()
-	if err != nil {
-		return nil, err
-	}
-	return unreachable(n.InitProducerID(ctx, req))
+	return memCall(ctx, c, req, (*Node).InitProducerID)
 }
 
 // Client returns a client of the whole cluster on the network, which
