@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -382,29 +381,6 @@ func (c *Controller) metadataLocked() *clusterMetadata {
 	return md
 }
 
-// allocateBlock reserves size producer ids durably and returns the first.
-func (a *producerIDs) allocateBlock(fsys vfs.FS, file string, size int64) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.loaded {
-		mark, err := readProducerIDMark(fsys, file)
-		if err != nil {
-			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
-		}
-		a.next, a.blockEnd, a.loaded = mark, mark, true
-	}
-	if a.next > math.MaxInt64-size {
-		return -1, fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
-	}
-	end := a.next + size
-	if err := writeAtomic(fsys, file, []byte(fmt.Sprintf("version=0\nnext.producer.id=%d\n", end))); err != nil {
-		return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
-	}
-	start := a.next
-	a.next, a.blockEnd = end, end
-	return start, nil
-}
-
 // controllerAPI is how a node reaches the controller: the Controller
 // itself in process, or a TCP client.
 type controllerAPI interface {
@@ -603,22 +579,15 @@ const ControllerEpochFileName = "controller-epoch"
 // back durably.
 func bumpControllerEpoch(fsys vfs.FS, dir string) (int32, error) {
 	name := path.Join(dir, ControllerEpochFileName)
+	props, err := readProperties(fsys, name)
+	if err != nil {
+		return 0, err
+	}
 	epoch := int64(0)
-	if f, err := fsys.Open(name); err == nil {
-		data, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return 0, fmt.Errorf("partlog: read %s: %w", name, err)
+	if v, ok := props["epoch"]; ok {
+		if epoch, err = strconv.ParseInt(v, 10, 32); err != nil || epoch < 0 {
+			return 0, fmt.Errorf("partlog: %s: bad epoch %q", name, v)
 		}
-		for line := range strings.Lines(string(data)) {
-			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && k == "epoch" {
-				if epoch, err = strconv.ParseInt(v, 10, 32); err != nil || epoch < 0 {
-					return 0, fmt.Errorf("partlog: %s: bad epoch %q", name, v)
-				}
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("partlog: open %s: %w", name, err)
 	}
 	if epoch >= math.MaxInt32 {
 		return 0, fmt.Errorf("partlog: %s: controller epochs used up", name)

@@ -1,17 +1,12 @@
 package partlog
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/partlog/partlog/vfs"
 )
@@ -41,23 +36,18 @@ func newUUID() string {
 // belongs to another node id is an error.
 func loadOrCreateMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string) (metaProperties, error) {
 	name := path.Join(dir, MetaPropertiesFileName)
-	f, err := fsys.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	props, err := readProperties(fsys, name)
+	if err != nil {
+		return metaProperties{}, err
+	}
+	if props == nil {
 		m := metaProperties{NodeID: nodeID, ClusterID: clusterID, DirectoryID: newUUID()}
 		if m.ClusterID == "" {
 			m.ClusterID = newUUID()
 		}
 		return m, writeAtomic(fsys, name, m.format())
 	}
-	if err != nil {
-		return metaProperties{}, fmt.Errorf("partlog: open %s: %w", name, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return metaProperties{}, fmt.Errorf("partlog: read %s: %w", name, err)
-	}
-	m, err := parseMeta(data)
+	m, err := metaFromProperties(props)
 	if err != nil {
 		return m, fmt.Errorf("partlog: %s: %w", name, err)
 	}
@@ -80,21 +70,9 @@ func (m metaProperties) format() []byte {
 	return b.Bytes()
 }
 
-func parseMeta(data []byte) (metaProperties, error) {
+// metaFromProperties reads meta.properties' fields.
+func metaFromProperties(props map[string]string) (metaProperties, error) {
 	var m metaProperties
-	props := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			return m, fmt.Errorf("malformed line %q", line)
-		}
-		props[k] = v
-	}
 	id, err := strconv.ParseInt(props["node.id"], 10, 32)
 	if err != nil {
 		return m, fmt.Errorf("node.id %q is not a number", props["node.id"])

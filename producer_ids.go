@@ -2,14 +2,10 @@ package partlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
 	"path"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/partlog/partlog/transport"
@@ -75,54 +71,77 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 func (a *producerIDs) allocate(fsys vfs.FS, file string) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.loaded {
-		mark, err := readProducerIDMark(fsys, file)
-		if err != nil {
-			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
-		}
-		a.next, a.blockEnd, a.loaded = mark, mark, true
+	if err := a.loadLocked(fsys, file); err != nil {
+		return -1, err
 	}
 	if a.next >= a.blockEnd {
-		if a.next > math.MaxInt64-producerIDBlockSize {
-			return -1, fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
+		if err := a.reserveLocked(fsys, file, producerIDBlockSize); err != nil {
+			return -1, err
 		}
-		end := a.next + producerIDBlockSize
-		data := fmt.Sprintf("version=0\nnext.producer.id=%d\n", end)
-		if err := writeAtomic(fsys, file, []byte(data)); err != nil {
-			return -1, fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
-		}
-		a.blockEnd = end
 	}
 	id := a.next
 	a.next++
 	return id, nil
 }
 
+// allocateBlock reserves size producer ids durably and returns the first:
+// a controller hands nodes blocks of ids.
+func (a *producerIDs) allocateBlock(fsys vfs.FS, file string, size int64) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.loadLocked(fsys, file); err != nil {
+		return -1, err
+	}
+	start := a.next
+	if err := a.reserveLocked(fsys, file, size); err != nil {
+		return -1, err
+	}
+	a.next = a.blockEnd
+	return start, nil
+}
+
+// loadLocked reads the high-water mark once. The caller holds mu.
+func (a *producerIDs) loadLocked(fsys vfs.FS, file string) error {
+	if a.loaded {
+		return nil
+	}
+	mark, err := readProducerIDMark(fsys, file)
+	if err != nil {
+		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+	}
+	a.next, a.blockEnd, a.loaded = mark, mark, true
+	return nil
+}
+
+// reserveLocked durably moves the high-water mark size ids past the next
+// id to hand out. The caller holds mu.
+func (a *producerIDs) reserveLocked(fsys vfs.FS, file string, size int64) error {
+	if a.next > math.MaxInt64-size {
+		return fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
+	}
+	end := a.next + size
+	if err := writeAtomic(fsys, file, []byte(fmt.Sprintf("version=0\nnext.producer.id=%d\n", end))); err != nil {
+		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+	}
+	a.blockEnd = end
+	return nil
+}
+
 // readProducerIDMark reads the high-water mark; a missing file is 0.
 func readProducerIDMark(fsys vfs.FS, file string) (int64, error) {
-	f, err := fsys.Open(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+	props, err := readProperties(fsys, file)
+	if err != nil || props == nil {
+		return 0, err
 	}
-	if err != nil {
-		return 0, fmt.Errorf("partlog: open %s: %w", file, err)
+	v, ok := props["next.producer.id"]
+	if !ok {
+		return 0, fmt.Errorf("partlog: %s has no next.producer.id", file)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return 0, fmt.Errorf("partlog: read %s: %w", file, err)
+	mark, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || mark < 0 {
+		return 0, fmt.Errorf("partlog: %s: bad next.producer.id %q", file, v)
 	}
-	for line := range strings.Lines(string(data)) {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if ok && k == "next.producer.id" {
-			mark, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || mark < 0 {
-				return 0, fmt.Errorf("partlog: %s: bad next.producer.id %q", file, v)
-			}
-			return mark, nil
-		}
-	}
-	return 0, fmt.Errorf("partlog: %s has no next.producer.id", file)
+	return mark, nil
 }
 
 // ExpireProducers forgets, in every partition, the idempotent producers
