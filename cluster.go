@@ -118,7 +118,9 @@ type replicaHost struct {
 	topicID string
 	p       *partition.Partition
 	rn      *replica.Node
-	cfg     topicConfig
+	// logAppendTime says the topic stamps batches with the time they are
+	// appended (message.timestamp.type), which a produce answer carries.
+	logAppendTime bool
 
 	// applyMu orders applies: the heartbeat's reconcile and an
 	// AlterPartition answer may bring states at once.
@@ -261,13 +263,13 @@ func (m *member) heartbeatWaiting(ctx context.Context, wait time.Duration) error
 		return err
 	}
 	if resp.Metadata != nil {
-		m.reconcile(ctx, resp.Metadata)
+		m.reconcile(resp.Metadata)
 	}
 	return nil
 }
 
 // reconcile makes the replicas the node hosts agree with md.
-func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
+func (m *member) reconcile(md *clusterMetadata) {
 	m.reconcileMu.Lock()
 	defer m.reconcileMu.Unlock()
 	m.mu.Lock()
@@ -301,9 +303,7 @@ func (m *member) reconcile(ctx context.Context, md *clusterMetadata) {
 			}
 			if err != nil {
 				m.n.logger.Error("cannot host a replica", "partition", tp.String(), "err", err)
-				m.mu.Lock()
-				m.retry = true // with the next heartbeat
-				m.mu.Unlock()
+				m.retryNextHeartbeat()
 			}
 		}
 	}
@@ -412,7 +412,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 		p.Close()
 		return nil, err
 	}
-	h = &replicaHost{tp: tp, topicID: t.ID, p: p, cfg: cfg, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h = &replicaHost{tp: tp, topicID: t.ID, p: p, logAppendTime: po.LogAppendTime, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
 	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
 		OnHighWatermark:  p.SetHighWatermark,
 		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
@@ -464,20 +464,28 @@ func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
 	if err != nil {
 		m.n.logger.Info("ISR change refused", "partition", h.tp.String(), "isr", c.ISR, "err", err)
 		if !transport.IsRetriable(err) {
-			h.rn.RejectISRChange(ctx, c)
+			if err := h.rn.RejectISRChange(ctx, c); err != nil {
+				// The replica stopped: there is nothing left to tell.
+				m.n.logger.Debug("ISR change refusal not delivered", "partition", h.tp.String(), "err", err)
+			}
 		}
-		m.refreshNow()
 		return
 	}
 	if resp.State != nil {
 		if err := m.apply(ctx, h, *resp.State); err != nil {
 			m.n.logger.Warn("ISR change not applied; the next heartbeat brings it", "partition", h.tp.String(), "err", err)
-			m.mu.Lock()
-			m.retry = true
-			m.mu.Unlock()
+			m.retryNextHeartbeat()
 		}
 	}
-	m.refreshNow()
+}
+
+// retryNextHeartbeat makes the next heartbeat fetch the whole metadata and
+// reconcile with it, even if it is no newer: something in the last one
+// was not applied.
+func (m *member) retryNextHeartbeat() {
+	m.mu.Lock()
+	m.retry = true
+	m.mu.Unlock()
 }
 
 // replica returns the replica of tp the node hosts, or nil.

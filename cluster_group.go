@@ -359,15 +359,7 @@ func clusterGroupWait[Req, Resp any](ctx context.Context, n *Node, groupID strin
 		n.end()
 		return failed(err), nil
 	}
-	ch := make(chan Resp, 1)
-	call(c, req, func(r Resp) { ch <- r })
-	n.end()
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
+	return startAndWait(ctx, n, c, req, call)
 }
 
 func (n *Node) clusterJoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {

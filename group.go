@@ -205,11 +205,18 @@ func groupCall[Req, Resp any](n *Node, req Req, call func(*group.Coordinator, Re
 // groupWait starts req with the coordinator's method call inside a
 // request, and waits for its answer, or until ctx ends.
 func groupWait[Req, Resp any](ctx context.Context, n *Node, req Req, call func(*group.Coordinator, Req, func(Resp))) (Resp, error) {
-	var zero Resp
 	c, err := n.groupCoordinator()
 	if err != nil {
+		var zero Resp
 		return zero, err
 	}
+	return startAndWait(ctx, n, c, req, call)
+}
+
+// startAndWait starts req with the coordinator's method call, ends the
+// node request it runs in (n.end: the coordinator answers later, and Close
+// must not wait for that), and waits for the answer or for ctx to end.
+func startAndWait[Req, Resp any](ctx context.Context, n *Node, c *group.Coordinator, req Req, call func(*group.Coordinator, Req, func(Resp))) (Resp, error) {
 	ch := make(chan Resp, 1)
 	call(c, req, func(r Resp) { ch <- r })
 	n.end()
@@ -217,6 +224,7 @@ func groupWait[Req, Resp any](ctx context.Context, n *Node, req Req, call func(*
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
+		var zero Resp
 		return zero, ctx.Err()
 	}
 }
