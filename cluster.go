@@ -405,7 +405,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 	if ro.Logger == nil {
 		ro.Logger = n.logger
 	}
-	ro.CheckAppend = func(batch []byte, base int64) error { return p.CheckAppend(batch, base, -1) }
+	ro.CheckAppend = p.CheckAppend
 	rlog := p.ReplicaLog(syncs)
 	r, err := replica.New(n.meta.NodeID, tp, rlog, ro)
 	if err != nil {

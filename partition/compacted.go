@@ -17,11 +17,11 @@ var keyCheckRecords = sync.Pool{New: func() any { return new([]record.Record) }}
 // of each key, so a record without one could never be kept. The error is
 // transport.ErrInvalidRecord, and a batch that does not decode is
 // transport.ErrCorruptMessage. Decoding validates the batch as
-// record.Validate does, CRC included, so the header it returns is the
-// validated one.
-func (p *Partition) checkKeys(batch []byte) (record.Header, error) {
+// record.Validate does — its CRC too with record.VerifyCRC — so the header
+// it returns is the validated one.
+func (p *Partition) checkKeys(batch []byte, crc record.CRCCheck) (record.Header, error) {
 	pooled := keyCheckRecords.Get().(*[]record.Record)
-	b, err := record.DecodeInto(*pooled, batch, record.VerifyCRC)
+	b, err := record.DecodeInto(*pooled, batch, crc)
 	if err != nil {
 		keyCheckRecords.Put(pooled)
 		return record.Header{}, kafkaError(err)

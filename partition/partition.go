@@ -180,7 +180,7 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 	case p.opts.Compacted:
 		// checkKeys decodes the batch, which verifies its CRC too: no
 		// separate Validate is needed for LogAppendTime's stamping.
-		if h, err = p.checkKeys(batch); err != nil {
+		if h, err = p.checkKeys(batch, record.VerifyCRC); err != nil {
 			return res, err
 		}
 	case p.opts.LogAppendTime:

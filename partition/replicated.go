@@ -18,33 +18,27 @@ import (
 
 // CheckAppend vets a batch a replicated leader is about to append at
 // baseOffset, as Append does before its write: keys in a compacted topic,
-// the LogAppendTime stamp (in place), the leader epoch, and the idempotent
-// producer's sequence, which it records. A retry of one of a producer's
-// last batches fails with a *DuplicateError naming the original's offsets.
-// It must be called in the order the batches go into the log, by the one
-// driver of the partition.
-func (p *Partition) CheckAppend(batch []byte, baseOffset int64, leaderEpoch int32) error {
+// the LogAppendTime stamp (in place), and the idempotent producer's
+// sequence, which it records. (The replica stamps the leader epoch.) The batch is one whole batch
+// whose CRC the caller checked (replica.Replica.Propose does), so the CRC
+// is not checked again. A retry of one of a producer's last batches fails
+// with a *DuplicateError naming the original's offsets. It must be called
+// in the order the batches go into the log, by the one driver of the
+// partition.
+func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	var h record.Header
 	var err error
-	switch {
-	case p.opts.Compacted:
-		h, err = p.checkKeys(batch)
-	case p.opts.LogAppendTime:
-		if h, err = record.Validate(batch); err != nil {
-			err = kafkaError(err)
-		}
-	default:
-		if h, err = record.ParseHeader(batch); err != nil {
-			err = kafkaError(err)
-		}
+	if p.opts.Compacted {
+		h, err = p.checkKeys(batch, record.SkipCRC)
+	} else if h, err = record.ParseHeader(batch); err != nil {
+		err = kafkaError(err)
 	}
 	if err != nil {
 		return err
 	}
-	record.SetPartitionLeaderEpoch(batch, leaderEpoch)
 	if p.opts.LogAppendTime {
-		record.SetMaxTimestamp(batch, record.LogAppendTime, p.opts.Now().UnixMilli())
-		h.MaxTimestamp = p.opts.Now().UnixMilli()
+		h.MaxTimestamp = p.opts.Now().UnixMilli() // one clock reading for the batch and the state
+		record.SetMaxTimestamp(batch, record.LogAppendTime, h.MaxTimestamp)
 	}
 	h.BaseOffset = baseOffset
 	err = p.producers.CheckAppend(h, baseOffset)
