@@ -29,13 +29,9 @@ func (c *LocalController) RegisterNode(id int32) (int64, error) {
 
 // Heartbeat implements Controller.
 func (c *LocalController) Heartbeat(id int32, brokerEpoch int64) error {
-	n, ok := c.nodes[id]
-	switch {
-	case !ok:
-		return fmt.Errorf("%w: node %d", transport.ErrBrokerIDNotRegistered, id)
-	case n.BrokerEpoch != brokerEpoch:
-		return fmt.Errorf("%w: node %d heartbeat in broker epoch %d, registered in %d",
-			transport.ErrStaleBrokerEpoch, id, brokerEpoch, n.BrokerEpoch)
+	n, err := c.registered(id, brokerEpoch, "heartbeat")
+	if err != nil {
+		return err
 	}
 	n.lastHeartbeat = c.now
 	if !n.Fenced {
@@ -43,6 +39,21 @@ func (c *LocalController) Heartbeat(id int32, brokerEpoch int64) error {
 	}
 	recs := []MetadataRecord{{Type: RecordUnfenceNode, Node: id, BrokerEpoch: brokerEpoch}}
 	return c.commit(append(recs, c.electOffline(id)...))
+}
+
+// registered returns node id's entry when it is registered in
+// brokerEpoch, and otherwise ErrBrokerIDNotRegistered or
+// ErrStaleBrokerEpoch naming what the node was doing.
+func (c *LocalController) registered(id int32, brokerEpoch int64, doing string) (*nodeEntry, error) {
+	n, ok := c.nodes[id]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: node %d", transport.ErrBrokerIDNotRegistered, id)
+	case n.BrokerEpoch != brokerEpoch:
+		return nil, fmt.Errorf("%w: node %d %s in broker epoch %d, registered in %d",
+			transport.ErrStaleBrokerEpoch, id, doing, brokerEpoch, n.BrokerEpoch)
+	}
+	return n, nil
 }
 
 // Tick implements Controller.

@@ -1,11 +1,5 @@
 package replica
 
-import (
-	"fmt"
-
-	"github.com/partlog/partlog/transport"
-)
-
 // ShutdownNode fences node id at once, in brokerEpoch, as Kafka's
 // controller does for a broker's controlled shutdown: the leadership of its
 // partitions moves to other ISR members now, not a session timeout later,
@@ -14,15 +8,9 @@ import (
 // unfences by heartbeating again in the same broker epoch, or by
 // registering anew.
 func (c *LocalController) ShutdownNode(id int32, brokerEpoch int64) error {
-	n, ok := c.nodes[id]
-	switch {
-	case !ok:
-		return fmt.Errorf("%w: node %d", transport.ErrBrokerIDNotRegistered, id)
-	case n.BrokerEpoch != brokerEpoch:
-		return fmt.Errorf("%w: node %d shutting down in broker epoch %d, registered in %d",
-			transport.ErrStaleBrokerEpoch, id, brokerEpoch, n.BrokerEpoch)
-	case n.Fenced:
-		return nil
+	n, err := c.registered(id, brokerEpoch, "shutting down")
+	if err != nil || n.Fenced {
+		return err
 	}
 	return c.commit(c.fenceRecords(id))
 }
