@@ -330,10 +330,18 @@ func (m *member) reconcile(md *clusterMetadata) {
 func (m *member) remove(h *replicaHost) {
 	m.n.logger.Info("removing a replica", "partition", h.tp.String())
 	m.offsetsRemoved(h)
-	h.rn.Close()
+	m.stopReplica(h)
 	h.p.Close()
 	if err := m.n.logs.Remove(h.tp); err != nil {
 		m.n.logger.Error("removing a replica failed", "partition", h.tp.String(), "err", err)
+	}
+}
+
+// stopReplica stops a replica's loop, reporting the log write failure
+// that had stopped it, if one did.
+func (m *member) stopReplica(h *replicaHost) {
+	if err := h.rn.Close(); err != nil {
+		m.n.logger.Error("a replica had stopped on a log write failure", "partition", h.tp.String(), "err", err)
 	}
 }
 
@@ -565,7 +573,7 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		h := m.replica(tp)
 		if h == nil {
 			if msg.Fetch != nil {
-				m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
+				_ = m.out.Send(ctx, msg.From, replica.Message{ // lossy: the follower re-fetches on timeoutType: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
 					FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
 						HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1,
 						Err: fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
@@ -630,7 +638,7 @@ func (m *member) leave(controlled bool) {
 	hosts := slices.Collect(maps.Values(m.hosts))
 	m.mu.Unlock()
 	for _, h := range hosts {
-		h.rn.Close()
+		m.stopReplica(h)
 	}
 	m.out.close()
 	m.net.close()
