@@ -283,18 +283,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	require.Equal(t, c.leader(group.OffsetsTopic, p), old, "the coordinator is the leader of the group's partition")
 
 	// Both members own partitions before anything is produced.
-	for {
-		d, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"cg"}})
-		require.NoError(t, err)
-		if gd := d.Groups[0]; gd.Err == nil && gd.State == "Stable" && len(gd.Members) == 2 {
-			break
-		}
-		select {
-		case <-settled:
-		case <-ctx.Done():
-			t.Fatal("the group never settled with two members")
-		}
-	}
+	awaitStableGroup(ctx, t, client, "cg", 2, settled)
 
 	acked := produceValues(t, client, topic, clusterValues(0, 300))
 	select {
@@ -565,18 +554,7 @@ func TestClusterGroupOverTCP(t *testing.T) {
 		close(stop)
 		wg.Wait()
 	}()
-	for {
-		d, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"cg"}})
-		require.NoError(t, err)
-		if gd := d.Groups[0]; gd.Err == nil && gd.State == "Stable" && len(gd.Members) == 2 {
-			break
-		}
-		select {
-		case <-settled:
-		case <-ctx.Done():
-			t.Fatal("the group never settled with two members")
-		}
-	}
+	awaitStableGroup(ctx, t, client, "cg", 2, settled)
 	acked := produceValues(t, client, topic, clusterValues(0, 200))
 	select {
 	case <-g.expect(endOffsets(acked, parts)):
@@ -681,4 +659,22 @@ func TestClusterClientGroupsOnOneNode(t *testing.T) {
 	lg, err := client.ListGroups(ctx, &transport.ListGroupsRequest{})
 	require.NoError(t, err)
 	require.Equal(t, []transport.ListedGroup{{Group: "g", State: "Empty"}}, lg.Groups)
+}
+
+// awaitStableGroup waits until group is Stable with members members;
+// settled signals membership changes.
+func awaitStableGroup(ctx context.Context, t *testing.T, client transport.GroupClient, groupID string, members int, settled <-chan struct{}) {
+	t.Helper()
+	for {
+		d, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{groupID}})
+		require.NoError(t, err)
+		if gd := d.Groups[0]; gd.Err == nil && gd.State == "Stable" && len(gd.Members) == members {
+			return
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			t.Fatalf("group %s never settled with %d members", groupID, members)
+		}
+	}
 }

@@ -73,9 +73,15 @@ func (c *testCluster) stop(id int32) {
 // waitFor waits until cond holds of the controller's metadata.
 func (c *testCluster) waitFor(what string, cond func(replica.ClusterState) bool) {
 	c.t.Helper()
+	waitForMetadata(c.t, c.ctl, what, cond)
+}
+
+// waitForMetadata waits, up to 20 s, until cond holds of ctl's metadata.
+func waitForMetadata(t *testing.T, ctl *partlog.Controller, what string, cond func(replica.ClusterState) bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	require.NoError(c.t, c.ctl.WaitFor(ctx, cond), "waiting for %s", what)
+	require.NoError(t, ctl.WaitFor(ctx, cond), "waiting for %s", what)
 }
 
 func (c *testCluster) leader(topic string, p int32) int32 {
@@ -368,9 +374,7 @@ func (c *tcpCluster) halt(id int32) {
 
 func (c *tcpCluster) waitFor(what string, cond func(replica.ClusterState) bool) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(c.t, c.ctl.WaitFor(ctx, cond), "waiting for %s", what)
+	waitForMetadata(c.t, c.ctl, what, cond)
 }
 
 // TestClusterOverTCP runs a cluster on loopback: the controller restarts
