@@ -573,7 +573,9 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		h := m.replica(tp)
 		if h == nil {
 			if msg.Fetch != nil {
-				_ = m.out.Send(ctx, msg.From, replica.Message{ // lossy: the follower re-fetches on timeoutType: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
+				// Lossy, as every replica message: the follower fetches
+				// again after its timeout if this answer is lost.
+				_ = m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
 					FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
 						HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1,
 						Err: fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
