@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/producer"
@@ -95,19 +96,24 @@ func ExampleProducer_Produce() {
 func ExampleIdempotent() {
 	node := exampleNode()
 	defer node.Close()
-	p, err := producer.New(node, producer.Linger(0))
+	// A linger longer than the example: each batch goes when Flush sends
+	// it, holding exactly the records produced before.
+	p, err := producer.New(node, producer.Linger(time.Hour))
 	if err != nil {
 		panic(err)
 	}
 	defer p.Close()
 	for _, batch := range [][]string{{"a", "b"}, {"c"}} {
-		var rs []*producer.Record
 		for _, v := range batch {
 			r := &producer.Record{Topic: "study", Value: []byte(v)}
 			r.SetPartition(0)
-			rs = append(rs, r)
+			p.Produce(context.Background(), r, func(_ *producer.Record, err error) {
+				if err != nil {
+					panic(err)
+				}
+			})
 		}
-		if err := p.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		if err := p.Flush(context.Background()); err != nil {
 			panic(err)
 		}
 	}
