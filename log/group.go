@@ -16,7 +16,9 @@ type writeGroups struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	queue []*groupWriter
-	buf   []byte // the leader's scratch for coalesced batches
+	// buf is the log's own scratch for coalescing a run's batches; it
+	// never holds a caller's batch (see run). Guarded by appendMu.
+	buf []byte
 }
 
 // groupWriter is one queued append.
@@ -89,31 +91,58 @@ func (l *Log) writeGroup(group []*groupWriter) {
 	}
 }
 
+// maxScratch bounds the coalescing scratch the log keeps between groups.
+const maxScratch = 8 << 20
+
+// run is the batches of a group bound for one segment, written with one
+// write. Who owns data is the point of the type: a run of one batch is
+// written from the caller's bytes, which the log may read only until the
+// append returns; a longer run is copied into scratch the log owns, and
+// only such a copy may be kept as the next group's scratch.
+type run struct {
+	headers []record.Header
+	data    []byte
+	// copied says data is the log's own copy, not a caller's batch.
+	copied bool
+}
+
+// add appends a batch to the run; scratch is the log's spare buffer for
+// the copy a second batch needs.
+func (r *run) add(h record.Header, batch, scratch []byte) {
+	switch len(r.headers) {
+	case 0:
+		r.data = batch
+	case 1:
+		r.data = append(append(scratch[:0], r.data...), batch...)
+		r.copied = true
+	default:
+		r.data = append(r.data, batch...)
+	}
+	r.headers = append(r.headers, h)
+}
+
 // appendRuns gives the group's batches their offsets and writes them, each
 // run of batches bound for the same segment with one write. A writer whose
 // batch could not be written gets the error, as does every one after it.
 // The caller holds appendMu.
 func (l *Log) appendRuns(group []*groupWriter) {
 	var (
-		start   int // group[start:] is the run not yet written
-		headers []record.Header
-		data    []byte
+		start int // group[start:] is what is not written yet
+		r     run
 	)
 	s := l.active()
 	write := func(end int) error {
-		if len(headers) == 0 { // nothing, or only refused batches
-			start = end
-			return nil
+		if len(r.headers) > 0 {
+			if err := s.AppendBatches(r.headers, r.data); err != nil {
+				failFrom(group[start:], l.classify("append", err))
+				return err
+			}
+			l.leo.Store(r.headers[len(r.headers)-1].NextOffset())
+			if r.copied && cap(r.data) <= maxScratch {
+				l.groups.buf = r.data[:0] // the next group's scratch
+			}
 		}
-		if err := s.AppendBatches(headers, data); err != nil {
-			failFrom(group[start:], l.classify("append", err))
-			return err
-		}
-		l.leo.Store(headers[len(headers)-1].NextOffset())
-		if end-start > 1 && cap(data) <= 8<<20 {
-			l.groups.buf = data[:0] // keep the scratch for the next group
-		}
-		start, headers, data = end, headers[:0], nil
+		start, r = end, run{headers: r.headers[:0]}
 		return nil
 	}
 	next := l.leo.Load()
@@ -134,7 +163,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 			}
 			return
 		}
-		if reason := s.ShouldRoll(w.h, int64(len(data)), now, l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
+		if reason := s.ShouldRoll(w.h, int64(len(r.data)), now, l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
 			if write(i) != nil {
 				return
 			}
@@ -144,17 +173,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 				return
 			}
 		}
-		// A run of one batch is written from the caller's bytes; longer
-		// runs are copied together.
-		switch len(headers) {
-		case 0:
-			data = w.batch
-		case 1:
-			data = append(append(l.groups.buf[:0], data...), w.batch...)
-		default:
-			data = append(data, w.batch...)
-		}
-		headers = append(headers, w.h)
+		r.add(w.h, w.batch, l.groups.buf)
 		next = w.h.NextOffset()
 	}
 	write(len(group))
