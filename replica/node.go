@@ -66,6 +66,11 @@ type proposal struct {
 	batch []byte
 	acks  transport.Acks
 	res   chan Completion
+	// released is closed once the loop no longer reads batch: it was
+	// refused, written, or dropped by a truncation or by the loop's end.
+	released chan struct{}
+	// written is an acks=0 proposal's answer, sent once it is written.
+	written Completion
 }
 
 type apply struct {
@@ -102,10 +107,14 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.r.opts.TickInterval)
 	defer ticker.Stop()
 	waiting := map[uint64]chan Completion{}
+	// held are the proposals accepted since the last turn's Readies were
+	// carried out: their batches are in the replica's unstable appends.
+	var held []proposal
 	defer func() {
 		for _, res := range waiting {
 			res <- Completion{Err: fmt.Errorf("%w: %w", transport.ErrNotLeaderOrFollower, ErrClosed)}
 		}
+		release(held, n.err)
 	}()
 	for {
 		select {
@@ -120,10 +129,13 @@ func (n *Node) run() {
 			switch {
 			case err != nil:
 				p.res <- Completion{Err: err}
-			case prop.ID == 0: // acks=0
-				p.res <- Completion{BaseOffset: prop.BaseOffset, LastOffset: prop.LastOffset}
+				close(p.released)
+			case prop.ID == 0: // acks=0: answered once written, below
+				p.written = Completion{BaseOffset: prop.BaseOffset, LastOffset: prop.LastOffset}
+				held = append(held, p)
 			default:
 				waiting[prop.ID] = p.res
+				held = append(held, p)
 			}
 		case a := <-n.applyc:
 			a.res <- n.r.Apply(a.state)
@@ -142,6 +154,27 @@ func (n *Node) run() {
 				return
 			}
 		}
+		// Every Ready is carried out: the appends proposed this turn are
+		// written (or were dropped), and their batches are the callers'
+		// again.
+		release(held, nil)
+		held = held[:0]
+	}
+}
+
+// release hands proposals' batches back to their callers once the loop is
+// done with them, answering acks=0 ones: with err if the loop stopped
+// before writing them.
+func release(ps []proposal, err error) {
+	for _, p := range ps {
+		if p.acks == transport.AcksNone {
+			if err != nil {
+				p.res <- Completion{Err: err}
+			} else {
+				p.res <- p.written
+			}
+		}
+		close(p.released)
 	}
 }
 
@@ -193,18 +226,25 @@ func (n *Node) Step(ctx context.Context, m Message) error { return send(ctx, n, 
 
 // Propose appends batch as the leader and waits for its Completion: with
 // acks=1 until it is written, with acks=all until the high watermark
-// passes it, with acks=0 only until it is accepted. The Node takes batch
-// over. Errors are Propose's, the Completion's, ctx's, or ErrClosed; a
-// Completion whose error is nil is an acknowledgement.
+// passes it, with acks=0 until it is written. Errors are Propose's, the Completion's, ctx's, or
+// ErrClosed; a Completion whose error is nil is an acknowledgement.
+//
+// The Node borrows batch until Propose returns: it rewrites the batch's
+// base offset and leader epoch in place and writes it from the caller's
+// bytes. Propose does not return, not even when ctx ends, while the
+// Node may still read them; once it has returned, the caller may reuse
+// batch.
 func (n *Node) Propose(ctx context.Context, batch []byte, acks transport.Acks) (Completion, error) {
-	res := make(chan Completion, 1)
-	if err := send(ctx, n, n.propc, proposal{batch: batch, acks: acks, res: res}); err != nil {
+	p := proposal{batch: batch, acks: acks, res: make(chan Completion, 1), released: make(chan struct{})}
+	if err := send(ctx, n, n.propc, p); err != nil {
 		return Completion{}, err
 	}
 	select {
-	case c := <-res:
+	case c := <-p.res:
+		<-p.released
 		return c, c.Err
 	case <-ctx.Done():
+		<-p.released // a write in progress ends soon; the caller reuses batch after
 		return Completion{}, ctx.Err()
 	}
 }
