@@ -412,9 +412,17 @@ func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchRes
 	c.refresh(ctx, topics)
 	by, route := split(c, topics, func(i int) []FetchPartition { return req.Topics[i].Partitions },
 		func(p FetchPartition) int32 { return p.Partition })
-	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n NodeClient, addr string) (*FetchResponse, error) {
+	addrs := leaderAddrs(by)
+	// The leaders read at once: each gets a disjoint part of the buffer,
+	// its capacity capped so that no leader's read runs into another's.
+	share := cap(req.Buffer) / max(len(addrs), 1)
+	parts := map[string][]byte{}
+	for k, addr := range addrs {
+		parts[addr] = req.Buffer[k*share : k*share : (k+1)*share]
+	}
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*FetchResponse, error) {
 		sub := *req
-		sub.Topics = nil
+		sub.Topics, sub.Buffer = nil, parts[addr]
 		for i, parts := range by[addr] {
 			sub.Topics = append(sub.Topics, FetchTopic{Topic: topics[i], Partitions: parts})
 		}

@@ -1,9 +1,11 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +93,65 @@ func TestClusterClientSplitsByLeader(t *testing.T) {
 	require.NoError(t, resp.Topics[0].Partitions[0].Err)
 	require.ErrorIs(t, resp.Topics[0].Partitions[1].Err, ErrNetwork)
 	require.True(t, IsRetriable(resp.Topics[0].Partitions[1].Err))
+}
+
+// bufferFiller is a node whose Fetch reads, as a Node does, into the
+// request's Buffer: it fills all of Buffer's capacity with its own byte,
+// and answers once every node has filled its part.
+type bufferFiller struct {
+	NodeClient // nil: only the methods below are called
+	meta       *leaderFake
+	id         int32
+	all        *sync.WaitGroup
+}
+
+func (f *bufferFiller) Close() error { return nil }
+
+func (f *bufferFiller) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	return f.meta.Metadata(ctx, req)
+}
+
+func (f *bufferFiller) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
+	recs := req.Buffer[:cap(req.Buffer)]
+	for i := range recs {
+		recs[i] = byte('A' + f.id - 1)
+	}
+	f.all.Done()
+	f.all.Wait()
+	resp := &FetchResponse{}
+	for _, t := range req.Topics {
+		tr := FetchTopicResponse{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tr.Partitions = append(tr.Partitions, FetchPartitionResponse{Partition: p.Partition, Records: recs})
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp, nil
+}
+
+// TestClusterClientFetchSplitsBuffer: the leaders of a fetch read at
+// once, so each gets a disjoint part of the request's Buffer. Given the
+// same Buffer, the last leader to write would have handed its records to
+// the other's partitions too.
+func TestClusterClientFetchSplitsBuffer(t *testing.T) {
+	addrs := map[int32]string{1: "n1:1", 2: "n2:2"}
+	var all sync.WaitGroup
+	all.Add(2)
+	nodes := map[string]*bufferFiller{}
+	for id := int32(1); id <= 2; id++ {
+		nodes[addrs[id]] = &bufferFiller{meta: &leaderFake{addrs: addrs, leaders: []int32{1, 2}}, id: id, all: &all}
+	}
+	c, err := NewClusterClient(context.Background(), []string{addrs[1]}, func(ctx context.Context, addr string) (NodeClient, error) {
+		return nodes[addr], nil
+	})
+	require.NoError(t, err)
+	buf := make([]byte, 0, 4096)
+	resp, err := c.Fetch(context.Background(), &FetchRequest{Buffer: buf,
+		Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{{Partition: 0}, {Partition: 1}}}}})
+	require.NoError(t, err)
+	for p, want := range []byte{'A', 'B'} {
+		recs := resp.Topics[0].Partitions[p].Records
+		require.NotEmpty(t, recs)
+		require.Equal(t, bytes.Repeat([]byte{want}, len(recs)), recs, "partition %d holds only its leader's bytes", p)
+	}
 }

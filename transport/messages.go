@@ -96,10 +96,13 @@ type FetchRequest struct {
 	// the records with sendfile. Whoever sets it closes the files.
 	FileRecords bool
 	// Buffer, in process only, is memory the node may read the records
-	// into, from Buffer[:0] on, rather than into new memory: each
-	// partition's Records then lies in Buffer's backing array where it
-	// fits. The node writes to it only during the Fetch call. It is not
-	// sent over the wire; nil means new memory.
+	// into, from Buffer[:0] on and within its capacity, rather than into
+	// new memory: each partition's Records then lies in Buffer's backing
+	// array where it fits. The node writes to it only during the Fetch
+	// call, and the caller owns it again (with the Records in it) when
+	// Fetch returns. One Fetch writes a Buffer at a time: a client that
+	// sends parts of a request to several nodes at once gives each a
+	// disjoint part. It is not sent over the wire; nil means new memory.
 	Buffer []byte
 }
 
