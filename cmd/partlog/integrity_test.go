@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -117,12 +118,22 @@ func (c cliCase) input(pr int) []byte {
 // cli runs the binary and fails the test unless it exits 0.
 func (c cliCase) cli(t *testing.T, stdin []byte, args ...string) []byte {
 	t.Helper()
+	out, err := c.exec(stdin, args...)
+	require.NoError(t, err)
+	return out
+}
+
+// exec runs the binary and returns its standard output, or an error with
+// its standard error unless it exits 0.
+func (c cliCase) exec(stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "partlog %s: %s", strings.Join(args, " "), stderr.String())
-	return stdout.Bytes()
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("partlog %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
 }
 
 func (c cliCase) run(t *testing.T) {
@@ -141,10 +152,14 @@ func (c cliCase) run(t *testing.T) {
 		served := startProcess(t, c.bin, "serve", "--dir", dir, "--listen", "127.0.0.1:0")
 		target = []string{"--bootstrap-server", served.addr}
 		var wg sync.WaitGroup
+		errs := make([]error, len(inputs))
 		for pr := range inputs {
-			wg.Go(func() { c.cli(t, inputs[pr], append(append([]string{"produce", "--topic", "t"}, target...), keyFlags...)...) })
+			wg.Go(func() {
+				_, errs[pr] = c.exec(inputs[pr], append(append([]string{"produce", "--topic", "t"}, target...), keyFlags...)...)
+			})
 		}
 		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
 		served.terminate()
 	} else {
 		c.cli(t, inputs[0], append(append([]string{"produce", "--topic", "t"}, target...), keyFlags...)...)
@@ -172,7 +187,7 @@ func parseConsumed(t *testing.T, out []byte) []integrity.Record {
 		ts, err1 := strconv.ParseInt(strings.TrimPrefix(f[0], "CreateTime:"), 10, 64)
 		p, err2 := strconv.ParseInt(strings.TrimPrefix(f[1], "Partition:"), 10, 32)
 		off, err3 := strconv.ParseInt(strings.TrimPrefix(f[2], "Offset:"), 10, 64)
-		require.NoError(t, errorsJoin(err1, err2, err3), "line %q", sc.Text())
+		require.NoError(t, errors.Join(err1, err2, err3), "line %q", sc.Text())
 		rs = append(rs, integrity.Record{Partition: int32(p), Offset: off, Timestamp: ts, Key: nullable(f[3]), Value: []byte(f[4])})
 	}
 	require.NoError(t, sc.Err())
@@ -185,15 +200,6 @@ func nullable(s string) []byte {
 		return nil
 	}
 	return []byte(s)
-}
-
-func errorsJoin(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // checkAgainstInput checks the consumed records against the lines piped
