@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
 )
 
 // TestFollowersFetchBeforeTheLeaderHostsItsReplica creates a topic whose
@@ -58,4 +60,29 @@ func TestFollowersFetchBeforeTheLeaderHostsItsReplica(t *testing.T) {
 	require.NoError(t, p.ProduceSync(ctx, rec).FirstErr(), "acks=all within 15 s, though the followers' fetch timeout is a minute")
 	require.Equal(t, int64(0), rec.Offset)
 	t.Logf("acknowledged after %v", time.Since(start))
+}
+
+// TestClusterOversizeBatchKeepsTheReplica: a batch over the topic's
+// max.message.bytes is refused with MESSAGE_TOO_LARGE before the replica
+// takes it; it used to reach the log write, whose error stopped the
+// leader's replica for good.
+func TestClusterOversizeBatchKeepsTheReplica(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1, ReplicationFactor: 1,
+		Configs: map[string]string{"max.message.bytes": "200"}}))
+	client, err := c.net.Client(ctx)
+	require.NoError(t, err)
+	defer client.Close()
+	p, err := producer.New(client, producer.RetryBackoff(10*time.Millisecond), producer.RequestTimeout(5*time.Second), producer.DeliveryTimeout(10*time.Second))
+	require.NoError(t, err)
+	defer p.Close()
+	produceOne := func(value string) (*producer.Record, error) {
+		return p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte(value)}).First()
+	}
+	_, err = produceOne(strings.Repeat("x", 500))
+	require.ErrorIs(t, err, transport.ErrMessageTooLarge)
+	r, err := produceOne("small")
+	require.NoError(t, err, "the replica still leads")
+	require.Zero(t, r.Offset)
 }

@@ -226,7 +226,13 @@ func (l *Log) deleteFiles(bases []int64) error {
 
 // restartEmptyAt replaces every segment with one empty segment at offset.
 // Creating it syncs the directory, which makes the deletions durable too.
+// Readers walk the segments under mu, so the old ones are closed and the
+// new one put in place with mu held: no reader is in a segment as it
+// closes. (The new segment may take an old one's name, so the old ones
+// go first.) The caller holds appendMu.
 func (l *Log) restartEmptyAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, s := range l.segments {
 		if err := s.Delete(); err != nil {
 			return fmt.Errorf("delete segment %d of %s: %w", s.BaseOffset(), l.dir, err)
@@ -236,8 +242,6 @@ func (l *Log) restartEmptyAt(offset int64) error {
 	if err != nil {
 		return fmt.Errorf("create segment at %d: %w", offset, err)
 	}
-	l.mu.Lock()
 	l.segments = []*segment.Segment{s}
-	l.mu.Unlock()
 	return nil
 }

@@ -118,6 +118,9 @@ func (l *Log) LogStartOffset() int64 {
 // LogEndOffset returns the offset the next appended record will get.
 func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 
+// MaxMessageBytes is the largest batch the log appends (max.message.bytes).
+func (l *Log) MaxMessageBytes() int { return l.opts.MaxMessageBytes }
+
 // RecoveryPoint returns the offset below which every batch is durable.
 func (l *Log) RecoveryPoint() int64 { return l.flush.recoveryPoint.Load() }
 

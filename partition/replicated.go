@@ -17,7 +17,8 @@ import (
 // methods in this file are that driver's.
 
 // CheckAppend vets a batch a replicated leader is about to append at
-// baseOffset, as Append does before its write: keys in a compacted topic,
+// baseOffset, as Append does before its write: its size against
+// max.message.bytes (transport.ErrMessageTooLarge), keys in a compacted topic,
 // the LogAppendTime stamp (in place), and the idempotent producer's
 // sequence, which it records. (The replica stamps the leader epoch.) The batch is one whole batch
 // whose CRC the caller checked (replica.Replica.Propose does), so the CRC
@@ -26,6 +27,11 @@ import (
 // in the order the batches go into the log, by the one driver of the
 // partition.
 func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
+	if max := p.log.MaxMessageBytes(); len(batch) > max {
+		// Refused here, not by the log write after the replica took it,
+		// which would stop the replica.
+		return fmt.Errorf("%w: %w: %d bytes, max.message.bytes is %d", transport.ErrMessageTooLarge, log.ErrRecordTooLarge, len(batch), max)
+	}
 	var h record.Header
 	var err error
 	if p.opts.Compacted {
