@@ -64,7 +64,10 @@ func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed fun
 // FetchTimeout.
 const heldFor = 5 * time.Second
 
-// Send queues m for node to; it never blocks on the network.
+// Send queues m for node to; it never blocks on the network. m is queued
+// as it is, not copied: its bytes (a fetch answer's records, which the
+// leader reads into memory of their own) must stay unchanged until it is
+// delivered or dropped, and no replica reuses them.
 func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 	o.mu.Lock()
 	if o.closed {

@@ -23,7 +23,10 @@ type AppendInfo struct {
 
 // Append adds one record batch at the end of the log, giving its records the
 // next offsets: it rewrites the batch's base offset in place (the CRC does
-// not cover it), so the caller hands batch over. The batch must be a whole,
+// not cover it). Append borrows batch until it returns: it writes from the
+// caller's bytes (or copies them to share a write with other appenders)
+// and keeps no reference after, so the caller may then reuse batch —
+// whatever Append returned. The batch must be a whole,
 // valid RecordBatch v2 (an error matching record.ErrCorrupt otherwise) of
 // at most MaxMessageBytes (ErrRecordTooLarge).
 //
@@ -72,7 +75,8 @@ func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 // batches back to back. The first must start at or above the log end offset
 // (ErrUnexpectedAppendOffset otherwise; gaps are allowed, as compaction
 // leaves them) and each must start above the one before. Nothing is
-// appended unless every batch is valid.
+// appended unless every batch is valid. AppendAsFollower reads batches
+// until it returns, changes nothing in them, and keeps no reference.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	type batch struct {
 		h record.Header

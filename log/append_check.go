@@ -27,7 +27,8 @@ type AppendCheck interface {
 
 // AppendChecked is Append with a check: c.CheckAppend runs under the
 // append lock just before the batch gets its offsets, and can refuse it
-// (see AppendCheck). With SyncBeforeAck, checked batches share write
+// (see AppendCheck). It borrows batch as Append does: until it returns,
+// refused or not. With SyncBeforeAck, checked batches share write
 // groups and fsyncs with every other append, as Append's do.
 func (l *Log) AppendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 	return l.appendChecked(batch, c)

@@ -15,7 +15,11 @@ import (
 type FileRange struct {
 	// FD is a duplicate of the segment file's descriptor: the segment may
 	// be deleted (retention) or replaced (compaction) meanwhile, and the
-	// range still reads the bytes it named. The caller closes it.
+	// range still reads the bytes it named. A truncation of the segment
+	// (TruncateTo) changes the file itself, and a range over what it cut
+	// reads short, or what was appended after; ranges end at the high
+	// watermark, and nothing below it is truncated while a leader serves
+	// them. The caller closes it.
 	FD        int
 	Pos, Size int64
 }

@@ -12,6 +12,15 @@ import "sync"
 //
 // It keeps at most max batches: buffer.memory over batch.size, the batches
 // the producer can hold at once anyway.
+//
+// Ownership: a batch's buffer goes to the client as a ProduceRequest's
+// Records (Builder.Finish, no copy), which the client borrows until its
+// Produce returns (transport.ProduceRequest). A batch is put back only
+// once it is settled — after the last Produce carrying it returned, and
+// after its promises ran — so no client or node holds its bytes when
+// newBatch writes over them. A node that kept a batch's bytes past
+// Produce's return is what corrupted acknowledged records once (the log's
+// group commit); the integrity suite (internal/integrity) is the guard.
 type batchPool struct {
 	mu   sync.Mutex
 	free []*batch

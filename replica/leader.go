@@ -58,8 +58,10 @@ type Proposal struct {
 }
 
 // Propose appends batch as the leader: it gives the batch its offsets and
-// stamps the leader epoch on it in place (the replica takes batch over),
-// and hands it to the next Ready to write. With acks=1 the append completes
+// stamps the leader epoch on it in place, and hands it to the next Ready
+// to write. The replica holds batch, without copying it, until the driver
+// calls Advance after the Ready that carries it (or a truncation drops
+// it): the caller must not change it before then (Node.Propose waits so). With acks=1 the append completes
 // once written; with acks=all once the high watermark passes it. acks=all
 // fails at once with transport.ErrNotEnoughReplicas while the ISR is below
 // MinInsyncReplicas; a replica that does not lead fails with

@@ -221,7 +221,9 @@ func send[T any](ctx context.Context, n *Node, c chan T, v T) error {
 	}
 }
 
-// Step passes a message from another node to the replica.
+// Step passes a message from another node to the replica, which keeps its
+// records until it has written them (see Replica.Step): the caller hands
+// m's bytes over and must not reuse them.
 func (n *Node) Step(ctx context.Context, m Message) error { return send(ctx, n, n.stepc, m) }
 
 // Propose appends batch as the leader and waits for its Completion: with

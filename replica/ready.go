@@ -13,7 +13,10 @@ type Ready struct {
 	// Truncate, when not nil, is a truncation to do before Append.
 	Truncate *Truncation
 	// Append holds batches, with offsets and leader epochs assigned, to
-	// add to the log in order with AppendAsFollower.
+	// add to the log in order with AppendAsFollower. They are the bytes
+	// the replica was given — a proposer's batch (Propose), a fetched
+	// message's records (Step) — not copies: valid until Advance, and
+	// the driver keeps no reference to them after it.
 	Append [][]byte
 	// MustSync says Truncate and Append must be durable before Advance:
 	// the replica reports the log end offset after Advance to its leader

@@ -142,7 +142,10 @@ func (r *Replica) Tick() {
 
 // Step takes a message from another replica of the partition. It returns an
 // error only for a message that is malformed (a missing payload); messages
-// that are stale or misdirected are answered or ignored, as Kafka does.
+// that are stale or misdirected are answered or ignored, as Kafka does. A
+// fetch response's records are kept, not copied, for the Ready that writes
+// them: the message's bytes must stay unchanged until that Ready is
+// advanced (DecodeMessages' output does, as nothing else refers to it).
 func (r *Replica) Step(m Message) error {
 	switch m.Type {
 	case MsgFetch:

@@ -35,9 +35,13 @@ const ConsumerReplicaID int32 = -1
 
 // ProduceRequest asks leaders to append record batches (Kafka's Produce).
 //
-// The node takes the Records slices over: the log gives a batch its offsets
-// by rewriting its header in place. Do not reuse them until the answer has
-// come.
+// A Client borrows the Records slices until Produce returns, even when it
+// returns an error or ctx ends: a node in the process rewrites each
+// batch's header in place (base offset, leader epoch, and with
+// LogAppendTime the timestamps and CRC) and writes it from those bytes; a
+// network client copies them into its request. Neither keeps a reference
+// once Produce has returned, and the caller may then reuse the slices —
+// a retry re-encodes its header first.
 type ProduceRequest struct {
 	Acks    Acks
 	Timeout time.Duration
