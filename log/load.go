@@ -120,18 +120,14 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 	}
 	leo := l.active().NextOffset()
 	if leo < l.opts.LogStartOffset {
-		// The log lost records that were already deleted (a crash took
-		// the tail the log start offset had moved past). Offsets below the
-		// start must not be handed out again: start empty there, as Kafka
-		// does.
-		l.logger.Warn("log ends below its log start offset; starting it empty there",
-			"log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset)
-		if err := l.restartEmptyAt(l.opts.LogStartOffset); err != nil {
-			return fmt.Errorf("log: %w", err)
-		}
-		l.epochs.clear()
-		leo = l.opts.LogStartOffset
-		recovered = true
+		// A log start offset past the end names records the log never
+		// had: the checkpoint is damaged (or edited), or a crash took a
+		// tail that DeleteRecordsBefore had already passed. Either way the
+		// segments are what is known; they are never deleted for it.
+		l.report.IgnoredLogStartOffset = l.opts.LogStartOffset
+		l.logger.Warn("ignoring a log start offset beyond the log end offset; keeping every segment",
+			"log", l.dir, "log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
+		l.opts.LogStartOffset = l.segments[0].BaseOffset()
 	}
 	l.leo.Store(leo)
 	l.logStartOffset = min(max(l.opts.LogStartOffset, l.segments[0].BaseOffset()), leo)

@@ -171,6 +171,10 @@ type LoadReport struct {
 	// DeletedSegments lists segments removed because they followed the
 	// point where the log was cut.
 	DeletedSegments []int64
+	// IgnoredLogStartOffset, when not zero, is a log start offset the
+	// options gave (a checkpoint) that lay past the log end offset, and was
+	// ignored: the log starts at its first segment instead.
+	IgnoredLogStartOffset int64
 }
 
 // LoadReport says what Open found and did.
