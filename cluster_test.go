@@ -33,8 +33,16 @@ type testCluster struct {
 
 func newTestCluster(t *testing.T, ids ...int32) *testCluster {
 	t.Helper()
+	return newTestClusterSession(t, 400*time.Millisecond, ids...)
+}
+
+// newTestClusterSession is newTestCluster with the controller's session
+// timeout: a node silent for that long is fenced and loses its
+// leaderships.
+func newTestClusterSession(t *testing.T, session time.Duration, ids ...int32) *testCluster {
+	t.Helper()
 	ctl, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{Controller: replica.ControllerOptions{
-		TickInterval: 10 * time.Millisecond, SessionTimeout: 400 * time.Millisecond, NoAutoLeaderRebalance: true,
+		TickInterval: 10 * time.Millisecond, SessionTimeout: session, NoAutoLeaderRebalance: true,
 	}})
 	require.NoError(t, err)
 	c := &testCluster{t: t, ctl: ctl, net: partlog.NewMemNetwork(), dirs: map[int32]string{}, nodes: map[int32]*partlog.Node{}}

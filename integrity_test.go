@@ -344,8 +344,20 @@ func kgoCodec(c record.Compression) kgo.CompressionCodec {
 // viaCluster produces to three nodes in one process (RF 3, min ISR 2)
 // with acks, reads back through the cluster client, and reads every
 // replica's segment files once each has caught up with the leader.
+//
+// The run has no faults: the session timeout is long enough that a node
+// slowed by a loaded machine is not fenced, since a leader change is a
+// fault under which acks=1 may lose what it acknowledged (as in Kafka).
+// A failure names any leader change that happened.
 func viaCluster(t *testing.T, r integrityRun, acks transport.Acks) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
-	c := newTestCluster(t, 1, 2, 3)
+	c := newTestClusterSession(t, 10*time.Second, 1, 2, 3)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for p, s := range c.ctl.State().Topics["t"].Partitions {
+				t.Logf("t-%d: leader %d, leader epoch %d, ISR %v", p, s.Leader, s.LeaderEpoch, s.ISR)
+			}
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	configs := r.configs()
