@@ -7,6 +7,7 @@ import (
 
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
+	"github.com/partlog/partlog/vfs"
 )
 
 // load opens the segments found in the directory, recovering those the
@@ -120,14 +121,32 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 	}
 	leo := l.active().NextOffset()
 	if leo < l.opts.LogStartOffset {
-		// A log start offset past the end names records the log never
-		// had: the checkpoint is damaged (or edited), or a crash took a
-		// tail that DeleteRecordsBefore had already passed. Either way the
-		// segments are what is known; they are never deleted for it.
-		l.report.IgnoredLogStartOffset = l.opts.LogStartOffset
-		l.logger.Warn("ignoring a log start offset beyond the log end offset; keeping every segment",
-			"log", l.dir, "log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
-		l.opts.LogStartOffset = l.segments[0].BaseOffset()
+		switch {
+		case l.opts.CleanShutdown:
+			// Nothing was lost in a clean shutdown: a log start offset past
+			// the end names records the log never had, so the checkpoint
+			// is damaged (or was edited). The segments are what is known.
+			l.report.IgnoredLogStartOffset = l.opts.LogStartOffset
+			l.logger.Warn("ignoring a log start offset beyond the log end offset; keeping every segment",
+				"log", l.dir, "log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
+			l.opts.LogStartOffset = l.segments[0].BaseOffset()
+		default:
+			// A crash took a tail that DeleteRecordsBefore had already
+			// passed, or the checkpoint is damaged. Offsets below the start
+			// must not be handed out again, so the log starts empty there,
+			// as Kafka's does — but the segments are moved aside, not
+			// deleted, in case it was the checkpoint.
+			dir, err := l.restartQuarantinedAt(l.opts.LogStartOffset)
+			if err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
+			l.report.Quarantined = dir
+			l.logger.Warn("log ends below its log start offset after an unclean shutdown; starting it empty there, its segments moved aside",
+				"log", l.dir, "log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset, "moved_to", dir)
+			l.epochs.clear()
+			leo = l.opts.LogStartOffset
+			recovered = true
+		}
 	}
 	l.leo.Store(leo)
 	l.logStartOffset = min(max(l.opts.LogStartOffset, l.segments[0].BaseOffset()), leo)
@@ -202,6 +221,40 @@ func (l *Log) scanDir() ([]int64, error) {
 	}
 	slices.Sort(bases)
 	return bases, nil
+}
+
+// restartQuarantinedAt replaces every segment with one empty segment at
+// offset, as restartEmptyAt does, but moves the old segments' files into
+// a directory of their own inside the log's instead of deleting them, and
+// returns its path. The log never reads them again; an operator may.
+func (l *Log) restartQuarantinedAt(offset int64) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dir := path.Join(l.dir, fmt.Sprintf("quarantine-%d", l.nowMs()))
+	if err := vfs.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, s := range l.segments {
+		if err := s.Close(); err != nil {
+			return "", fmt.Errorf("close segment %d of %s: %w", s.BaseOffset(), l.dir, err)
+		}
+		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			name := segment.FileName(s.BaseOffset(), suffix)
+			err := l.fs.Rename(path.Join(l.dir, name), path.Join(dir, name))
+			if err != nil && !isNotExist(err) {
+				return "", fmt.Errorf("move %s to %s: %w", name, dir, err)
+			}
+		}
+	}
+	if err := l.fs.SyncDir(dir); err != nil {
+		return "", fmt.Errorf("sync %s: %w", dir, err)
+	}
+	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+	if err != nil {
+		return "", fmt.Errorf("create segment at %d: %w", offset, err)
+	}
+	l.segments = []*segment.Segment{s}
+	return dir, nil
 }
 
 // deleteFiles removes segments that are not open.

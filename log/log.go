@@ -172,9 +172,14 @@ type LoadReport struct {
 	// point where the log was cut.
 	DeletedSegments []int64
 	// IgnoredLogStartOffset, when not zero, is a log start offset the
-	// options gave (a checkpoint) that lay past the log end offset, and was
-	// ignored: the log starts at its first segment instead.
+	// options gave (a checkpoint) that lay past the log end offset after a
+	// clean shutdown, and was ignored as damage: the log starts at its
+	// first segment instead.
 	IgnoredLogStartOffset int64
+	// Quarantined, when not empty, is the directory the segments were
+	// moved to because the log ended below its log start offset after an
+	// unclean shutdown: the log started empty at that offset instead.
+	Quarantined string
 }
 
 // LoadReport says what Open found and did.
