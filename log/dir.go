@@ -253,7 +253,8 @@ func (d *Dir) checkpointLocked() error {
 }
 
 // Close closes every open log and, if all of them flushed, writes the
-// checkpoints and the clean-shutdown marker, then releases the directory.
+// checkpoints and — unless a log had failed (Log.Err) — the clean-shutdown
+// marker, then releases the directory.
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -262,7 +263,14 @@ func (d *Dir) Close() error {
 	}
 	d.closed = true
 	var errs []error
+	failed := false
 	for name, l := range d.logs {
+		if err := l.Err(); err != nil {
+			// Its tail may hold what a failed write or sync left: the
+			// next open must scan it.
+			d.logger.Warn("not marking the shutdown clean: a log failed", "log", name, "err", err)
+			failed = true
+		}
 		if err := l.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
 		}
@@ -270,7 +278,7 @@ func (d *Dir) Close() error {
 	if len(errs) == 0 {
 		errs = append(errs, d.checkpointLocked())
 	}
-	if len(errs) == 1 && errs[0] == nil {
+	if len(errs) == 1 && errs[0] == nil && !failed {
 		errs = append(errs, d.writeCleanMarker())
 	}
 	errs = append(errs, d.lock.Close())

@@ -27,8 +27,10 @@ var (
 	// for data that is gone.
 	ErrStorage = errors.New("log: storage failure, log must be reopened")
 	// ErrDiskFull means a write found no space left. Nothing of the append
-	// was kept, and appends succeed again once there is room. It matches
-	// syscall.ENOSPC too.
+	// was kept — what the write got onto the file is cut — and appends
+	// succeed again once there is room. It matches syscall.ENOSPC too. (A
+	// write whose partial bytes cannot be cut fails the log instead, with
+	// ErrStorage; a sync that finds no room does too.)
 	ErrDiskFull = errors.New("log: no space left on device")
 	// ErrLocked means another Log or Dir, in this process or another, has
 	// the directory open.

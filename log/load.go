@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -58,15 +59,25 @@ func (l *Log) load() error {
 		var s *segment.Segment
 		if i < recoverFrom {
 			s, err = segment.Open(l.fs, l.dir, base, now, l.opts.segmentOptions())
-			if err != nil {
+			switch {
+			case errors.Is(err, segment.ErrCorrupt):
+				// Damage a clean shutdown cannot explain (a torn write left
+				// by a failed disk, bytes added to the file): recover the
+				// log from this segment on, as after a crash, rather than
+				// refuse to open it.
+				l.logger.Warn("segment damaged although the log was closed cleanly; recovering it", "log", l.dir, "segment", base, "err", err)
+				l.report.Damaged = append(l.report.Damaged, base)
+				recoverFrom = i
+			case err != nil:
 				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
-			}
-			if !epochsOK {
+			case !epochsOK:
 				if err := l.scanEpochs(s); err != nil {
 					return err
 				}
 			}
-		} else {
+		}
+		lostTail := false
+		if i >= recoverFrom {
 			s, err = segment.OpenForRecovery(l.fs, l.dir, base, now, l.opts.segmentOptions())
 			if err != nil {
 				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
@@ -78,28 +89,42 @@ func (l *Log) load() error {
 				return fmt.Errorf("log: recover segment %d of %s: %w", base, l.dir, err)
 			}
 			l.report.Recovered = append(l.report.Recovered, base)
+			continues := i+1 < len(bases) && s.NextOffset() == bases[i+1]
 			if r.Truncated > 0 {
 				l.report.TruncatedBytes += r.Truncated
 				l.report.Cause = r.Cause
-				l.logger.Warn("cut log at the first invalid batch", "segment", base,
+				l.logger.Warn("cut log at the first invalid batch", "log", l.dir, "segment", base,
 					"valid_bytes", r.ValidBytes, "truncated_bytes", r.Truncated, "cause", r.Cause)
-			} else if i+1 < len(bases) && s.NextOffset() < bases[i+1] {
+				// Bytes after the segment's last whole batch (garbage, a
+				// torn write) leave it ending where the next one starts:
+				// what follows still follows on from it.
+				lostTail = !continues
+			} else if i+1 < len(bases) && !continues {
 				// The segment ends short of the next one: its tail never
 				// reached the disk (nothing above the recovery point was
 				// synced, and segments are synced in order). What follows
 				// cannot follow on from it.
 				l.report.Cause = fmt.Errorf("%w: segment %d ends at offset %d but the next starts at %d",
 					segment.ErrCorrupt, base, s.NextOffset(), bases[i+1])
-				l.logger.Warn("dropping segments after a lost tail", "segment", base, "cause", l.report.Cause)
+				l.logger.Warn("dropping segments after a lost tail", "log", l.dir, "segment", base, "cause", l.report.Cause)
+				lostTail = true
 			}
 		}
 		if n := len(l.segments); n > 0 && base < l.segments[n-1].NextOffset() {
+			// A segment that starts inside the one before cannot be part of
+			// this log (a file dropped in, a copy from elsewhere): the log
+			// keeps the one before and moves this one aside.
 			s.Close()
-			return fmt.Errorf("log: %w: segment %d of %s overlaps the one before, which ends at %d",
-				segment.ErrCorrupt, base, l.dir, l.segments[n-1].NextOffset())
+			dir, err := l.quarantine(base)
+			if err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
+			l.logger.Warn("segment overlaps the one before; moved aside", "log", l.dir, "segment", base,
+				"previous_ends_at", l.segments[n-1].NextOffset(), "moved_to", dir)
+			continue
 		}
 		l.segments = append(l.segments, s)
-		if l.report.Cause != nil {
+		if lostTail && i+1 < len(bases) {
 			// Nothing after a cut can follow on from it.
 			if err := l.deleteFiles(bases[i+1:]); err != nil {
 				return err
@@ -140,7 +165,6 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 			if err != nil {
 				return fmt.Errorf("log: %w", err)
 			}
-			l.report.Quarantined = dir
 			l.logger.Warn("log ends below its log start offset after an unclean shutdown; starting it empty there, its segments moved aside",
 				"log", l.dir, "log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset, "moved_to", dir)
 			l.epochs.clear()
@@ -224,22 +248,46 @@ func (l *Log) scanDir() ([]int64, error) {
 }
 
 // restartQuarantinedAt replaces every segment with one empty segment at
-// offset, as restartEmptyAt does, but moves the old segments' files into
-// a directory of their own inside the log's instead of deleting them, and
-// returns its path. The log never reads them again; an operator may.
+// offset, as restartEmptyAt does, but moves the old segments' files aside
+// (see quarantine) instead of deleting them, and returns where to.
 func (l *Log) restartQuarantinedAt(offset int64) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	dir := path.Join(l.dir, fmt.Sprintf("quarantine-%d", l.nowMs()))
-	if err := vfs.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, s := range l.segments {
+	bases := make([]int64, len(l.segments))
+	for i, s := range l.segments {
 		if err := s.Close(); err != nil {
 			return "", fmt.Errorf("close segment %d of %s: %w", s.BaseOffset(), l.dir, err)
 		}
+		bases[i] = s.BaseOffset()
+	}
+	dir, err := l.quarantine(bases...)
+	if err != nil {
+		return "", err
+	}
+	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+	if err != nil {
+		return "", fmt.Errorf("create segment at %d: %w", offset, err)
+	}
+	l.segments = []*segment.Segment{s}
+	return dir, nil
+}
+
+// quarantine moves the files of segments that are not open into the
+// log's quarantine directory (quarantine-<ms> inside the log's, which
+// the log never reads; LoadReport.Quarantined names it), and returns its
+// path: what the log will not use is kept for an operator, not deleted.
+// Load only.
+func (l *Log) quarantine(bases ...int64) (string, error) {
+	if l.report.Quarantined == "" {
+		l.report.Quarantined = path.Join(l.dir, fmt.Sprintf("quarantine-%d", l.nowMs()))
+	}
+	dir := l.report.Quarantined
+	if err := vfs.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, base := range bases {
 		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			name := segment.FileName(s.BaseOffset(), suffix)
+			name := segment.FileName(base, suffix)
 			err := l.fs.Rename(path.Join(l.dir, name), path.Join(dir, name))
 			if err != nil && !isNotExist(err) {
 				return "", fmt.Errorf("move %s to %s: %w", name, dir, err)
@@ -249,11 +297,9 @@ func (l *Log) restartQuarantinedAt(offset int64) (string, error) {
 	if err := l.fs.SyncDir(dir); err != nil {
 		return "", fmt.Errorf("sync %s: %w", dir, err)
 	}
-	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
-	if err != nil {
-		return "", fmt.Errorf("create segment at %d: %w", offset, err)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return "", fmt.Errorf("sync %s: %w", l.dir, err)
 	}
-	l.segments = []*segment.Segment{s}
 	return dir, nil
 }
 

@@ -171,14 +171,20 @@ type LoadReport struct {
 	// DeletedSegments lists segments removed because they followed the
 	// point where the log was cut.
 	DeletedSegments []int64
+	// Damaged lists segments that failed to open as sound although the log
+	// was closed cleanly (a torn tail, bytes added after the last batch):
+	// the log was recovered from the first of them, as after a crash.
+	Damaged []int64
 	// IgnoredLogStartOffset, when not zero, is a log start offset the
 	// options gave (a checkpoint) that lay past the log end offset after a
 	// clean shutdown, and was ignored as damage: the log starts at its
 	// first segment instead.
 	IgnoredLogStartOffset int64
-	// Quarantined, when not empty, is the directory the segments were
-	// moved to because the log ended below its log start offset after an
-	// unclean shutdown: the log started empty at that offset instead.
+	// Quarantined, when not empty, is the directory inside the log's that
+	// segments were moved to rather than deleted: segments overlapping the
+	// one before (a file that cannot belong), or every segment when the
+	// log ended below its log start offset after an unclean shutdown (the
+	// log started empty at that offset instead).
 	Quarantined string
 }
 
@@ -268,6 +274,12 @@ func (l *Log) isClosed() bool {
 	return l.closed
 }
 
+// Err returns the write or sync failure that stopped the log's appends
+// (matching ErrStorage), or nil. A failed log's tail is not known to be
+// sound: a Dir does not mark its shutdown clean, so the next open
+// recovers it.
+func (l *Log) Err() error { return l.flush.failure() }
+
 // writable returns why appends are refused, if they are.
 func (l *Log) writable() error {
 	if l.isClosed() {
@@ -298,6 +310,10 @@ func (l *Log) classify(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, segment.ErrTornWrite):
+		// The file holds what the failed write left: the log fails, so
+		// that its shutdown is not marked clean and recovery cuts it.
+		return l.flush.fail(fmt.Errorf("%s %s: %w", op, l.dir, err))
 	case isNoSpace(err):
 		return fmt.Errorf("log: %s %s: %w: %w", op, l.dir, ErrDiskFull, err)
 	case errors.Is(err, segment.ErrOffsetOrder), errors.Is(err, ErrUnexpectedAppendOffset),

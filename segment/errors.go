@@ -12,6 +12,10 @@ var (
 	// ErrOffsetOrder means a batch does not start above the segment's last
 	// offset, or does not fit the segment's relative offsets.
 	ErrOffsetOrder = errors.New("segment: batch offset out of order")
+	// ErrTornWrite means an append failed after writing part of its bytes,
+	// and they could not be cut: the file holds a partial batch past the
+	// segment's end until recovery cuts it.
+	ErrTornWrite = errors.New("segment: partial write left in the file")
 	// ErrClosed means the segment was used after Close.
 	ErrClosed = errors.New("segment: closed")
 )

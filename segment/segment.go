@@ -338,9 +338,11 @@ func (s *Segment) AppendBatches(hs []record.Header, data []byte) error {
 	}
 	if n, err := s.log.WriteAt(data, pos); err != nil {
 		if n > 0 {
-			// Best effort: leave no partial batch behind. Recovery cuts it
-			// otherwise, and the next append overwrites it.
-			_ = s.log.Truncate(pos)
+			// Leave no partial batch behind: the append kept nothing.
+			if terr := s.log.Truncate(pos); terr != nil {
+				return fmt.Errorf("%w: %d of %d bytes written to %s at %d (%w), and cutting them failed: %w",
+					ErrTornWrite, n, len(data), s.Path(LogSuffix), pos, err, terr)
+			}
 		}
 		return fmt.Errorf("segment: append to %s at %d: %w", s.Path(LogSuffix), pos, err)
 	}
