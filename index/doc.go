@@ -19,9 +19,11 @@
 // The indexes are sparse: the segment adds an entry once every
 // index.interval.bytes of log (4096 by default). A lookup binary-searches for
 // the greatest entry at or below its target and the segment scans the log from
-// there. Index files are preallocated to segment.index.bytes and memory-mapped
-// (on the OS filesystem; elsewhere a heap copy stands in, see vfs.Map); when a
-// segment is sealed or closed they are trimmed to their entries.
+// there. An index has room for segment.index.bytes of entries, memory-mapped
+// (on the OS filesystem; elsewhere a heap copy stands in, see vfs.MapAhead),
+// but its file grows a page at a time as entries come, with the disk space
+// allocated before an entry is written; when a segment is sealed or closed
+// the file is trimmed to its entries.
 //
 // An index is damaged when its size is not a whole number of entries or its
 // entries are not increasing; SanityCheck reports that as ErrCorrupt and the

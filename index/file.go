@@ -17,8 +17,16 @@ const DefaultMaxBytes = 10 << 20
 // keeps the rest of a large mapped index cold (Kafka does the same).
 const warmBytes = 8192
 
+// growStep is how much an index file grows at a time: a page, so that the
+// file covers whole pages of its mapping.
+const growStep = 4096
+
 // file is what both indexes share: a file of fixed-size entries, mapped into
-// memory, with room preallocated for maxEntries of them.
+// memory. The mapping has room for maxEntries of them; the file itself
+// grows a page at a time as entries come (Kafka's index files are sparse to
+// the same end), so an idle partition holds a page per index, not
+// segment.index.bytes, and a full disk shows up as an error from the
+// growth, never as a fault on a mapped page.
 type file struct {
 	fs        vfs.FS
 	path      string
@@ -28,6 +36,9 @@ type file struct {
 	f vfs.File
 	m vfs.Mapping
 	b []byte // m.Bytes(), len = maxEntries*entrySize
+	// covered is the file's size: the mapped bytes below it are backed by
+	// the file; those above it must not be touched until it grows.
+	covered int
 
 	// entries counts the valid entries. It is atomic so that lookups can run
 	// beside Append: Append writes an entry, then publishes the new count.
@@ -37,8 +48,9 @@ type file struct {
 }
 
 // openFile opens the index at path, creating it if it is missing. A new file
-// is preallocated to maxBytes; an existing one is mapped at its size, every
-// whole entry in it counted, and it is full until resized.
+// has room for maxBytes of entries and grows as they come; an existing one
+// is mapped at its size, every whole entry in it counted, and it is full
+// until resized.
 func openFile(fsys vfs.FS, path string, base int64, entrySize, maxBytes int) (*file, error) {
 	x := &file{fs: fsys, path: path, base: base, entrySize: entrySize}
 	f, err := fsys.OpenReadWrite(path)
@@ -81,7 +93,7 @@ func openFile(fsys vfs.FS, path string, base int64, entrySize, maxBytes int) (*f
 
 const maxInt32 = 1<<31 - 1
 
-// remap maps the first size bytes of the file.
+// remap maps size bytes over the file, which may be shorter (see covered).
 func (x *file) remap(size int) error {
 	if x.m != nil {
 		if err := x.m.Close(); err != nil {
@@ -89,18 +101,23 @@ func (x *file) remap(size int) error {
 		}
 		x.m, x.b = nil, nil
 	}
-	m, err := vfs.Map(x.f, size)
+	cur, err := x.f.Size()
+	if err != nil {
+		return fmt.Errorf("index: size of %s: %w", x.path, err)
+	}
+	m, err := vfs.MapAhead(x.f, size)
 	if err != nil {
 		return fmt.Errorf("index: map %s: %w", x.path, err)
 	}
 	x.m, x.b = m, m.Bytes()
 	x.maxEntries = size / x.entrySize
+	x.covered = int(min(cur, int64(size)))
 	return nil
 }
 
 // resize makes room for maxBytes/entrySize entries, at least the current
-// ones. Growing preallocates the disk space, so a full disk shows up here
-// and never as a fault on a mapped page.
+// ones. Growing changes the mapping only: the file grows as entries come
+// (grow). Shrinking cuts the file.
 func (x *file) resize(maxBytes int) error {
 	if x.closed {
 		return ErrClosed
@@ -121,11 +138,6 @@ func (x *file) resize(maxBytes int) error {
 	if err != nil {
 		return fmt.Errorf("index: size of %s: %w", x.path, err)
 	}
-	if int64(size) > cur {
-		if err := x.f.Preallocate(int64(size)); err != nil {
-			return fmt.Errorf("index: preallocate %s to %d bytes: %w", x.path, size, err)
-		}
-	}
 	if x.m != nil {
 		if err := x.m.Close(); err != nil {
 			return fmt.Errorf("index: unmap %s: %w", x.path, err)
@@ -138,6 +150,21 @@ func (x *file) resize(maxBytes int) error {
 		}
 	}
 	return x.remap(size)
+}
+
+// grow makes the file cover the first n bytes of the mapping, a page at a
+// time, allocating the disk space (Preallocate): the mapped bytes written
+// next are backed by the file.
+func (x *file) grow(n int) error {
+	if n <= x.covered {
+		return nil
+	}
+	size := min((n+growStep-1)/growStep*growStep, len(x.b))
+	if err := x.f.Preallocate(int64(size)); err != nil {
+		return fmt.Errorf("index: grow %s to %d bytes: %w", x.path, size, err)
+	}
+	x.covered = size
+	return nil
 }
 
 // flush makes the valid entries durable.
@@ -157,7 +184,9 @@ func (x *file) entry(i int) []byte {
 	return x.b[off : off+x.entrySize]
 }
 
-// slot returns where the next entry goes, or ErrFull.
+// slot returns where the next entry goes, growing the file to cover it:
+// ErrFull when the index has no room, the growth's error (a full disk)
+// when the file cannot grow.
 func (x *file) slot() ([]byte, error) {
 	if x.closed {
 		return nil, ErrClosed
@@ -165,6 +194,9 @@ func (x *file) slot() ([]byte, error) {
 	n := int(x.entries.Load())
 	if n >= x.maxEntries {
 		return nil, ErrFull
+	}
+	if err := x.grow((n + 1) * x.entrySize); err != nil {
+		return nil, err
 	}
 	return x.entry(n), nil
 }

@@ -3,6 +3,7 @@ package index_test
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -102,7 +103,7 @@ func TestOffsetIndexCloseTrimsAndReopens(t *testing.T) {
 		require.NoError(t, err)
 		fi, err := fsys.Stat(name)
 		require.NoError(t, err)
-		require.EqualValues(t, 4096, fi.Size(), "a new index is preallocated")
+		require.Zero(t, fi.Size(), "a new index grows as entries come")
 		for i := range 7 {
 			require.NoError(t, idx.Append(int64(i*3+2), int64(i*5000)))
 		}
@@ -286,12 +287,50 @@ func TestTimeIndexDamage(t *testing.T) {
 	}
 }
 
-// TestIndexPreallocateDiskFull checks that a full disk shows when the index
-// is created, not later when an entry is written.
-func TestIndexPreallocateDiskFull(t *testing.T) {
-	m := vfs.NewMem()
-	require.NoError(t, m.MkdirAll("/d", 0o755))
-	m.SetCapacity(1000)
-	_, err := index.OpenOffsetIndex(m, "/d/a.index", 0, 4096)
-	require.ErrorIs(t, err, syscall.ENOSPC)
+// TestIndexGrowsAsEntriesCome: a new index has room for maxBytes of
+// entries but its file grows a page at a time as they come, so that an
+// idle partition holds a page per index rather than segment.index.bytes
+// (50 idle __consumer_offsets partitions used to reserve 1 GB). A full disk
+// shows when an entry needs the file to grow — never as a fault on a
+// mapped page — and the entry is then not added; with room again it is.
+func TestIndexGrowsAsEntriesCome(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		m := vfs.NewMem()
+		require.NoError(t, m.MkdirAll("/d", 0o755))
+		m.SetCapacity(4096)
+		o, err := index.OpenOffsetIndex(m, "/d/a.index", 0, 10<<20)
+		require.NoError(t, err)
+		defer o.Close()
+		require.Equal(t, (10<<20)/index.OffsetEntrySize, o.MaxEntries())
+		for i := range 512 { // one page of entries
+			require.NoError(t, o.Append(int64(i), int64(i)*100))
+		}
+		require.ErrorIs(t, o.Append(512, 51200), syscall.ENOSPC, "the second page does not fit")
+		require.Equal(t, 512, o.Len())
+		m.SetCapacity(0)
+		require.NoError(t, o.Append(512, 51200))
+		require.Equal(t, index.OffsetPosition{Offset: 512, Pos: 51200}, o.Lookup(600))
+	})
+	t.Run("os", func(t *testing.T) {
+		dir := t.TempDir()
+		o, err := index.OpenOffsetIndex(vfs.Default, dir+"/a.index", 0, 10<<20)
+		require.NoError(t, err)
+		size := func() int64 {
+			fi, err := os.Stat(dir + "/a.index")
+			require.NoError(t, err)
+			return fi.Size()
+		}
+		require.Zero(t, size(), "nothing reserved before the first entry")
+		for i := range 600 {
+			require.NoError(t, o.Append(int64(i), int64(i)*100))
+		}
+		require.EqualValues(t, 8192, size(), "two pages for 600 entries")
+		require.NoError(t, o.Close())
+		require.EqualValues(t, 600*index.OffsetEntrySize, size(), "trimmed to its entries on close")
+		o, err = index.OpenOffsetIndex(vfs.Default, dir+"/a.index", 0, 10<<20)
+		require.NoError(t, err)
+		defer o.Close()
+		require.NoError(t, o.SanityCheck(1<<20))
+		require.Equal(t, index.OffsetPosition{Offset: 599, Pos: 59900}, o.Lookup(1000))
+	})
 }

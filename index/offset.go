@@ -25,7 +25,7 @@ type OffsetIndex struct {
 }
 
 // OpenOffsetIndex opens the offset index at path for a segment whose base
-// offset is base, creating and preallocating it to maxBytes if it does not
+// offset is base, creating it, with room for maxBytes of entries, if it does not
 // exist. An existing index is mapped at its size, which makes it full until
 // Resize; its contents are trusted only after SanityCheck.
 //
@@ -40,7 +40,7 @@ func OpenOffsetIndex(fsys vfs.FS, path string, base int64, maxBytes int) (*Offse
 }
 
 // CreateOffsetIndex creates an empty offset index at path, replacing any file
-// there, preallocated to maxBytes.
+// there, with room for maxBytes of entries.
 func CreateOffsetIndex(fsys vfs.FS, path string, base int64, maxBytes int) (*OffsetIndex, error) {
 	if err := fsys.Remove(path); err != nil && !isNotExist(err) {
 		return nil, fmt.Errorf("index: remove %s: %w", path, err)
@@ -126,7 +126,7 @@ func (o *OffsetIndex) TruncateTo(offset int64) {
 	o.x.truncateEntries(i + 1)
 }
 
-// Reset removes every entry, keeping the preallocated space.
+// Reset removes every entry, keeping the room for them.
 func (o *OffsetIndex) Reset() { o.x.truncateEntries(0) }
 
 // Resize makes room for maxBytes of entries (never fewer than it holds),

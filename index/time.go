@@ -27,7 +27,7 @@ type TimeIndex struct {
 }
 
 // OpenTimeIndex opens the time index at path for a segment whose base offset
-// is base, creating and preallocating it to maxBytes if it does not exist;
+// is base, creating it, with room for maxBytes of entries, if it does not exist;
 // see OpenOffsetIndex.
 func OpenTimeIndex(fsys vfs.FS, path string, base int64, maxBytes int) (*TimeIndex, error) {
 	x, err := openFile(fsys, path, base, TimeEntrySize, maxBytes)
@@ -38,7 +38,7 @@ func OpenTimeIndex(fsys vfs.FS, path string, base int64, maxBytes int) (*TimeInd
 }
 
 // CreateTimeIndex creates an empty time index at path, replacing any file
-// there, preallocated to maxBytes.
+// there, with room for maxBytes of entries.
 func CreateTimeIndex(fsys vfs.FS, path string, base int64, maxBytes int) (*TimeIndex, error) {
 	if err := fsys.Remove(path); err != nil && !isNotExist(err) {
 		return nil, fmt.Errorf("index: remove %s: %w", path, err)
@@ -131,7 +131,7 @@ func (t *TimeIndex) TruncateTo(offset int64) {
 	t.x.truncateEntries(keep)
 }
 
-// Reset removes every entry, keeping the preallocated space.
+// Reset removes every entry, keeping the room for them.
 func (t *TimeIndex) Reset() { t.x.truncateEntries(0) }
 
 // Resize makes room for maxBytes of entries; see OffsetIndex.Resize.

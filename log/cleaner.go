@@ -49,7 +49,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	}
 	// The cleaned segment is no larger than the group (but for a few bytes
 	// of delete horizons): its indexes need no more room than the group's
-	// bytes call for, which spares preallocating segment.index.bytes.
+	// bytes call for, which spares mapping segment.index.bytes.
 	var groupBytes int64
 	for _, s := range group {
 		groupBytes += s.Size()

@@ -22,8 +22,8 @@ type Options struct {
 	// IndexIntervalBytes is index.interval.bytes: how many bytes of log
 	// pass between index entries. Zero means 4096.
 	IndexIntervalBytes int
-	// MaxIndexBytes is segment.index.bytes: the size each index file is
-	// preallocated to, which bounds its entries. Zero means 10 MiB.
+	// MaxIndexBytes is segment.index.bytes: the room each index has, which
+	// bounds its entries (its file grows as they come). Zero means 10 MiB.
 	MaxIndexBytes int
 }
 
@@ -365,7 +365,9 @@ func (s *Segment) AppendBatches(hs []record.Header, data []byte) error {
 // sparse, and the segment rolls before its next append.
 func (s *Segment) maybeIndex(h record.Header, pos int64) {
 	if s.bytesSinceIndexEntry > s.opts.IndexIntervalBytes && !s.offsetIndex.Full() {
-		// Neither can fail: the entry is above the last and there is room.
+		// The entry is above the last and there is room; the index file
+		// may still fail to grow (a full disk). An entry missing only
+		// makes a lookup scan further: the log write stands.
 		_ = s.offsetIndex.Append(h.LastOffset(), pos)
 		_, _ = s.timeIndex.MaybeAppend(s.maxTimestamp.Load(), s.offsetOfMaxTimestamp, false)
 		s.bytesSinceIndexEntry = 0

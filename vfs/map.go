@@ -22,9 +22,6 @@ import (
 // then calls Sync, so those calls (and their injected faults) are what a
 // test sees. Size 0 gives an empty Mapping without mapping anything.
 func Map(f File, size int) (Mapping, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("vfs: map %s: negative size %d", f.Name(), size)
-	}
 	have, err := f.Size()
 	if err != nil {
 		return nil, err
@@ -32,10 +29,27 @@ func Map(f File, size int) (Mapping, error) {
 	if int64(size) > have {
 		return nil, fmt.Errorf("vfs: map %d bytes of %s: the file has only %d", size, f.Name(), have)
 	}
+	return MapAhead(f, size)
+}
+
+// MapAhead is Map for a file that grows into its mapping: the file may be
+// shorter than size. Mapped bytes past the file's end stand for bytes the
+// file does not have yet: on the OS filesystem touching them faults
+// (SIGBUS) until the file grows to cover them (Preallocate, Truncate), and
+// in a heap copy they read as zeros. Grow the file first, then write; Flush
+// only bytes the file covers.
+func MapAhead(f File, size int) (Mapping, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("vfs: map %s: negative size %d", f.Name(), size)
+	}
 	if of, ok := f.(*osFile); ok {
 		return mapOS(of, size)
 	}
-	return mapHeap(f, size)
+	have, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	return mapHeap(f, size, int(min(have, int64(size))))
 }
 
 // mmapMapping is a Mapping made by mmap.
@@ -101,11 +115,13 @@ type heapMapping struct {
 	closed bool
 }
 
-func mapHeap(f File, size int) (*heapMapping, error) {
+// mapHeap reads the first have of size bytes into a heap copy; the rest
+// are zeros.
+func mapHeap(f File, size, have int) (*heapMapping, error) {
 	b := make([]byte, size)
-	if size > 0 {
-		n, err := f.ReadAt(b, 0)
-		if n < size {
+	if have > 0 {
+		n, err := f.ReadAt(b[:have], 0)
+		if n < have {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
