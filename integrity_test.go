@@ -258,7 +258,7 @@ func viaKgo(t *testing.T, r integrityRun) ([]integrity.Record, []integrity.Recor
 	for pr := range r.w.Producers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("t"),
 			kgo.ProducerLinger(time.Millisecond),
-			kgo.ProducerBatchMaxBytes(8<<20), kgo.ProducerBatchCompression(kgoCodec(r.codec)))
+			kgo.ProducerBatchMaxBytes(2<<20), kgo.ProducerBatchCompression(kgoCodec(r.codec))) // max.message.bytes is 4 MiB
 		require.NoError(t, err)
 		defer cl.Close()
 		wg.Go(func() {
@@ -290,7 +290,9 @@ func viaKgo(t *testing.T, r integrityRun) ([]integrity.Record, []integrity.Recor
 		})
 	}
 	wg.Wait()
-	require.Empty(t, errs)
+	if len(errs) > 0 {
+		t.Fatalf("kgo failed %d records; the first: %v", len(errs), errs[0])
+	}
 	acked, err := l.Records()
 	require.NoError(t, err)
 
