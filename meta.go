@@ -31,14 +31,19 @@ func newUUID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// loadOrCreateMeta reads meta.properties, or writes a new one for nodeID
-// in a new cluster (clusterID, or a random id when empty). A directory that
-// belongs to another node id is an error.
-func loadOrCreateMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string) (metaProperties, error) {
+// loadOrCreateMeta reads meta.properties, or, when mayCreate, writes a new
+// one for nodeID in a new cluster (clusterID, or a random id when empty).
+// A directory that belongs to another node id is an error, and so is a
+// missing file that may not be created (ErrMetaPropertiesMissing).
+func loadOrCreateMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string, mayCreate bool) (metaProperties, error) {
 	name := path.Join(dir, MetaPropertiesFileName)
 	props, err := readProperties(fsys, name)
 	if err != nil {
 		return metaProperties{}, err
+	}
+	if props == nil && !mayCreate {
+		return metaProperties{}, fmt.Errorf("%w: %s: restore it, or open with partlog.WriteMissingMeta (partlog serve --write-missing-meta) to write a new one in a new cluster",
+			ErrMetaPropertiesMissing, name)
 	}
 	if props == nil {
 		m := metaProperties{NodeID: nodeID, ClusterID: clusterID, DirectoryID: newUUID()}

@@ -29,6 +29,12 @@ var (
 	// ErrInconsistentNode means the data directory belongs to another
 	// node id or cluster (Kafka's InconsistentClusterIdException).
 	ErrInconsistentNode = errors.New("partlog: data directory belongs to another node")
+	// ErrMetaPropertiesMissing means the data directory holds partitions
+	// but no meta.properties, which names its node and cluster: the file
+	// was lost, or the directory was not written by partlog. Kafka refuses
+	// such a directory too. Restore the file, or open with
+	// WriteMissingMeta to write a new one (a new cluster id).
+	ErrMetaPropertiesMissing = errors.New("partlog: data directory holds partitions but no meta.properties")
 )
 
 // Node is a partlog node: a data directory of topics whose partitions it
@@ -125,7 +131,12 @@ func Open(dir string, opts ...Option) (*Node, error) {
 // exist (a crash can leave them while a topic is being deleted).
 func (n *Node) load() error {
 	var err error
-	if n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID); err != nil {
+	present, err := n.logs.Partitions()
+	if err != nil {
+		return fmt.Errorf("partlog: %w", err)
+	}
+	formatted := len(present) == 0 || n.opts.writeMissingMeta
+	if n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID, formatted); err != nil {
 		return err
 	}
 	if n.md, err = openMetadataLog(n.logs); err != nil {
@@ -139,10 +150,6 @@ func (n *Node) load() error {
 		if err := n.openTopic(name, rec); err != nil {
 			return err
 		}
-	}
-	present, err := n.logs.Partitions()
-	if err != nil {
-		return fmt.Errorf("partlog: %w", err)
 	}
 	for _, tp := range present {
 		t, ok := n.topics[tp.Topic]

@@ -19,6 +19,7 @@ func (f optionFunc) apply(o *nodeOptions) { f(o) }
 type nodeOptions struct {
 	nodeID             int32
 	clusterID          string
+	writeMissingMeta   bool
 	fs                 vfs.FS
 	logger             *slog.Logger
 	now                func() time.Time
@@ -56,6 +57,12 @@ func NodeID(id int32) Option { return optionFunc(func(o *nodeOptions) { o.nodeID
 // ClusterID sets the id of the cluster a new data directory joins; by
 // default a new directory makes up a random one.
 func ClusterID(id string) Option { return optionFunc(func(o *nodeOptions) { o.clusterID = id }) }
+
+// WriteMissingMeta lets Open write a new meta.properties (a new cluster id)
+// for a data directory that holds partitions but has lost its own, which
+// Open otherwise refuses with ErrMetaPropertiesMissing, as Kafka refuses an
+// unformatted log directory.
+func WriteMissingMeta() Option { return optionFunc(func(o *nodeOptions) { o.writeMissingMeta = true }) }
 
 // Filesystem sets the filesystem; the default is the OS. vfs.NewMem gives
 // an in-memory one for tests.

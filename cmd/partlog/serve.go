@@ -63,6 +63,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'); the node serves alone without it")
 	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "how often a cluster member heartbeats to the controller (broker.heartbeat.interval.ms), as a `duration`")
 	lagMax := fs.Duration("replica-lag-max", 30*time.Second, "how long a follower may lag before its leader drops it from the ISR (replica.lag.time.max.ms), as a `duration`")
+	writeMeta := fs.Bool("write-missing-meta", false, "write a new meta.properties (a new cluster id) when DIR holds partitions but has lost its own, rather than refuse it")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
@@ -89,6 +90,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	opts := []partlog.Option{partlog.Logger(newLogger(stderr, level))}
 	if *nodeID != 0 {
 		opts = append(opts, partlog.NodeID(int32(*nodeID)))
+	}
+	if *writeMeta {
+		opts = append(opts, partlog.WriteMissingMeta())
 	}
 	if *controller != "" {
 		addr := *advertised
