@@ -23,10 +23,17 @@ func (n *Node) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequ
 	resp := &transport.CreateTopicsResponse{}
 	for _, t := range req.Topics {
 		res := transport.TopicResult{Name: t.Name}
-		if req.ValidateOnly {
+		switch {
+		case req.ValidateOnly:
 			res.Err = fmt.Errorf("%w: validate_only is not supported", transport.ErrInvalidRequest)
-		} else {
-			res.Err = n.CreateTopic(ctx, NewTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs})
+		case t.Partitions == 0 || t.Partitions < -1:
+			res.Err = fmt.Errorf("%w: %d partitions; a topic has at least 1 (-1 asks for the default)", transport.ErrInvalidPartitions, t.Partitions)
+		case t.ReplicationFactor == 0 || t.ReplicationFactor < -1:
+			res.Err = fmt.Errorf("%w: replication factor %d; at least 1 (-1 asks for the default)", transport.ErrInvalidReplicationFactor, t.ReplicationFactor)
+		default:
+			// NewTopic's zero is the default that -1 asks for.
+			res.Err = n.CreateTopic(ctx, NewTopic{Name: t.Name, Partitions: max(t.Partitions, 0),
+				ReplicationFactor: max(t.ReplicationFactor, 0), Configs: t.Configs})
 		}
 		resp.Topics = append(resp.Topics, res)
 	}

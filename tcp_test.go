@@ -233,16 +233,22 @@ func TestTCPAdmin(t *testing.T) {
 	defer c.Close()
 
 	cresp, err := c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{
-		{Name: "orders", Partitions: 3, Configs: map[string]string{"retention.ms": "60000"}},
-		{Name: "bad name!", Partitions: 1},
-		{Name: "zero", Partitions: -2},
+		{Name: "orders", Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "60000"}},
+		{Name: "bad name!", Partitions: 1, ReplicationFactor: 1},
+		{Name: "negative", Partitions: -2, ReplicationFactor: 1},
+		{Name: "zero", Partitions: 0, ReplicationFactor: -1},
+		{Name: "no-replicas", Partitions: 1, ReplicationFactor: 0},
+		{Name: "defaults", Partitions: -1, ReplicationFactor: -1},
 	}})
 	require.NoError(t, err)
-	require.Len(t, cresp.Topics, 3)
+	require.Len(t, cresp.Topics, 6)
 	require.NoError(t, cresp.Topics[0].Err)
 	require.ErrorIs(t, cresp.Topics[1].Err, transport.ErrInvalidTopic)
 	require.ErrorIs(t, cresp.Topics[2].Err, transport.ErrInvalidPartitions)
-	cresp, err = c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{Name: "orders"}}})
+	require.ErrorIs(t, cresp.Topics[3].Err, transport.ErrInvalidPartitions, "zero partitions, as Kafka refuses them")
+	require.ErrorIs(t, cresp.Topics[4].Err, transport.ErrInvalidReplicationFactor)
+	require.NoError(t, cresp.Topics[5].Err, "-1 asks for the defaults")
+	cresp, err = c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{Name: "orders", Partitions: -1, ReplicationFactor: -1}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, cresp.Topics[0].Err, transport.ErrTopicAlreadyExists)
 
@@ -261,7 +267,7 @@ func TestTCPAdmin(t *testing.T) {
 	require.Equal(t, transport.ConfigEntry{Name: "cleanup.policy", Value: "delete", IsDefault: true}, configs["cleanup.policy"])
 	require.ErrorIs(t, dc.Topics[1].Err, transport.ErrUnknownTopicOrPartition)
 
-	dresp, err := c.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{"orders", "nope"}})
+	dresp, err := c.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{"orders", "nope", "defaults"}})
 	require.NoError(t, err)
 	require.NoError(t, dresp.Topics[0].Err)
 	require.ErrorIs(t, dresp.Topics[1].Err, transport.ErrUnknownTopicOrPartition)

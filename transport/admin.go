@@ -26,10 +26,11 @@ type CreateTopicsRequest struct {
 // CreatableTopic is one topic to create.
 type CreatableTopic struct {
 	Name string
-	// Partitions is the number of partitions; -1 or 0 means the default,
-	// 1.
+	// Partitions is the number of partitions; -1 means the default, 1.
+	// Zero is refused with ErrInvalidPartitions, as Kafka refuses it.
 	Partitions int32
-	// ReplicationFactor is the number of replicas; -1 or 0 means 1.
+	// ReplicationFactor is the number of replicas; -1 means the default,
+	// 1. Zero is refused with ErrInvalidReplicationFactor, as in Kafka.
 	ReplicationFactor int16
 	// Configs overrides topic configs, by Kafka's names.
 	Configs map[string]string

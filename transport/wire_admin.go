@@ -17,12 +17,6 @@ func createTopicsToWire(r *CreateTopicsRequest, version int16) *kmsg.CreateTopic
 	for _, t := range r.Topics {
 		wt := kmsg.NewCreateTopicsRequestTopic()
 		wt.Topic, wt.NumPartitions, wt.ReplicationFactor = t.Name, t.Partitions, t.ReplicationFactor
-		if wt.NumPartitions == 0 {
-			wt.NumPartitions = -1
-		}
-		if wt.ReplicationFactor == 0 {
-			wt.ReplicationFactor = -1
-		}
 		for k, v := range t.Configs {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name, c.Value = k, kmsg.StringPtr(v)
@@ -37,12 +31,6 @@ func createTopicsFromWire(w *kmsg.CreateTopicsRequest) *CreateTopicsRequest {
 	r := &CreateTopicsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond, ValidateOnly: w.ValidateOnly}
 	for _, wt := range w.Topics {
 		t := CreatableTopic{Name: wt.Topic, Partitions: wt.NumPartitions, ReplicationFactor: wt.ReplicationFactor}
-		if t.Partitions == -1 { // the broker's default
-			t.Partitions = 0
-		}
-		if t.ReplicationFactor == -1 {
-			t.ReplicationFactor = 0
-		}
 		if len(wt.Configs) > 0 {
 			t.Configs = map[string]string{}
 			for _, c := range wt.Configs {

@@ -132,3 +132,25 @@ func TestNoSuchPartition(t *testing.T) {
 	}
 	require.Equal(t, []int64{0, 0, 0}, topicEnds(t, dir))
 }
+
+// TestTopicsCreateBadCounts: --partitions 0 used to create one partition
+// silently, and --partitions 2147483648 wrapped to a negative count; both
+// are INVALID_PARTITIONS, and nothing is created. Over --bootstrap-server,
+// a Kafka client's zero is refused the same way by the node.
+func TestTopicsCreateBadCounts(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ flag, value, code string }{
+		{"--partitions", "0", "INVALID_PARTITIONS"},
+		{"--partitions", "-1", "INVALID_PARTITIONS"},
+		{"--partitions", "2147483648", "INVALID_PARTITIONS"},
+		{"--replication-factor", "0", "INVALID_REPLICATION_FACTOR"},
+		{"--replication-factor", "32768", "INVALID_REPLICATION_FACTOR"},
+	} {
+		_, stderr, code := cli(t, "topics", "create", "--dir", dir, "--topic", "t", c.flag, c.value)
+		require.Equal(t, exitFailure, code, "%s %s", c.flag, c.value)
+		require.Contains(t, stderr, c.code, "%s %s", c.flag, c.value)
+	}
+	stdout, _, code := cli(t, "topics", "list", "--dir", dir)
+	require.Equal(t, exitOK, code)
+	require.Empty(t, stdout, "no topic was created")
+}

@@ -294,8 +294,16 @@ func (t *target) createTopic(ctx context.Context, nt partlog.NewTopic) error {
 	if t.node != nil {
 		return t.node.CreateTopic(ctx, nt)
 	}
+	// NewTopic's zero is the default, which the wire asks for with -1.
+	partitions, replication := nt.Partitions, nt.ReplicationFactor
+	if partitions == 0 {
+		partitions = -1
+	}
+	if replication == 0 {
+		replication = -1
+	}
 	resp, err := t.remote.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{
-		Name: nt.Name, Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: nt.Configs,
+		Name: nt.Name, Partitions: partitions, ReplicationFactor: replication, Configs: nt.Configs,
 	}}})
 	if err != nil {
 		return err

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
 )
 
 const topicsHelp = `Usage: partlog topics <create|list|describe|delete> --dir DIR [flags]
@@ -49,6 +51,14 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	case "create", "delete":
 		if *topic == "" {
 			return usageErrorf("topics", "%s needs --topic", action)
+		}
+		// Checked here, before they are cut to the wire's integers:
+		// 2147483648 partitions would wrap to a negative count.
+		if action == "create" && (*partitions < 1 || *partitions > math.MaxInt32) {
+			return fmt.Errorf("topics: %w: --partitions %d is not a partition count (1 to %d)", transport.ErrInvalidPartitions, *partitions, math.MaxInt32)
+		}
+		if action == "create" && (*replication < 1 || *replication > math.MaxInt16) {
+			return fmt.Errorf("topics: %w: --replication-factor %d is not a replica count (1 to %d)", transport.ErrInvalidReplicationFactor, *replication, math.MaxInt16)
 		}
 	case "list", "describe":
 	default:
