@@ -16,7 +16,11 @@ type DialOptions struct {
 	// ClientID is the client.id sent with every request. Empty means
 	// "partlog".
 	ClientID string
-	// DialTimeout bounds making a connection. Zero means 10 seconds.
+	// DialTimeout bounds setting a connection up: dialling, and, on the
+	// client's first connection, agreeing on versions (ApiVersions), so
+	// that a peer that accepts but never answers — not a Kafka server —
+	// fails the dial with ErrNetwork rather than hanging it. Kafka's
+	// socket.connection.setup.timeout.ms. Zero means 10 seconds.
 	DialTimeout time.Duration
 	// ReconnectBackoff is how long a failed connection waits before it
 	// is tried again: Kafka's reconnect.backoff.ms. Requests in that time
@@ -154,15 +158,21 @@ func (c *TCPClient) redial(ctx context.Context, kind int) (*wireConn, error) {
 // dial makes a connection and, on the client's first, learns the node's
 // versions. It is called with c.mu held.
 func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
-	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	setup, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(setup, "tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %v", ErrNetwork, c.addr, err)
 	}
 	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
 	if c.versions == nil {
-		versions, err := negotiate(ctx, wc)
+		versions, err := negotiate(setup, wc)
 		if err != nil {
+			if ctx.Err() == nil && setup.Err() != nil {
+				err = fmt.Errorf("%w: %s accepted the connection but did not answer ApiVersions within %v: is it a Kafka server?",
+					ErrNetwork, c.addr, c.opts.DialTimeout)
+			}
 			wc.fail(err)
 			return nil, err
 		}

@@ -223,6 +223,9 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
+	if string(size[:]) == "HTTP" {
+		return nil, fmt.Errorf("%w: the peer answered in HTTP, not in Kafka's protocol", ErrInvalidRequest)
+	}
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", ErrInvalidRequest, n, maxBytes)
 	}
