@@ -1,11 +1,13 @@
 package log_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -275,4 +277,31 @@ func TestDiskFullAtEveryWrite(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestGapBetweenSegments: an empty segment file dropped into the
+// directory past the log's end moves the log end offset there; the log
+// opens, keeps every record, and reports the offsets no segment holds
+// (it used to say nothing).
+func TestGapBetweenSegments(t *testing.T) {
+	opts := plog.Options{SegmentBytes: 4096, IndexIntervalBytes: 256, MaxIndexBytes: 4096}
+	mem := newMem(t)
+	want := damageFixture(t, mem, opts)
+	writeFile(t, mem, segPath(5000), nil)
+	_, l := reopen(t, mem, opts)
+	require.Equal(t, []plog.Gap{{From: 300, To: 5000}}, l.LoadReport().Gaps)
+	var got []record.Record
+	for off := int64(0); off < 300; {
+		data, err := l.Read(nil, off, 300, 1<<20)
+		require.NoError(t, err)
+		require.NotEmpty(t, data)
+		for len(data) > 0 {
+			b, err := record.Decode(data[:mustSize(data)])
+			require.NoError(t, err)
+			got, data, off = append(got, b.Records...), data[b.Size():], b.NextOffset()
+		}
+	}
+	require.True(t, slices.EqualFunc(want, got, func(a, b record.Record) bool { return a.Offset == b.Offset && bytes.Equal(a.Value, b.Value) }),
+		"every record is kept")
+	require.EqualValues(t, 5000, l.LogEndOffset())
 }

@@ -123,6 +123,13 @@ func (l *Log) load() error {
 				"previous_ends_at", l.segments[n-1].NextOffset(), "moved_to", dir)
 			continue
 		}
+		if n := len(l.segments); n > 0 && base > l.segments[n-1].NextOffset() && !l.opts.CleanupPolicy.Compacts() {
+			// Only compaction leaves offsets out between segments; here a
+			// segment file was added, or the one before lost its tail.
+			gap := Gap{From: l.segments[n-1].NextOffset(), To: base}
+			l.report.Gaps = append(l.report.Gaps, gap)
+			l.logger.Warn("offsets missing between segments", "log", l.dir, "from", gap.From, "to", gap.To, "segment", base)
+		}
 		l.segments = append(l.segments, s)
 		if lostTail && i+1 < len(bases) {
 			// Nothing after a cut can follow on from it.

@@ -156,6 +156,9 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
+// Gap is a run of offsets, [From, To), that no segment holds.
+type Gap struct{ From, To int64 }
+
 // LoadReport says what Open found and did.
 type LoadReport struct {
 	// Clean is set when the log was opened as cleanly shut down.
@@ -175,6 +178,10 @@ type LoadReport struct {
 	// was closed cleanly (a torn tail, bytes added after the last batch):
 	// the log was recovered from the first of them, as after a crash.
 	Damaged []int64
+	// Gaps lists offsets missing between one segment and the next, which
+	// only compaction leaves (and is not counted): a segment file added to
+	// the directory, or a tail lost before the next segment.
+	Gaps []Gap
 	// IgnoredLogStartOffset, when not zero, is a log start offset the
 	// options gave (a checkpoint) that lay past the log end offset after a
 	// clean shutdown, and was ignored as damage: the log starts at its
