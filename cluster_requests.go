@@ -137,12 +137,7 @@ func (n *Node) clusterMetadataResponse(req *transport.MetadataRequest) *transpor
 			continue
 		}
 		tm := transport.TopicMetadata{Topic: name, Internal: strings.HasPrefix(name, "__"), TopicID: topicIDBytes(t.rec.ID)}
-		for _, p := range t.partitions {
-			tm.Partitions = append(tm.Partitions, transport.PartitionMetadata{
-				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
-				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
-			})
-		}
+		tm.Partitions = n.localPartitionMetadata(t)
 		resp.Topics = append(resp.Topics, tm)
 	}
 	return resp

@@ -87,7 +87,7 @@ func (h *groupHost) coordinator() (*group.Coordinator, error) {
 	}
 	opts.Partitions = int32(len(t.partitions))
 	c := group.New(offsetsLog{t: t, now: n.opts.now}, opts)
-	for _, p := range t.partitions {
+	for _, p := range t.online() {
 		l := p.Log()
 		if err := c.Load(p.ID(), func(yield func(group.Record) bool) error { return replay(l, p.HighWatermark(), yield) }); err != nil {
 			return nil, fmt.Errorf("partlog: %w", err)
@@ -164,15 +164,16 @@ type offsetsLog struct {
 }
 
 func (o offsetsLog) Append(p int32, recs []group.Record) error {
-	if p < 0 || int(p) >= len(o.t.partitions) {
-		return fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, group.OffsetsTopic, p)
+	part, err := o.t.partition(p)
+	if err != nil {
+		return err
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	now := o.now().UnixMilli()
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
 	}
-	_, err := o.t.partitions[p].Append(b.Build(), transport.AcksAll)
+	_, err = part.Append(b.Build(), transport.AcksAll)
 	return err
 }
 

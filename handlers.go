@@ -231,6 +231,27 @@ func closeFiles(resp *transport.FetchResponse) {
 	}
 }
 
+// localPartitionMetadata answers Metadata for the partitions of a topic
+// the node hosts on its own: an offline one with KAFKA_STORAGE_ERROR, no
+// leader and the node as its offline replica, as Kafka answers for a
+// partition on a failed log directory.
+func (n *Node) localPartitionMetadata(t *topic) []transport.PartitionMetadata {
+	out := make([]transport.PartitionMetadata, 0, len(t.partitions))
+	for id, p := range t.partitions {
+		if p == nil {
+			_, err := t.partition(int32(id))
+			out = append(out, transport.PartitionMetadata{Err: err, Partition: int32(id), Leader: -1, LeaderEpoch: -1,
+				Replicas: []int32{n.meta.NodeID}, Offline: []int32{n.meta.NodeID}})
+			continue
+		}
+		out = append(out, transport.PartitionMetadata{
+			Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
+			Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
+		})
+	}
+	return out
+}
+
 // ListOffsets answers offsets by time for each partition.
 func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
 	if err := n.begin(); err != nil {
@@ -288,12 +309,7 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		if id, err := base64.RawURLEncoding.DecodeString(t.rec.ID); err == nil {
 			copy(tm.TopicID[:], id)
 		}
-		for _, p := range t.partitions {
-			tm.Partitions = append(tm.Partitions, transport.PartitionMetadata{
-				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
-				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
-			})
-		}
+		tm.Partitions = n.localPartitionMetadata(t)
 		resp.Topics = append(resp.Topics, tm)
 	}
 	return resp, nil

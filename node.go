@@ -67,10 +67,39 @@ type Node struct {
 
 // topic is a topic the node hosts.
 type topic struct {
-	name       string
-	rec        topicRecord
-	config     topicConfig
+	name   string
+	rec    topicRecord
+	config topicConfig
+	// partitions holds the topic's partitions by id; nil for one that is
+	// offline: its log could not be opened (offline says why), and it
+	// answers KAFKA_STORAGE_ERROR while the rest are served, as Kafka
+	// takes an offline log directory's partitions offline.
 	partitions []*partition.Partition
+	offline    map[int32]error
+}
+
+// partition returns partition id of the topic: transport's
+// UNKNOWN_TOPIC_OR_PARTITION for an id it does not have, and
+// KAFKA_STORAGE_ERROR for one that is offline.
+func (t *topic) partition(id int32) (*partition.Partition, error) {
+	if id < 0 || id >= int32(len(t.partitions)) {
+		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, t.name, id)
+	}
+	if p := t.partitions[id]; p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: %s-%d is offline: its log could not be opened: %w", transport.ErrKafkaStorage, t.name, id, t.offline[id])
+}
+
+// online returns the partitions whose logs are open.
+func (t *topic) online() []*partition.Partition {
+	out := make([]*partition.Partition, 0, len(t.partitions))
+	for _, p := range t.partitions {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the
@@ -179,15 +208,24 @@ func (n *Node) openTopic(name string, rec topicRecord) error {
 	for p := range rec.Partitions {
 		tp := log.TopicPartition{Topic: name, Partition: p}
 		l, err := n.logs.Open(tp, lo)
+		if err == nil {
+			err = n.writePartitionMetadata(tp, rec.ID)
+			if err != nil {
+				l.Close()
+			}
+		}
 		if err != nil {
-			t.close()
-			return fmt.Errorf("partlog: open partition %s: %w", tp, err)
+			// One partition's damage does not keep the node from serving
+			// the others.
+			n.logger.Error("partition offline: its log could not be opened", "partition", tp.String(), "err", err)
+			if t.offline == nil {
+				t.offline = map[int32]error{}
+			}
+			t.offline[p] = err
+			t.partitions = append(t.partitions, nil)
+			continue
 		}
 		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
-		if err := n.writePartitionMetadata(tp, rec.ID); err != nil {
-			t.close()
-			return err
-		}
 	}
 	n.topics[name] = t
 	return nil
@@ -215,7 +253,7 @@ func (n *Node) writePartitionMetadata(tp log.TopicPartition, id string) error {
 }
 
 func (t *topic) close() {
-	for _, p := range t.partitions {
+	for _, p := range t.online() {
 		p.Close()
 	}
 }
@@ -281,7 +319,7 @@ func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
 	var parts []*partition.Partition
 	for _, t := range n.topics {
 		if keep == nil || keep(t) {
-			parts = append(parts, t.partitions...)
+			parts = append(parts, t.online()...)
 		}
 	}
 	if n.cluster != nil && keep == nil {
@@ -355,10 +393,10 @@ func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
 		return h.p, nil
 	}
 	t := n.topic(name)
-	if t == nil || id < 0 || id >= int32(len(t.partitions)) {
+	if t == nil {
 		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, name, id)
 	}
-	return t.partitions[id], nil
+	return t.partition(id)
 }
 
 // NewTopic describes a topic to create.
@@ -498,6 +536,10 @@ type PartitionDescription struct {
 	HighWatermark  int64
 	// Size is the bytes of the partition's segments.
 	Size int64
+	// Offline, when not nil, says why the partition is offline: its log
+	// could not be opened (transport.ErrKafkaStorage). The offsets are
+	// then unknown.
+	Offline error
 }
 
 // DescribeTopics describes the named topics, or every topic when none is
@@ -524,7 +566,13 @@ func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 		}
 		d := TopicDescription{Name: name, ID: t.rec.ID, ReplicationFactor: t.rec.ReplicationFactor,
 			Configs: maps.Clone(t.rec.Configs), Effective: maps.Clone(t.config.values)}
-		for _, p := range t.partitions {
+		for id, p := range t.partitions {
+			if p == nil {
+				_, err := t.partition(int32(id))
+				d.Partitions = append(d.Partitions, PartitionDescription{Partition: int32(id), Leader: -1, LeaderEpoch: -1,
+					Replicas: []int32{n.meta.NodeID}, Offline: err})
+				continue
+			}
 			d.Partitions = append(d.Partitions, PartitionDescription{
 				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
 				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),

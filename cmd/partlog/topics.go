@@ -114,6 +114,13 @@ func writeTopicDescription(w io.Writer, d partlog.TopicDescription) {
 	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
 		d.Name, d.ID, len(d.Partitions), d.ReplicationFactor, strings.Join(configs, ","))
 	for _, p := range d.Partitions {
+		if p.Offline != nil {
+			// As kafka-topics.sh shows a partition of a failed log
+			// directory, with why.
+			fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: none\tReplicas: %s\tIsr: \tOffline: %s\tError: %v\n",
+				d.Name, p.Partition, ids(p.Replicas), ids(p.Replicas), p.Offline)
+			continue
+		}
 		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %s\tIsr: %s\tLogStartOffset: %d\tLogEndOffset: %d\tHighWatermark: %d\n",
 			d.Name, p.Partition, p.Leader, ids(p.Replicas), ids(p.ISR), p.LogStartOffset, p.LogEndOffset, p.HighWatermark)
 	}

@@ -1,0 +1,63 @@
+package partlog_test
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// TestOfflinePartition: a partition whose log cannot be opened (a segment
+// the node may not read, an I/O error) used to keep the whole node from
+// opening, and its topic from being deleted. Now that partition alone is
+// offline: produce and fetch answer KAFKA_STORAGE_ERROR for it, Metadata
+// and DescribeTopics say so, the node serves every other partition, and
+// the topic can still be deleted.
+func TestOfflinePartition(t *testing.T) {
+	mem := vfs.NewMem()
+	ctx := context.Background()
+	n := openNode(t, mem)
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 2}))
+	produce(t, n, "t", 0, "a")
+	produce(t, n, "t", 1, "b")
+	require.NoError(t, n.Close())
+
+	faulty := vfs.WithFaults(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpOpenReadWrite && strings.Contains(op.Path, "/t-1/") && strings.HasSuffix(op.Path, ".log") {
+			return &fs.PathError{Op: "open", Path: op.Path, Err: syscall.EACCES}
+		}
+		return nil
+	}))
+	n = openNode(t, faulty)
+	defer n.Close()
+
+	require.Equal(t, []string{"a"}, fetchAll(t, n, "t", 0, 0), "the other partition is served")
+	require.Equal(t, int64(1), produce(t, n, "t", 0, "c").BaseOffset)
+
+	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{
+		{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 1, Records: batchOf("x")}}}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrKafkaStorage)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, syscall.EACCES, "the error says why")
+
+	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"t"}})
+	require.NoError(t, err)
+	require.NoError(t, md.Topics[0].Partitions[0].Err)
+	require.ErrorIs(t, md.Topics[0].Partitions[1].Err, transport.ErrKafkaStorage)
+	require.EqualValues(t, -1, md.Topics[0].Partitions[1].Leader)
+
+	d, err := n.DescribeTopics("t")
+	require.NoError(t, err)
+	require.Nil(t, d[0].Partitions[0].Offline)
+	require.ErrorIs(t, d[0].Partitions[1].Offline, transport.ErrKafkaStorage)
+
+	require.NoError(t, n.DeleteTopic(ctx, "t"), "a topic with an offline partition can be deleted")
+	require.Empty(t, n.ListTopics())
+}
