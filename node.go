@@ -460,10 +460,33 @@ func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
 		}
 	}
 	rec := topicRecord{ID: newUUID(), Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs)}
-	if err := n.md.put(nt.Name, &rec); err != nil {
+	// The partitions first, the record that names them last: a topic
+	// whose partitions cannot all be created (a full disk) is rolled
+	// back, and a crash in between leaves directories that the next Open
+	// removes, not a topic in the metadata without its partitions.
+	if err := n.openTopic(nt.Name, rec); err != nil {
 		return err
 	}
-	return n.openTopic(nt.Name, rec)
+	t := n.topics[nt.Name]
+	var err error
+	for p, perr := range t.offline {
+		err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, nt.Name, p, perr)
+		break
+	}
+	if err == nil {
+		err = n.md.put(nt.Name, &rec)
+	}
+	if err != nil {
+		delete(n.topics, nt.Name)
+		t.close()
+		for p := range t.partitions {
+			if rerr := n.logs.Remove(log.TopicPartition{Topic: nt.Name, Partition: int32(p)}); rerr != nil {
+				n.logger.Warn("removing a partition of a topic that could not be created", "partition", p, "err", rerr)
+			}
+		}
+		return err
+	}
+	return nil
 }
 
 // DeleteTopic deletes a topic and its partitions' data.

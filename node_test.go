@@ -15,7 +15,7 @@ import (
 
 func openNode(t *testing.T, fsys vfs.FS, opts ...partlog.Option) *partlog.Node {
 	t.Helper()
-	// Small preallocated indexes keep the in-memory filesystem light.
+	// Small indexes keep the in-memory filesystem light.
 	defaults := partlog.TopicDefaults(map[string]string{"segment.index.bytes": "65536"})
 	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(fsys), defaults}, opts...)...)
 	require.NoError(t, err)
