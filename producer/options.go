@@ -34,6 +34,7 @@ type config struct {
 	partitioner     Partitioner
 	metadataMaxAge  time.Duration
 	idempotent      bool
+	onRetry         func(Retry)
 
 	// deliveryTimeoutSet records that DeliveryTimeout was given, which
 	// makes one shorter than linger plus request timeout an error rather
@@ -63,6 +64,26 @@ func defaultConfig() config {
 		idempotent:      true,
 	}
 }
+
+// Retry describes a batch that failed with a retriable error and will be
+// sent again after the retry backoff: what OnRetry reports.
+type Retry struct {
+	Topic     string
+	Partition int32
+	// Records counts the batch's records.
+	Records int
+	// Attempt counts the attempts so far, the failed one included.
+	Attempt int
+	// Err is why the attempt failed.
+	Err error
+}
+
+// OnRetry calls fn each time a batch failed with a retriable error and
+// will be sent again, as Kafka's producer logs "retrying (N attempts
+// left)": a program can tell its user why records wait. fn runs on the
+// producer's goroutines and must return quickly; it must not call the
+// producer. Default: nothing.
+func OnRetry(fn func(Retry)) Option { return optionFunc(func(c *config) { c.onRetry = fn }) }
 
 // maxIdempotentInFlight is the most batches per partition an idempotent
 // producer may have in flight: the leader remembers five per producer.

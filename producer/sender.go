@@ -435,6 +435,9 @@ func (p *Producer) failed(b *batch, err error) {
 		return // sent again, its sequence started over
 	case IsRetriable(err) && b.attempts <= p.cfg.retries:
 		if now.Add(p.cfg.retryBackoff).Before(b.deadline(p)) {
+			if p.cfg.onRetry != nil {
+				p.cfg.onRetry(Retry{Topic: b.part.topic.name, Partition: b.part.id, Records: len(b.records), Attempt: b.attempts, Err: err})
+			}
 			p.retry(b, err, now.Add(p.cfg.retryBackoff))
 			return
 		}

@@ -42,6 +42,40 @@ func TestRetriesRecover(t *testing.T) {
 	})
 }
 
+// TestOnRetry: each retry of a batch is reported, with its partition,
+// attempt and the error that caused it; a batch that then succeeds is
+// reported no more.
+func TestOnRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := openNode(t)
+		createTopic(t, node, "t", 1, nil)
+		client := &faultClient{Client: node, fail: func(call int) error {
+			if call <= 2 {
+				return fmt.Errorf("%w: disk full", transport.ErrKafkaStorage)
+			}
+			return nil
+		}}
+		var mu sync.Mutex
+		var retries []producer.Retry
+		p := newProducer(t, client, producer.RetryBackoff(time.Second), producer.OnRetry(func(r producer.Retry) {
+			mu.Lock()
+			defer mu.Unlock()
+			retries = append(retries, r)
+		}))
+		require.NoError(t, p.ProduceSync(context.Background(), &producer.Record{Topic: "t", Value: []byte("v")}).FirstErr())
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, retries, 2)
+		for i, r := range retries {
+			require.Equal(t, "t", r.Topic)
+			require.Zero(t, r.Partition)
+			require.Equal(t, 1, r.Records)
+			require.Equal(t, i+1, r.Attempt)
+			require.ErrorIs(t, r.Err, transport.ErrKafkaStorage)
+		}
+	})
+}
+
 func TestRetriesRunOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)

@@ -113,8 +113,11 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	// producer's requests and buffer grow to carry one.
 	maxLine := maxMessageBytes(desc)
 	maxRequest := max(1<<20, maxLine)
+	stderr = &lockedWriter{w: stderr} // the producer's goroutines report retries on it too
+	retries := &retryReporter{w: stderr, command: "produce"}
 	p, err := producer.New(n.client(), producer.Acks(transport.Acks(acks)),
-		producer.MaxRequestSize(maxRequest), producer.BufferMemory(max(32<<20, 2*int64(maxRequest))))
+		producer.MaxRequestSize(maxRequest), producer.BufferMemory(max(32<<20, 2*int64(maxRequest))),
+		producer.OnRetry(retries.report))
 	if err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
+
+	"github.com/partlog/partlog/producer"
 )
 
 // progressInterval is how often long runs report their progress on
@@ -13,6 +16,46 @@ var progressInterval = 5 * time.Second
 // progressMinRecords is how many records produce and consume handle before
 // they report progress: short runs, and records typed by hand, get none.
 const progressMinRecords = 100_000
+
+// retryReporter tells the user, on standard error, that records are
+// waiting because their batches are being sent again, and why — rather
+// than a silent wait until the delivery timeout: at most one line per
+// progressInterval, the first at once.
+type retryReporter struct {
+	w       io.Writer
+	command string
+
+	mu    sync.Mutex
+	last  time.Time // when the last line was written
+	count int       // retries since then
+}
+
+// report notes a retry, and writes a line if one is due.
+func (r *retryReporter) report(rt producer.Retry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < progressInterval {
+		return
+	}
+	fmt.Fprintf(r.w, "partlog: %s: retrying: %d batch sends failed and will be retried (delivery.timeout.ms bounds the wait); the last, %s-%d attempt %d: %v\n",
+		r.command, r.count, rt.Topic, rt.Partition, rt.Attempt, rt.Err)
+	r.last, r.count = now, 0
+}
+
+// lockedWriter serializes writes to w, for output written from several
+// goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // progress reports a count of records and its rate on standard error:
 // "produced N records (X records/s)", the rate being that since the last

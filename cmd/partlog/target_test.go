@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +109,52 @@ func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 func lastLine(s string) string {
 	ls := lines(s)
 	return ls[len(ls)-1]
+}
+
+// failingProduce is a node whose first produce requests fail, partition by
+// partition, with a retriable error, as a node whose disk is full does.
+type failingProduce struct {
+	*partlog.Node
+	left atomic.Int32
+}
+
+func (f *failingProduce) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	if f.left.Add(-1) < 0 {
+		return f.Node.Produce(ctx, req)
+	}
+	resp := &transport.ProduceResponse{}
+	for _, t := range req.Topics {
+		tr := transport.ProduceTopicResponse{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tr.Partitions = append(tr.Partitions, transport.ProducePartitionResponse{Partition: p.Partition,
+				Err: fmt.Errorf("%w: no space left on device", transport.ErrKafkaStorage), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp, nil
+}
+
+// TestProduceReportsRetries: while its batches are being retried, produce
+// says so and why on standard error, rather than waiting in silence until
+// the delivery timeout; the records land once each.
+func TestProduceReportsRetries(t *testing.T) {
+	n, err := partlog.Open(t.TempDir())
+	require.NoError(t, err)
+	defer n.Close()
+	require.NoError(t, n.CreateTopic(context.Background(), partlog.NewTopic{Name: "t"}))
+	f := &failingProduce{Node: n}
+	f.left.Store(3)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := transport.NewServer(f, transport.ServerOptions{})
+	go s.Serve(ln)
+	defer s.Close()
+
+	_, stderr, code := cliIn(t, "a\nb\nc\n", "produce", "--bootstrap-server", ln.Addr().String(), "--topic", "t")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "partlog: produce: retrying")
+	require.Contains(t, stderr, "KAFKA_STORAGE_ERROR")
+	d, err := n.DescribeTopics("t")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, d[0].Partitions[0].LogEndOffset, "each line once")
 }
