@@ -163,7 +163,7 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(setup, "tcp", c.addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial %s: %v", ErrNetwork, c.addr, err)
+		return nil, fmt.Errorf("%w: dial %s: %w", ErrNetwork, c.addr, err)
 	}
 	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
 	if c.versions == nil {

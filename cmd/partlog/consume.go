@@ -123,7 +123,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		assign = consumer.Topics(*topic)
 	}
 
-	n, err := openTarget("consume", where)
+	n, err := openTarget("consume", where, stderr)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErrorf("groups", "unknown action %q; say list, describe, reset-offsets or delete", action)
 	}
-	t, err := openTarget("groups", where)
+	t, err := openTarget("groups", where, stderr)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf(command, "--timeout must be positive")
 	}
 
-	n, err := openTarget(command, where)
+	n, err := openTarget(command, where, stderr)
 	if err != nil {
 		return err
 	}

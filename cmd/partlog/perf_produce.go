@@ -88,7 +88,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf(command, "--partitions must be positive")
 	}
 
-	n, err := openTarget(command, where)
+	n, err := openTarget(command, where, stderr)
 	if err != nil {
 		return err
 	}

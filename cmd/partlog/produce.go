@@ -95,7 +95,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 		return &usageError{command: "produce", err: err}
 	}
 
-	n, err := openTarget("produce", where)
+	n, err := openTarget("produce", where, stderr)
 	if err != nil {
 		return err
 	}

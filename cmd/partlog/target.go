@@ -10,8 +10,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/transport"
@@ -42,12 +45,12 @@ type target struct {
 
 // openTarget opens what the flags name: exactly one of --dir and
 // --bootstrap-server.
-func openTarget(command string, f targetFlags) (*target, error) {
+func openTarget(command string, f targetFlags, stderr io.Writer) (*target, error) {
 	switch {
 	case *f.dir != "" && *f.bootstrap != "":
 		return nil, usageErrorf(command, "give --dir or --bootstrap-server, not both")
 	case *f.bootstrap != "":
-		return dialTarget(command, *f.bootstrap)
+		return dialTarget(command, *f.bootstrap, stderr)
 	case *f.dir == "":
 		return nil, usageErrorf(command, "--dir or --bootstrap-server is required")
 	}
@@ -63,10 +66,12 @@ func openTarget(command string, f targetFlags) (*target, error) {
 // different leaders: producers and consumers then reach them through a
 // transport.ClusterClient, and the other calls (admin, groups) go to the
 // node at addr.
-func dialTarget(command, addr string) (*target, error) {
+func dialTarget(command, addr string, stderr io.Writer) (*target, error) {
 	ctx := context.Background()
 	opts := transport.DialOptions{ClientID: "partlog-" + command}
-	c, err := transport.Dial(ctx, addr, opts)
+	c, err := dialBootstrap(ctx, addr, opts, func() {
+		fmt.Fprintf(stderr, "partlog: %s: waiting for %s to accept connections (up to %v)\n", command, addr, bootstrapWait)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}
@@ -83,6 +88,28 @@ func dialTarget(command, addr string) (*target, error) {
 		}
 	}
 	return t, nil
+}
+
+// bootstrapWait is how long a command waits for its --bootstrap-server to
+// accept connections, as Kafka's tools retry their bootstrap servers: a
+// node started a moment before (in a script) is not listening yet.
+var bootstrapWait = 15 * time.Second
+
+// dialBootstrap dials addr, retrying while the connection is refused, for
+// up to bootstrapWait; waiting is called once, when the first dial is
+// refused.
+func dialBootstrap(ctx context.Context, addr string, opts transport.DialOptions, waiting func()) (*transport.TCPClient, error) {
+	deadline := time.Now().Add(bootstrapWait)
+	for first := true; ; first = false {
+		c, err := transport.Dial(ctx, addr, opts)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			return c, err
+		}
+		if first {
+			waiting()
+		}
+		time.Sleep(100 * time.Millisecond) // a process starting up has no event to await
+	}
 }
 
 // client returns the target as producers and consumers take it.

@@ -64,7 +64,7 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErrorf("topics", "unknown action %q; say create, list, describe or delete", action)
 	}
-	n, err := openTarget("topics", where)
+	n, err := openTarget("topics", where, stderr)
 	if err != nil {
 		return err
 	}
