@@ -89,7 +89,10 @@ func (l *Log) load() error {
 				return fmt.Errorf("log: recover segment %d of %s: %w", base, l.dir, err)
 			}
 			l.report.Recovered = append(l.report.Recovered, base)
-			continues := i+1 < len(bases) && s.NextOffset() == bases[i+1]
+			// The next segment follows on when it starts where this one
+			// ends — or inside it: then it cannot belong here, and the
+			// overlap check below moves it aside when its turn comes.
+			continues := i+1 < len(bases) && s.NextOffset() >= bases[i+1]
 			if r.Truncated > 0 {
 				l.report.TruncatedBytes += r.Truncated
 				l.report.Cause = r.Cause
@@ -132,11 +135,22 @@ func (l *Log) load() error {
 		}
 		l.segments = append(l.segments, s)
 		if lostTail && i+1 < len(bases) {
-			// Nothing after a cut can follow on from it.
-			if err := l.deleteFiles(bases[i+1:]); err != nil {
-				return err
+			// Nothing after a cut can follow on from it. After a crash
+			// that is a tail that never reached the disk whole, deleted as
+			// Kafka deletes it; after a clean shutdown it is damage, and
+			// the segments are moved aside instead.
+			if l.opts.CleanShutdown {
+				dir, err := l.quarantine(bases[i+1:]...)
+				if err != nil {
+					return fmt.Errorf("log: %w", err)
+				}
+				l.logger.Warn("segments after damage moved aside", "log", l.dir, "segments", bases[i+1:], "moved_to", dir)
+			} else {
+				if err := l.deleteFiles(bases[i+1:]); err != nil {
+					return err
+				}
+				l.report.DeletedSegments = bases[i+1:]
 			}
-			l.report.DeletedSegments = bases[i+1:]
 			break
 		}
 	}

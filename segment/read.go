@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 
+	"github.com/partlog/partlog/index"
 	"github.com/partlog/partlog/record"
 )
 
@@ -18,26 +19,63 @@ func (s *Segment) locate(offset, end int64) (pos int64, h record.Header, found b
 	if s.closed {
 		return 0, h, false, ErrClosed
 	}
-	sc := newPooledScanner(s.log, s.indexedBelow(offset, end), end, ScanHeaders)
-	defer sc.release()
-	for sc.Next() {
-		if h := sc.Header(); h.LastOffset() >= offset {
-			return sc.Pos(), h, true, nil
+	err = s.scanFromIndex(offset, end, false, func(p int64, bh record.Header) bool {
+		if bh.LastOffset() >= offset {
+			pos, h, found = p, bh, true
+			return false
 		}
+		return true
+	})
+	if found {
+		return pos, h, true, nil
 	}
-	return 0, h, false, sc.Err()
+	return 0, h, false, err
 }
 
-// indexedBelow returns the position from which to scan for offset: that of
-// the last index entry at or below it that lies before end.
-func (s *Segment) indexedBelow(offset, end int64) int64 {
+// scanFromIndex calls visit with the position and header of each batch
+// before end, from the one the offset index names at or below offset on,
+// until visit returns false, and returns the scan's error. With big the
+// scanner reads each header alone (see Scanner.big).
+//
+// The entry is checked as the scan starts: the batch it names must start
+// at its position and end at its offset. An index damaged in a way its
+// sanity check cannot see (an entry pointing elsewhere) would otherwise
+// make a read fail, or start past batches the log holds and skip them;
+// the log is the truth, so the scan then starts at the segment's first
+// batch instead.
+func (s *Segment) scanFromIndex(offset, end int64, big bool, visit func(pos int64, h record.Header) bool) error {
 	e := s.offsetIndex.Lookup(offset)
 	// An append indexes its batch before publishing the new size; skip
 	// entries newer than the size this read started from.
 	for e.Pos >= end && e.Pos > 0 {
 		e = s.offsetIndex.Lookup(e.Offset - 1)
 	}
-	return e.Pos
+	for {
+		indexed := e.Pos > 0 // else the scan starts at the first batch anyway
+		sc := newPooledScanner(s.log, e.Pos, end, ScanHeaders)
+		sc.big = big
+		first, misplaced := true, false
+		for sc.Next() {
+			h := sc.Header()
+			if first && indexed && h.LastOffset() != e.Offset {
+				misplaced = true
+				break
+			}
+			first = false
+			if !visit(sc.Pos(), h) {
+				break
+			}
+		}
+		err := sc.Err()
+		sc.release()
+		if first && indexed && err != nil {
+			misplaced = true // no batch starts where the entry says
+		}
+		if !misplaced {
+			return err
+		}
+		e = index.OffsetPosition{Offset: s.base, Pos: 0}
+	}
 }
 
 // Read appends to dst the whole batches that follow the batch holding
@@ -74,32 +112,29 @@ func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size i
 		return 0, 0, ErrClosed
 	}
 	end := s.size.Load()
-	sc := newPooledScanner(s.log, s.indexedBelow(startOffset, end), end, ScanHeaders)
-	defer sc.release()
 	// Read the first header alone, not with a chunk of the batch behind
 	// it: a range sent with sendfile then copies almost nothing into
 	// memory, and Read reads the range again anyway.
-	sc.big = true
 	pos = -1
-	for sc.Next() {
-		h := sc.Header()
+	err = s.scanFromIndex(startOffset, end, true, func(p int64, h record.Header) bool {
 		if pos < 0 {
 			if h.LastOffset() < startOffset {
-				continue
+				return true
 			}
 			if h.LastOffset() >= maxOffset {
-				return 0, 0, nil
+				return false
 			}
-			pos, size = sc.Pos(), int64(h.Size())
-			continue
+			pos, size = p, int64(h.Size())
+			return true
 		}
 		if h.LastOffset() >= maxOffset || size+int64(h.Size()) > int64(maxBytes) {
-			break
+			return false
 		}
 		size += int64(h.Size())
-	}
+		return true
+	})
 	if pos < 0 {
-		return 0, 0, sc.Err()
+		return 0, 0, err
 	}
 	return pos, size, nil
 }

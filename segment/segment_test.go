@@ -2,6 +2,7 @@ package segment_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"path"
 	"testing"
 
@@ -299,4 +300,58 @@ func TestScannerReportsTornTail(t *testing.T) {
 	require.ErrorIs(t, sc.Err(), segment.ErrCorrupt)
 	require.ErrorIs(t, sc.Err(), record.ErrTruncated)
 	require.Equal(t, batches[2].pos, sc.Pos())
+}
+
+// TestReadPastAMisplacedIndexEntry: an offset index entry damaged so that
+// it still passes the sanity check (increasing) but names another batch's
+// position — a valid batch further on, or the middle of one — used to make
+// a read skip the batches in between, or fail. The scan checks the entry
+// against the batch it finds there, and starts from the segment's first
+// batch when they disagree: every read returns what the log holds.
+func TestReadPastAMisplacedIndexEntry(t *testing.T) {
+	for _, shift := range []string{"to the next batch", "into a batch"} {
+		t.Run(shift, func(t *testing.T) {
+			fsys := newFS(t)
+			opts := segment.Options{IndexIntervalBytes: 200}
+			s, err := segment.Create(fsys, dir, 0, 0, opts)
+			require.NoError(t, err)
+			batches := appendBatches(t, s, 20, 2, 40, 1000)
+			entries := s.OffsetIndex().Len()
+			require.Greater(t, entries, 3)
+			e := s.OffsetIndex().Entry(1)
+			require.NoError(t, s.Close())
+
+			// Entry 1 names the batch at e.Pos; move it forward, keeping
+			// the index increasing.
+			var next int64
+			for i, b := range batches {
+				if b.pos == e.Pos {
+					next = batches[i+1].pos
+				}
+			}
+			newPos := next
+			if shift == "into a batch" {
+				newPos = e.Pos + 7
+			}
+			name := path.Join(dir, "00000000000000000000.index")
+			f, err := fsys.OpenReadWrite(name)
+			require.NoError(t, err)
+			var pos [4]byte
+			binary.BigEndian.PutUint32(pos[:], uint32(newPos))
+			_, err = f.WriteAt(pos[:], 1*8+4)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+
+			s, err = segment.Open(fsys, dir, 0, 0, opts)
+			require.NoError(t, err)
+			defer s.Close()
+			for i, b := range batches {
+				for off := b.h.BaseOffset; off <= b.h.LastOffset(); off++ {
+					got, err := s.Read(nil, off, 1<<60, 1)
+					require.NoError(t, err, "batch %d", i)
+					require.Equal(t, b.bytes, got, "batch %d at offset %d", i, off)
+				}
+			}
+		})
+	}
 }
