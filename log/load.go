@@ -59,6 +59,13 @@ func (l *Log) load() error {
 		var s *segment.Segment
 		if i < recoverFrom {
 			s, err = segment.Open(l.fs, l.dir, base, now, l.opts.segmentOptions())
+			if err == nil && i == len(bases)-1 {
+				// The active segment's last batch is where a write cut
+				// short would be.
+				if err = s.VerifyLastBatch(); err != nil {
+					s.Close()
+				}
+			}
 			switch {
 			case errors.Is(err, segment.ErrCorrupt):
 				// Damage a clean shutdown cannot explain (a torn write left

@@ -68,7 +68,10 @@ type Segment struct {
 	firstTimestamp       int64 // MaxTimestamp of the first batch, -1 when none
 	createdMs            int64 // when the segment was created (or emptied)
 	bytesSinceIndexEntry int
-	closed               bool
+	// lastBatchPos is where the last batch started when the segment was
+	// opened as sound, -1 when that is not known (VerifyLastBatch).
+	lastBatchPos int64
+	closed       bool
 }
 
 // Create creates an empty segment in dir starting at base, replacing any
@@ -108,7 +111,7 @@ func (s *Segment) createFiles() error {
 func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
 	s := &Segment{
 		fs: fsys, dir: dir, base: base, opts: opts.WithDefaults(),
-		offsetOfMaxTimestamp: base, firstTimestamp: -1,
+		offsetOfMaxTimestamp: base, firstTimestamp: -1, lastBatchPos: -1,
 	}
 	s.maxTimestamp.Store(-1)
 	return s
@@ -226,11 +229,13 @@ func (s *Segment) loadTail() error {
 	s.setMaxTimestamp(ts.Timestamp, ts.Offset)
 	s.bytesSinceIndexEntry = 0
 	sc := NewScanner(s.log, last.Pos, end, ScanHeaders)
+	s.lastBatchPos = -1
 	for sc.Next() {
 		h := sc.Header()
 		s.nextOffset.Store(h.NextOffset())
 		s.noteTimestamp(h)
 		s.bytesSinceIndexEntry += h.Size()
+		s.lastBatchPos = sc.Pos()
 	}
 	if err := sc.Err(); err != nil {
 		return err
@@ -258,6 +263,20 @@ func (s *Segment) Activate() error {
 		return err
 	}
 	return s.timeIndex.Resize(s.opts.MaxIndexBytes)
+}
+
+// VerifyLastBatch checks the CRC of the segment's last batch, as found when
+// the segment was opened: a log closed cleanly trusts its segments, but the
+// last batch of the active one is where a write cut short (a full disk, a
+// failed device) leaves a batch whose length holds and whose bytes do not.
+// A bad batch is a *CorruptionError.
+func (s *Segment) VerifyLastBatch() error {
+	if s.lastBatchPos < 0 {
+		return nil
+	}
+	sc := NewScanner(s.log, s.lastBatchPos, s.size.Load(), ScanVerified)
+	sc.Next()
+	return sc.Err()
 }
 
 // Path returns the path of the segment's file with the given suffix.
