@@ -72,7 +72,7 @@ func (l *Log) load() error {
 				// by a failed disk, bytes added to the file): recover the
 				// log from this segment on, as after a crash, rather than
 				// refuse to open it.
-				l.logger.Warn("segment damaged although the log was closed cleanly; recovering it", "log", l.dir, "segment", base, "err", err)
+				l.logger.Warn("segment damaged although the log was closed cleanly; recovering it", "segment", base, "err", err)
 				l.report.Damaged = append(l.report.Damaged, base)
 				recoverFrom = i
 			case err != nil:
@@ -103,7 +103,7 @@ func (l *Log) load() error {
 			if r.Truncated > 0 {
 				l.report.TruncatedBytes += r.Truncated
 				l.report.Cause = r.Cause
-				l.logger.Warn("cut log at the first invalid batch", "log", l.dir, "segment", base,
+				l.logger.Warn("cut log at the first invalid batch", "segment", base,
 					"valid_bytes", r.ValidBytes, "truncated_bytes", r.Truncated, "cause", r.Cause)
 				// Bytes after the segment's last whole batch (garbage, a
 				// torn write) leave it ending where the next one starts:
@@ -116,7 +116,7 @@ func (l *Log) load() error {
 				// cannot follow on from it.
 				l.report.Cause = fmt.Errorf("%w: segment %d ends at offset %d but the next starts at %d",
 					segment.ErrCorrupt, base, s.NextOffset(), bases[i+1])
-				l.logger.Warn("dropping segments after a lost tail", "log", l.dir, "segment", base, "cause", l.report.Cause)
+				l.logger.Warn("dropping segments after a lost tail", "segment", base, "cause", l.report.Cause)
 				lostTail = true
 			}
 		}
@@ -129,7 +129,7 @@ func (l *Log) load() error {
 			if err != nil {
 				return fmt.Errorf("log: %w", err)
 			}
-			l.logger.Warn("segment overlaps the one before; moved aside", "log", l.dir, "segment", base,
+			l.logger.Warn("segment overlaps the one before; moved aside", "segment", base,
 				"previous_ends_at", l.segments[n-1].NextOffset(), "moved_to", dir)
 			continue
 		}
@@ -138,7 +138,7 @@ func (l *Log) load() error {
 			// segment file was added, or the one before lost its tail.
 			gap := Gap{From: l.segments[n-1].NextOffset(), To: base}
 			l.report.Gaps = append(l.report.Gaps, gap)
-			l.logger.Warn("offsets missing between segments", "log", l.dir, "from", gap.From, "to", gap.To, "segment", base)
+			l.logger.Warn("offsets missing between segments", "from", gap.From, "to", gap.To, "segment", base)
 		}
 		l.segments = append(l.segments, s)
 		if lostTail && i+1 < len(bases) {
@@ -151,7 +151,7 @@ func (l *Log) load() error {
 				if err != nil {
 					return fmt.Errorf("log: %w", err)
 				}
-				l.logger.Warn("segments after damage moved aside", "log", l.dir, "segments", bases[i+1:], "moved_to", dir)
+				l.logger.Warn("segments after damage moved aside", "segments", bases[i+1:], "moved_to", dir)
 			} else {
 				if err := l.deleteFiles(bases[i+1:]); err != nil {
 					return err
@@ -181,7 +181,7 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 			// is damaged (or was edited). The segments are what is known.
 			l.report.IgnoredLogStartOffset = l.opts.LogStartOffset
 			l.logger.Warn("ignoring a log start offset beyond the log end offset; keeping every segment",
-				"log", l.dir, "log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
+				"log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
 			l.opts.LogStartOffset = l.segments[0].BaseOffset()
 		default:
 			// A crash took a tail that DeleteRecordsBefore had already
@@ -194,7 +194,7 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 				return fmt.Errorf("log: %w", err)
 			}
 			l.logger.Warn("log ends below its log start offset after an unclean shutdown; starting it empty there, its segments moved aside",
-				"log", l.dir, "log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset, "moved_to", dir)
+				"log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset, "moved_to", dir)
 			l.epochs.clear()
 			leo = l.opts.LogStartOffset
 			recovered = true

@@ -42,6 +42,35 @@ func (l *logLevel) Set(s string) error {
 	return nil
 }
 
+// warningLogger returns the logger of a command that opens a data
+// directory itself: warnings and errors, on standard error, each line
+// prefixed "partlog: COMMAND:", without a time.
+func warningLogger(w io.Writer, command string) *slog.Logger {
+	h := slog.NewTextHandler(&prefixWriter{w: w, prefix: "partlog: " + command + ": "}, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
+	return slog.New(h)
+}
+
+// prefixWriter writes each Write (a log line) to w after prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}
+
 // newLogger returns a logger that writes to w at level l, or discards
 // everything when l is off.
 func newLogger(w io.Writer, l *logLevel) *slog.Logger {

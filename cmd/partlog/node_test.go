@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,4 +155,23 @@ func TestTopicsCreateBadCounts(t *testing.T) {
 	stdout, _, code := cli(t, "topics", "list", "--dir", dir)
 	require.Equal(t, exitOK, code)
 	require.Empty(t, stdout, "no topic was created")
+}
+
+// TestDirCommandsShowWarnings: what a node finds wrong as a --dir command
+// opens the directory reaches the user: an empty segment file dropped in
+// past the log's end moves its end offset, and the command says which
+// offsets no segment holds.
+func TestDirCommandsShowWarnings(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := cli(t, "topics", "create", "--dir", dir, "--topic", "t")
+	require.Equal(t, exitOK, code, stderr)
+	_, stderr, code = cliIn(t, "a\nb\n", "produce", "--dir", dir, "--topic", "t")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr, "nothing to warn of")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "t-0", "00000000000000005000.log"), nil, 0o644))
+	_, stderr, code = cli(t, "topics", "describe", "--dir", dir, "--topic", "t")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "partlog: topics: level=WARN")
+	require.Contains(t, stderr, "offsets missing between segments")
+	require.Contains(t, stderr, "from=2 to=5000")
 }

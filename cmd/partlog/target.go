@@ -54,7 +54,9 @@ func openTarget(command string, f targetFlags, stderr io.Writer) (*target, error
 	case *f.dir == "":
 		return nil, usageErrorf(command, "--dir or --bootstrap-server is required")
 	}
-	n, err := openNode(command, *f.dir)
+	// What the node finds wrong as it opens the directory (damage it
+	// recovered, a partition it took offline) is the user's to know.
+	n, err := openNode(command, *f.dir, partlog.Logger(warningLogger(stderr, command)))
 	if err != nil {
 		return nil, err
 	}
