@@ -113,10 +113,7 @@ func (n *Node) offsetsTopic(partitions int32) (*topic, error) {
 		ConfigCleanupPolicy: "compact",
 		ConfigSegmentBytes:  strconv.Itoa(offsetsTopicSegmentBytes),
 	}}
-	if err := n.md.put(group.OffsetsTopic, &rec); err != nil {
-		return nil, err
-	}
-	if err := n.openTopic(group.OffsetsTopic, rec); err != nil {
+	if err := n.createTopicLocked(group.OffsetsTopic, rec); err != nil {
 		return nil, err
 	}
 	n.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", partitions)

@@ -176,9 +176,7 @@ func (n *Node) load() error {
 		return err
 	}
 	for name, rec := range recs {
-		if err := n.openTopic(name, rec); err != nil {
-			return err
-		}
+		n.openTopic(name, rec)
 	}
 	for _, tp := range present {
 		t, ok := n.topics[tp.Topic]
@@ -196,36 +194,82 @@ func (n *Node) load() error {
 	return nil
 }
 
-// openTopic opens (creating as needed) the partitions of a topic. The
-// caller holds n.mu or has not published the node yet.
-func (n *Node) openTopic(name string, rec topicRecord) error {
+// newTopic returns a topic of rec with no partitions open yet, and the
+// log and partition options of its partitions.
+func (n *Node) newTopic(name string, rec topicRecord) (*topic, log.Options, partition.Options) {
 	t := &topic{name: name, rec: rec, config: n.topicConfig(rec.Configs)}
 	// The options are the topic's, the same for each partition.
 	lo := t.config.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
 	po := t.config.partitionOptions()
 	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
+	return t, lo, po
+}
+
+// openPartition opens (creating as needed) partition p of t.
+func (n *Node) openPartition(t *topic, p int32, lo log.Options, po partition.Options) (*partition.Partition, error) {
+	tp := log.TopicPartition{Topic: t.name, Partition: p}
+	l, err := n.logs.Open(tp, lo)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.writePartitionMetadata(tp, t.rec.ID); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return partition.New(t.name, p, n.meta.NodeID, t.rec.LeaderEpoch, l, po), nil
+}
+
+// openTopic opens the partitions of a topic the metadata holds. A
+// partition whose log cannot be opened is offline: logged, and answered
+// with KAFKA_STORAGE_ERROR, while the node serves the others. The caller
+// holds n.mu or has not published the node yet.
+func (n *Node) openTopic(name string, rec topicRecord) {
+	t, lo, po := n.newTopic(name, rec)
 	for p := range rec.Partitions {
-		tp := log.TopicPartition{Topic: name, Partition: p}
-		l, err := n.logs.Open(tp, lo)
-		if err == nil {
-			err = n.writePartitionMetadata(tp, rec.ID)
-			if err != nil {
-				l.Close()
-			}
-		}
+		part, err := n.openPartition(t, p, lo, po)
 		if err != nil {
-			// One partition's damage does not keep the node from serving
-			// the others.
-			n.logger.Error("partition offline: its log could not be opened", "partition", tp.String(), "err", err)
+			n.logger.Error("partition offline: its log could not be opened", "partition", log.TopicPartition{Topic: name, Partition: p}.String(), "err", err)
 			if t.offline == nil {
 				t.offline = map[int32]error{}
 			}
 			t.offline[p] = err
-			t.partitions = append(t.partitions, nil)
-			continue
 		}
-		t.partitions = append(t.partitions, partition.New(name, p, n.meta.NodeID, rec.LeaderEpoch, l, po))
+		t.partitions = append(t.partitions, part)
+	}
+	n.topics[name] = t
+}
+
+// createTopicLocked creates a topic's partitions, then writes the record
+// that names them. The partitions come first: a topic whose partitions
+// cannot all be created (a full disk, no file descriptors left) is rolled
+// back — the first failure stops it, and the partitions made are removed —
+// and a crash in between leaves directories the next Open removes, not a
+// topic in the metadata without its partitions. The caller holds n.mu.
+func (n *Node) createTopicLocked(name string, rec topicRecord) error {
+	t, lo, po := n.newTopic(name, rec)
+	var err error
+	tried := int32(0) // partitions whose directories may exist
+	for p := range rec.Partitions {
+		tried++
+		var part *partition.Partition
+		if part, err = n.openPartition(t, p, lo, po); err != nil {
+			err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, name, p, err)
+			break
+		}
+		t.partitions = append(t.partitions, part)
+	}
+	if err == nil {
+		err = n.md.put(name, &rec)
+	}
+	if err != nil {
+		t.close()
+		for p := range tried {
+			if rerr := n.logs.Remove(log.TopicPartition{Topic: name, Partition: p}); rerr != nil {
+				n.logger.Warn("removing a partition of a topic that could not be created", "partition", p, "err", rerr)
+			}
+		}
+		return err
 	}
 	n.topics[name] = t
 	return nil
@@ -460,33 +504,7 @@ func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
 		}
 	}
 	rec := topicRecord{ID: newUUID(), Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs)}
-	// The partitions first, the record that names them last: a topic
-	// whose partitions cannot all be created (a full disk) is rolled
-	// back, and a crash in between leaves directories that the next Open
-	// removes, not a topic in the metadata without its partitions.
-	if err := n.openTopic(nt.Name, rec); err != nil {
-		return err
-	}
-	t := n.topics[nt.Name]
-	var err error
-	for p, perr := range t.offline {
-		err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, nt.Name, p, perr)
-		break
-	}
-	if err == nil {
-		err = n.md.put(nt.Name, &rec)
-	}
-	if err != nil {
-		delete(n.topics, nt.Name)
-		t.close()
-		for p := range t.partitions {
-			if rerr := n.logs.Remove(log.TopicPartition{Topic: nt.Name, Partition: int32(p)}); rerr != nil {
-				n.logger.Warn("removing a partition of a topic that could not be created", "partition", p, "err", rerr)
-			}
-		}
-		return err
-	}
-	return nil
+	return n.createTopicLocked(nt.Name, rec)
 }
 
 // DeleteTopic deletes a topic and its partitions' data.
