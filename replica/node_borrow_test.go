@@ -82,75 +82,56 @@ func requireWaiting(t *testing.T, done chan error) {
 	}
 }
 
-// TestProposeAcksNoneBorrowsUntilWritten: an acks=0 Propose returns only
-// once its batch is written, so a caller that reuses the buffer at once —
-// as a producer recycles a settled batch — cannot change what the log
-// holds. Before, acks=0 was answered as soon as the loop accepted the
-// batch, and the write read the buffer after the caller had reused it.
-func TestProposeAcksNoneBorrowsUntilWritten(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l, err := log.Open("/p-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		g := &gatedLog{Log: l, entered: make(chan struct{}), open: make(chan struct{})}
-		n := startOne(t, l, g)
+// TestProposeBorrowsUntilWritten: Propose returns only once the loop is
+// done with its batch, so a caller that reuses the buffer at once — a
+// producer recycling a settled batch, or retrying one by re-encoding its
+// header in place — cannot change what the log holds. Before, acks=0 was
+// answered as soon as the loop accepted the batch, and a Propose whose
+// context ended returned while the batch still waited to be written.
+func TestProposeBorrowsUntilWritten(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		acks   transport.Acks
+		cancel bool // the caller's context ends while the batch is written
+	}{
+		{"acks=0", transport.AcksNone, false},
+		{"cancelled", transport.AcksAll, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, err := log.Open("/p-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+				g := &gatedLog{Log: l, entered: make(chan struct{}), open: make(chan struct{})}
+				n := startOne(t, l, g)
 
-		batch := oneBatch("acks", "zero")
-		want := bytes.Clone(batch)
-		done := make(chan error, 1)
-		go func() {
-			_, err := n.Propose(context.Background(), batch, transport.AcksNone)
-			done <- err
-		}()
-		<-g.entered // the write has begun
-		requireWaiting(t, done)
-		close(g.open)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		for i := range batch {
-			batch[i] = 42 // the caller's again
-		}
-		requireLogHolds(t, l, [][]byte{want})
-	})
-}
-
-// TestProposeCancelledBorrowsUntilWritten: a Propose whose context ends
-// while its batch is being written returns ctx's error only after the
-// write, so that a producer retrying the batch — which re-encodes its
-// header in the same buffer — cannot tear the write.
-func TestProposeCancelledBorrowsUntilWritten(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l, err := log.Open("/p-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		g := &gatedLog{Log: l, entered: make(chan struct{}), open: make(chan struct{})}
-		n := startOne(t, l, g)
-
-		batch := oneBatch("cancel", "me")
-		want := bytes.Clone(batch)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := n.Propose(ctx, batch, transport.AcksAll)
-			done <- err
-		}()
-		<-g.entered
-		cancel()
-		requireWaiting(t, done)
-		close(g.open)
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
-		for i := range batch {
-			batch[i] = 42
-		}
-		requireLogHolds(t, l, [][]byte{want})
-	})
+				batch := oneBatch("borrowed", c.name)
+				want := bytes.Clone(batch)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					_, err := n.Propose(ctx, batch, c.acks)
+					done <- err
+				}()
+				<-g.entered // the write has begun
+				if c.cancel {
+					cancel()
+				}
+				requireWaiting(t, done)
+				close(g.open)
+				if err := <-done; err != nil && !(c.cancel && errors.Is(err, context.Canceled)) {
+					t.Fatal(err)
+				}
+				for i := range batch {
+					batch[i] = 42 // the caller's again
+				}
+				requireLogHolds(t, l, [][]byte{want})
+			})
+		})
+	}
 }
 
 // TestProposeReusedBuffers proposes many batches with acks 0, 1 and all
