@@ -70,9 +70,9 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 				dst = appendLen(dst, int(p.File.Size), flexible)
 				pieces = append(pieces, filePiece{at: len(dst) - start, file: p.File})
 				fileBytes += p.File.Size
-			case p.Records == nil:
-				dst = appendNullLen(dst, flexible)
 			default:
+				// No records is an empty field, never a null one:
+				// librdkafka takes -1 for a parse failure (Kafka sends 0).
 				dst = appendLen(dst, len(p.Records), flexible)
 				dst = append(dst, p.Records...)
 			}

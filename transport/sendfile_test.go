@@ -182,3 +182,32 @@ func (f *fileNode) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse
 		{Partition: 1, HighWatermark: 55, Records: []byte("inline")},
 	}}}}, nil
 }
+
+// TestEmptyFetchRecordsAreNotNull: a partition with nothing new is
+// answered with an empty records field, as Kafka answers it, in both
+// encoders (in memory and with sendfile). A null field (length -1) made
+// librdkafka log a parse failure for every idle partition, back off, and
+// never report the end of a partition (kcat -e hung).
+func TestEmptyFetchRecordsAreNotNull(t *testing.T) {
+	resp := &FetchResponse{Topics: []FetchTopicResponse{{Topic: "t", Partitions: []FetchPartitionResponse{
+		{Partition: 0, HighWatermark: 5, LastStableOffset: 5, LogStartOffset: 0},
+	}}}}
+	for version := int16(4); version <= 12; version++ {
+		for name, frame := range map[string][]byte{
+			"kmsg":     appendResponseFrame(nil, 1, fetchResponseToWire(resp, version)),
+			"sendfile": func() []byte { f, _ := appendFetchFrame(nil, 1, resp, version); return f }(),
+		} {
+			flexible := version >= 12
+			// The records field ends the partition: its length is the
+			// last thing before the partition's tags (flexible) or the
+			// frame's end.
+			tail := frame[len(frame)-4:]
+			if flexible {
+				tail = frame[len(frame)-4 : len(frame)-3] // compact length, then partition, topic and response tags
+				require.Equal(t, []byte{1}, tail, "%s v%d: compact length 0+1, not 0 (null)", name, version)
+				continue
+			}
+			require.Equal(t, []byte{0, 0, 0, 0}, tail, "%s v%d: length 0, not -1 (null)", name, version)
+		}
+	}
+}

@@ -344,6 +344,11 @@ func fetchResponseToWire(r *FetchResponse, version int16) *kmsg.FetchResponse {
 			wp.LastStableOffset = p.LastStableOffset
 			wp.LogStartOffset = p.LogStartOffset
 			wp.RecordBatches = p.Records
+			if wp.RecordBatches == nil {
+				// Empty, not null: librdkafka fails to parse a null
+				// records field, and Kafka sends an empty one.
+				wp.RecordBatches = []byte{}
+			}
 			wt.Partitions[j] = wp
 		}
 	}
