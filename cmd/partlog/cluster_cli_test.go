@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +44,28 @@ func TestClusterHelp(t *testing.T) {
 	for _, flag := range []string{"--node-id id", "--controller address", "--heartbeat duration", "--replica-lag-max duration", "--log-level level", "--cpuprofile file"} {
 		require.Contains(t, stdout, "\n  "+flag+"\n")
 	}
+}
+
+// TestGroupsOnAClusterMember: groups list and describe given a member of
+// a cluster of three (process nodes) find a group that consumed there. They
+// failed with "does not answer consumer group requests": the command's
+// client embedded the cluster client and the node's, whose group calls
+// clashed, so it had none. The cluster client routes a group's calls to its
+// coordinator.
+func TestGroupsOnAClusterMember(t *testing.T) {
+	bin := buildPartlog(t)
+	c := startProcessCluster(t, bin, 3, 5*time.Second, 100*time.Millisecond)
+	addr := c.nodes[2].addr
+	run := func(input string, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := cliIn(t, input, append(args, "--bootstrap-server", addr)...)
+		require.Equal(t, exitOK, code, "%v: %s", args, stderr)
+		return stdout
+	}
+	run("", "topics", "create", "--topic", "t", "--partitions", "3", "--replication-factor", "3")
+	c.waitFor("t's leaders", "t", fullISR)
+	run("a\nb\nc\n", "produce", "--topic", "t")
+	require.Len(t, lines(run("", "consume", "--topic", "t", "--group", "g", "--from-beginning", "--timeout", "2s")), 3)
+	require.Contains(t, lines(run("", "groups", "list")), "g")
+	require.Contains(t, run("", "groups", "describe", "--group", "g"), "t")
 }

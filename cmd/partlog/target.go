@@ -120,17 +120,11 @@ func (t *target) client() transport.Client {
 	case t.node != nil:
 		return t.node
 	case t.cluster != nil:
-		return clusterTarget{t.cluster, t.remote}
+		// Partitions' requests go to their leaders, a group's to its
+		// coordinator, producer ids to any node.
+		return t.cluster
 	}
 	return t.remote
-}
-
-// clusterTarget is a cluster as a command's producer or consumer takes
-// it: partitions' requests go to their leaders, and consumer groups to the
-// node the command was given.
-type clusterTarget struct {
-	*transport.ClusterClient
-	transport.GroupClient
 }
 
 // partitions returns what answers requests about partitions: the cluster,
