@@ -138,7 +138,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 				c.replaceStaticMemberLocked(g, old, req, rebalanceTimeout, respond, fenced, now)
 				return
 			}
-			c.removeMemberLocked(g, old, fenced, now)
+			c.removeMemberLocked(g, old, fenced, "was replaced by a new instance of "+old.instanceID, now)
 		}
 		if c.opts.MaxSize > 0 && len(g.members) >= c.opts.MaxSize {
 			fail(fmt.Errorf("%w: %d members", transport.ErrGroupMaxSizeReached, len(g.members)))
@@ -310,12 +310,14 @@ func (c *Coordinator) dropMemberLocked(g *group, m *member, err error) {
 	}
 }
 
-// removeMemberLocked takes m out of g and rebalances what is left.
-func (c *Coordinator) removeMemberLocked(g *group, m *member, err error, now time.Time) {
+// removeMemberLocked takes m out of g and rebalances what is left: err
+// answers what m waits for, why is the rebalance's reason, in words (a
+// member leaving is no error).
+func (c *Coordinator) removeMemberLocked(g *group, m *member, err error, why string, now time.Time) {
 	c.dropMemberLocked(g, m, err)
 	switch g.state {
 	case Stable, CompletingRebalance:
-		c.prepareRebalanceLocked(g, "member "+m.id+" left: "+err.Error(), now)
+		c.prepareRebalanceLocked(g, "member "+m.id+" "+why, now)
 		c.tryCompleteJoinLocked(g, now)
 	case PreparingRebalance:
 		c.tryCompleteJoinLocked(g, now)
@@ -457,7 +459,7 @@ func (c *Coordinator) Leave(req *transport.LeaveGroupRequest) *transport.LeaveGr
 			if reason == "" {
 				reason = "the member left the group"
 			}
-			c.removeMemberLocked(g, m, fmt.Errorf("%w: %s", transport.ErrUnknownMemberID, reason), now)
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: %s", transport.ErrUnknownMemberID, reason), "left the group: "+reason, now)
 		}
 		resp.Members = append(resp.Members, r)
 	}
@@ -482,7 +484,7 @@ func (c *Coordinator) Tick() {
 				continue
 			}
 			c.logger(g).Info("member session expired", "member", m.id, "session_timeout", m.sessionTimeout)
-			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", transport.ErrUnknownMemberID), now)
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", transport.ErrUnknownMemberID), "was not heard from within its session timeout", now)
 		}
 		if g.state == PreparingRebalance && !now.Before(g.rebalanceDeadline) {
 			c.tryCompleteJoinLocked(g, now)

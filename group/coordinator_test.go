@@ -1,7 +1,9 @@
 package group
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -455,4 +457,22 @@ func TestOffsetsRetention(t *testing.T) {
 	require.Equal(t, int64(9), h.committed("busy", "t", 0), "a group with members keeps its offsets")
 	recs := h.log.parts[PartitionFor("idle", 5)]
 	require.Nil(t, recs[len(recs)-1].Value)
+}
+
+// TestLeaveIsNoError: a member leaving as it closes is normal operation;
+// the rebalance it starts is logged with its reason in words, not as
+// UNKNOWN_MEMBER_ID, which read as an error in a node's log.
+func TestLeaveIsNoError(t *testing.T) {
+	var logged bytes.Buffer
+	h := newHarness(t)
+	h.c = New(h.log, Options{Partitions: 5, Now: h.clock.Now, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+		NewMemberID: func(client string) string {
+			h.ids++
+			return fmt.Sprintf("%s-%d", client, h.ids)
+		}})
+	h.twoMembers("g")
+	h.c.Leave(&transport.LeaveGroupRequest{Group: "g", Members: []transport.LeaveGroupMember{{MemberID: "c-1", Reason: "the consumer is being closed"}}})
+	require.Contains(t, logged.String(), `reason="member c-1 left the group: the consumer is being closed"`)
+	require.NotContains(t, logged.String(), "UNKNOWN_MEMBER_ID")
+	require.NotContains(t, logged.String(), "level=ERROR")
 }
