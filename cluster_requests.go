@@ -129,7 +129,10 @@ func (n *Node) clusterMetadataResponse(req *transport.MetadataRequest) *transpor
 			}
 		}
 	}
-	resp := md.response(replicated, -1)
+	// KRaft brokers name a live broker as the controller (KIP-590): admin
+	// clients send it their admin requests, which this node forwards to the
+	// cluster's controller. -1 made every admin client give up.
+	resp := md.response(replicated, n.meta.NodeID)
 	resp.ClusterID = n.meta.ClusterID
 	for _, name := range local {
 		t := n.topic(name)

@@ -86,3 +86,21 @@ func TestClusterOversizeBatchKeepsTheReplica(t *testing.T) {
 	require.NoError(t, err, "the replica still leads")
 	require.Zero(t, r.Offset)
 }
+
+// TestClusterMetadataNamesAController: a cluster member's Metadata names
+// a live broker as the controller, as KRaft brokers do (KIP-590), and that
+// broker takes admin requests. It answered -1, and every admin client
+// (kadm, sarama, confluent-kafka, kafkajs) gave up: "controller not
+// available".
+func TestClusterMetadataNamesAController(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	c.waitFor("three live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 3 })
+	md, err := c.nodes[2].Metadata(ctx, &transport.MetadataRequest{})
+	require.NoError(t, err)
+	require.Contains(t, []int32{1, 2, 3}, md.ControllerID)
+	resp, err := c.nodes[md.ControllerID].CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{
+		{Name: "admin", Partitions: 2, ReplicationFactor: 3}}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Topics[0].Err)
+}
