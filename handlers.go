@@ -278,6 +278,39 @@ func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsReques
 	return resp, nil
 }
 
+// autoCreate creates the unknown topics a Metadata request names when it
+// allows it and the node auto-creates topics (AutoCreateTopics). A topic
+// that cannot be created is answered as unknown, or with what was wrong
+// with its name.
+func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
+	if !req.AllowAutoTopicCreation || !n.opts.autoCreate {
+		return
+	}
+	for _, name := range req.Topics {
+		if n.topic(name) != nil || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil {
+			continue
+		}
+		nt := NewTopic{Name: name, Partitions: n.opts.autoPartitions, ReplicationFactor: n.opts.autoReplication}
+		if n.cluster != nil {
+			if _, ok := n.describeReplicated(name); ok {
+				continue
+			}
+			if md, _ := n.cluster.metadata(); len(md.Nodes) > 0 {
+				nt.ReplicationFactor = min(nt.ReplicationFactor, int16(len(md.Nodes)))
+			}
+		} else {
+			nt.ReplicationFactor = 1
+		}
+		err := n.createTopic(ctx, nt)
+		switch {
+		case err == nil:
+			n.logger.Info("auto-created a topic", "topic", name, "partitions", nt.Partitions, "replication_factor", nt.ReplicationFactor)
+		case !errors.Is(err, transport.ErrTopicAlreadyExists):
+			n.logger.Warn("auto-creating a topic failed", "topic", name, "err", err)
+		}
+	}
+}
+
 // Metadata describes this node as the cluster's only broker and the topics
 // asked for (all of them when none are named).
 func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
@@ -285,6 +318,7 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		return nil, err
 	}
 	defer n.end()
+	n.autoCreate(ctx, req)
 	if n.cluster != nil {
 		return n.clusterMetadataResponse(req), nil
 	}

@@ -469,6 +469,11 @@ func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
 		return err
 	}
 	defer n.end()
+	return n.createTopic(ctx, nt)
+}
+
+// createTopic is CreateTopic for a caller that holds the node (begin).
+func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
 	if err := ValidateTopicName(nt.Name); err != nil {
 		return err
 	}

@@ -33,6 +33,12 @@ type nodeOptions struct {
 	producerIDExpirationCheck time.Duration
 
 	cluster clusterOptions
+
+	// autoCreate is auto.create.topics.enable; autoPartitions and
+	// autoReplication are num.partitions and default.replication.factor.
+	autoCreate      bool
+	autoPartitions  int32
+	autoReplication int16
 }
 
 func defaultNodeOptions() nodeOptions {
@@ -47,7 +53,24 @@ func defaultNodeOptions() nodeOptions {
 
 		producerIDExpiration:      24 * time.Hour,
 		producerIDExpirationCheck: 10 * time.Minute,
+
+		autoCreate:      true,
+		autoPartitions:  1,
+		autoReplication: 1,
 	}
+}
+
+// AutoCreateTopics sets Kafka's auto.create.topics.enable, num.partitions
+// and default.replication.factor: when enabled, a Metadata request that
+// allows it (a Kafka client's allow.auto.create.topics; partlog's own
+// clients never ask) creates the unknown topics it names, with partitions
+// partitions and replicationFactor replicas (at most the cluster's live
+// nodes). The default is Kafka's: enabled, 1 partition, 1 replica.
+// Internal names (starting with __) are never created so.
+func AutoCreateTopics(enabled bool, partitions int32, replicationFactor int16) Option {
+	return optionFunc(func(o *nodeOptions) {
+		o.autoCreate, o.autoPartitions, o.autoReplication = enabled, max(partitions, 1), max(replicationFactor, 1)
+	})
 }
 
 // NodeID sets the node's id (Kafka's node.id). The default is 1. A data

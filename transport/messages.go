@@ -220,6 +220,10 @@ type ListOffsetsPartitionResponse struct {
 // Metadata). Nil Topics asks for every topic.
 type MetadataRequest struct {
 	Topics []string
+	// AllowAutoTopicCreation asks the node to create the unknown topics
+	// named, if it auto-creates topics (Kafka's
+	// allow_auto_topic_creation).
+	AllowAutoTopicCreation bool
 }
 
 // MetadataResponse describes the cluster and the topics asked for.

@@ -455,6 +455,7 @@ func listOffsetsResponseFromWire(w *kmsg.ListOffsetsResponse) *ListOffsetsRespon
 func metadataToWire(r *MetadataRequest, version int16) *kmsg.MetadataRequest {
 	w := kmsg.NewPtrMetadataRequest()
 	w.Version = version
+	w.AllowAutoTopicCreation = r.AllowAutoTopicCreation
 	if r.Topics != nil {
 		w.Topics = make([]kmsg.MetadataRequestTopic, len(r.Topics))
 		for i, name := range r.Topics {
@@ -465,7 +466,8 @@ func metadataToWire(r *MetadataRequest, version int16) *kmsg.MetadataRequest {
 }
 
 func metadataFromWire(w *kmsg.MetadataRequest) *MetadataRequest {
-	r := &MetadataRequest{}
+	// Before version 4 a Metadata request always allowed auto-creation.
+	r := &MetadataRequest{AllowAutoTopicCreation: w.AllowAutoTopicCreation || w.Version < 4}
 	if w.Topics != nil {
 		r.Topics = make([]string, 0, len(w.Topics))
 		for _, t := range w.Topics {

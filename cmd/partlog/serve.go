@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"time"
 
@@ -63,6 +64,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'); the node serves alone without it")
 	heartbeat := fs.Duration("heartbeat", 500*time.Millisecond, "how often a cluster member heartbeats to the controller (broker.heartbeat.interval.ms), as a `duration`")
 	lagMax := fs.Duration("replica-lag-max", 30*time.Second, "how long a follower may lag before its leader drops it from the ISR (replica.lag.time.max.ms), as a `duration`")
+	autoCreate := fs.Bool("auto-create-topics", true, "create a topic a client's Metadata request names and allows to be created (auto.create.topics.enable)")
+	numPartitions := fs.Int("num-partitions", 1, "the `partitions` of an auto-created topic (num.partitions)")
+	defaultReplication := fs.Int("default-replication-factor", 1, "the `replicas` of an auto-created topic, at most the cluster's nodes (default.replication.factor)")
 	writeMeta := fs.Bool("write-missing-meta", false, "write a new meta.properties (a new cluster id) when DIR holds partitions but has lost its own, rather than refuse it")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
@@ -81,6 +85,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("serve", "--heartbeat and --replica-lag-max need --controller")
 	case *heartbeat <= 0 || *lagMax <= 0:
 		return usageErrorf("serve", "--heartbeat and --replica-lag-max must be positive")
+	case *numPartitions < 1 || *numPartitions > 100_000:
+		return usageErrorf("serve", "--num-partitions %d is not 1 to 100000", *numPartitions)
+	case *defaultReplication < 1 || *defaultReplication > math.MaxInt16:
+		return usageErrorf("serve", "--default-replication-factor %d is not a replica count", *defaultReplication)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -94,6 +102,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *writeMeta {
 		opts = append(opts, partlog.WriteMissingMeta())
 	}
+	opts = append(opts, partlog.AutoCreateTopics(*autoCreate, int32(*numPartitions), int16(*defaultReplication)))
 	if *controller != "" {
 		addr := *advertised
 		if addr == "" {

@@ -1,0 +1,67 @@
+package partlog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// TestAutoCreateTopics: a Kafka client that allows auto-creation (kgo's
+// AllowAutoTopicCreation, librdkafka's producer by default) produces to a
+// topic that does not exist, and the node creates it with num.partitions,
+// as Kafka's auto.create.topics.enable does; every producer got
+// UNKNOWN_TOPIC_OR_PARTITION before. A Metadata request that does not
+// allow it, or a node that does not auto-create, leaves unknown topics
+// unknown.
+func TestAutoCreateTopics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := openNode(t, vfs.NewMem(), partlog.AutoCreateTopics(true, 3, 1))
+	defer n.Close()
+	addr := serveNode(t, n)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("fresh"))
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hello")}).FirstErr())
+	d, err := n.DescribeTopics("fresh")
+	require.NoError(t, err)
+	require.Len(t, d[0].Partitions, 3, "num.partitions")
+
+	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"not-asked"}})
+	require.NoError(t, err)
+	require.ErrorIs(t, md.Topics[0].Err, transport.ErrUnknownTopicOrPartition, "not created unless the request allows it")
+	md, err = n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"__internal", "bad name!"}, AllowAutoTopicCreation: true})
+	require.NoError(t, err)
+	require.Error(t, md.Topics[0].Err, "internal names are never auto-created")
+	require.Error(t, md.Topics[1].Err)
+
+	off := openNode(t, vfs.NewMem(), partlog.AutoCreateTopics(false, 1, 1))
+	defer off.Close()
+	md, err = off.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
+	require.NoError(t, err)
+	require.ErrorIs(t, md.Topics[0].Err, transport.ErrUnknownTopicOrPartition, "auto.create.topics.enable=false")
+}
+
+// TestAutoCreateTopicsOnACluster: on a cluster a member auto-creates the
+// topic through the controller, as it creates any topic.
+func TestAutoCreateTopicsOnACluster(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	ctx := context.Background()
+	c.waitFor("two live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 2 })
+	_, err := c.nodes[1].Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
+	require.NoError(t, err)
+	c.waitFor("fresh with a leader", func(s replica.ClusterState) bool {
+		ts, ok := s.Topics["fresh"]
+		return ok && len(ts.Partitions) == 1 && ts.Partitions[0].Leader != replica.NoLeader
+	})
+	require.Len(t, c.ctl.State().Topics["fresh"].Partitions[0].Replicas, 1, "default.replication.factor 1")
+}
