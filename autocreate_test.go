@@ -65,3 +65,32 @@ func TestAutoCreateTopicsOnACluster(t *testing.T) {
 	})
 	require.Len(t, c.ctl.State().Topics["fresh"].Partitions[0].Replicas, 1, "default.replication.factor 1")
 }
+
+// TestTransactionsFailFast: until partlog has transactions, a
+// transactional client's FindCoordinator for its transactional id is
+// answered with a reason that is not retriable, so the client fails at
+// once (kgo here, within a second) rather than retrying
+// COORDINATOR_NOT_AVAILABLE for its whole timeout.
+func TestTransactionsFailFast(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx := context.Background()
+	resp, err := n.FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "tx", KeyType: transport.CoordinatorTransaction})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Err, transport.ErrUnsupportedVersion)
+	require.False(t, transport.IsRetriable(resp.Err))
+	require.ErrorContains(t, resp.Err, "transactions")
+
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(serveNode(t, n)), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("t"))
+	require.NoError(t, err)
+	defer cl.Close()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err = cl.BeginTransaction()
+	if err == nil {
+		err = cl.ProduceSync(tctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	}
+	require.Error(t, err)
+	require.NoError(t, tctx.Err(), "the client failed before its timeout: %v", err)
+}

@@ -298,7 +298,7 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 	defer n.end()
 	resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
 	if req.KeyType != transport.CoordinatorGroup {
-		resp.Err = fmt.Errorf("%w: only group coordinators so far", transport.ErrCoordinatorNotAvailable)
+		resp.Err = errNoTransactions
 		return resp, nil
 	}
 	m := n.cluster

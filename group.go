@@ -227,6 +227,11 @@ func startAndWait[Req, Resp any](ctx context.Context, n *Node, c *group.Coordina
 	}
 }
 
+// errNoTransactions answers FindCoordinator for a transactional id until
+// transactions exist: not retriable, so that a client fails at once with
+// the reason rather than retrying COORDINATOR_NOT_AVAILABLE for a minute.
+var errNoTransactions = fmt.Errorf("%w: partlog does not support transactions yet (FindCoordinator for a transactional id)", transport.ErrUnsupportedVersion)
+
 // FindCoordinator names this node as the coordinator of every group; in a
 // cluster, the leader of the group's partition of __consumer_offsets.
 func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
@@ -236,7 +241,7 @@ func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinat
 	return groupCall(n, req, func(_ *group.Coordinator, req *transport.FindCoordinatorRequest) *transport.FindCoordinatorResponse {
 		resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
 		if req.KeyType != transport.CoordinatorGroup {
-			resp.Err = fmt.Errorf("%w: only group coordinators so far", transport.ErrCoordinatorNotAvailable)
+			resp.Err = errNoTransactions
 			return resp
 		}
 		resp.NodeID = n.meta.NodeID
