@@ -63,7 +63,7 @@ func newTestClusterSession(t *testing.T, session time.Duration, ids ...int32) *t
 func (c *testCluster) start(id int32) *partlog.Node {
 	c.t.Helper()
 	n, err := partlog.Open(c.dirs[id], partlog.NodeID(id), partlog.JoinCluster(c.ctl, c.net),
-		partlog.HeartbeatInterval(20*time.Millisecond),
+		partlog.HeartbeatInterval(20*time.Millisecond), partlog.GroupInitialRebalanceDelay(0),
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
 	require.NoError(c.t, err)
@@ -362,7 +362,7 @@ func (c *tcpCluster) start(id int32, addr string) {
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(c.t, err)
 	n, err := partlog.Open(c.dirs[id], partlog.NodeID(id), partlog.ControllerAddress(c.ctlAddr),
-		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond),
+		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond), partlog.GroupInitialRebalanceDelay(0),
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
 	require.NoError(c.t, err)

@@ -34,3 +34,18 @@ func GroupMaxSize(n int) Option {
 func OffsetsRetention(d time.Duration) Option {
 	return optionFunc(func(o *nodeOptions) { o.groups.OffsetsRetention = d })
 }
+
+// GroupInitialRebalanceDelay sets group.initial.rebalance.delay.ms: the
+// first rebalance of an empty group waits this long for more members
+// before it completes (each member joining meanwhile makes it wait again,
+// up to the rebalance timeout), so that consumers started together share
+// the partitions from the first generation. The default is Kafka's 3s;
+// zero or less means no wait (what tests of a group of one want).
+func GroupInitialRebalanceDelay(d time.Duration) Option {
+	return optionFunc(func(o *nodeOptions) {
+		if d <= 0 {
+			d = -1
+		}
+		o.groups.InitialRebalanceDelay = d
+	})
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -169,5 +171,43 @@ func TestNodeOffsetsReloadEqualAcked(t *testing.T) {
 			}
 		}
 		require.NoError(t, n.Close())
+	}
+}
+
+// TestConsumersStartedTogetherShareTheFirstGeneration: two consumers of a
+// new group started together both get partitions in the group's first
+// generation, as Kafka's group.initial.rebalance.delay.ms arranges; the
+// first member used to complete its join alone, take every partition and
+// read everything before the second joined.
+func TestConsumersStartedTogetherShareTheFirstGeneration(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), partlog.GroupInitialRebalanceDelay(300*time.Millisecond))
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 4}))
+	for p := range int32(4) {
+		require.NoError(t, produce(t, n, "t", p, "a", "b").Err)
+	}
+	var members [2]*consumer.Consumer
+	var generations [2]int32
+	var wg sync.WaitGroup
+	for i := range members {
+		c, err := consumer.New(n, consumer.Group("together"), consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
+		require.NoError(t, err)
+		defer c.Close()
+		members[i] = c
+	}
+	for i, c := range members {
+		wg.Go(func() {
+			for len(c.Assignment()) == 0 && ctx.Err() == nil {
+				c.Poll(ctx, 50*time.Millisecond)
+			}
+			generations[i] = c.GroupMetadata().Generation
+		})
+	}
+	wg.Wait()
+	for i, c := range members {
+		require.Len(t, c.Assignment(), 2, "member %d", i)
+		require.EqualValues(t, 1, generations[i], "member %d got its partitions in the first generation", i)
 	}
 }

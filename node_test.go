@@ -15,9 +15,10 @@ import (
 
 func openNode(t *testing.T, fsys vfs.FS, opts ...partlog.Option) *partlog.Node {
 	t.Helper()
-	// Small indexes keep the in-memory filesystem light.
+	// Small indexes keep the in-memory filesystem light; groups rebalance
+	// at once.
 	defaults := partlog.TopicDefaults(map[string]string{"segment.index.bytes": "65536"})
-	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(fsys), defaults}, opts...)...)
+	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(fsys), defaults, partlog.GroupInitialRebalanceDelay(0)}, opts...)...)
 	require.NoError(t, err)
 	return n
 }

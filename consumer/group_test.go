@@ -386,7 +386,7 @@ func TestGroupMaxPollInterval(t *testing.T) {
 // them.
 func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	mem := vfs.NewMem()
-	opts := []partlog.Option{partlog.Filesystem(mem), partlog.GroupMinSessionTimeout(10 * time.Millisecond), partlog.OffsetsTopicPartitions(5),
+	opts := []partlog.Option{partlog.Filesystem(mem), partlog.GroupMinSessionTimeout(10 * time.Millisecond), partlog.OffsetsTopicPartitions(5), partlog.GroupInitialRebalanceDelay(0),
 		partlog.TopicDefaults(map[string]string{"segment.index.bytes": "65536"})}
 	n, err := partlog.Open("/data", opts...)
 	require.NoError(t, err)

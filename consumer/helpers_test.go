@@ -23,9 +23,11 @@ const baseTime = 1_700_000_000_000
 // ends.
 func openNode(tb testing.TB, opts ...partlog.Option) *partlog.Node {
 	tb.Helper()
-	// Small preallocated indexes keep the in-memory filesystem light.
+	// Small indexes keep the in-memory filesystem light; groups rebalance
+	// at once (the tests that want the initial delay ask for it).
 	defaults := partlog.TopicDefaults(map[string]string{"segment.index.bytes": "65536"})
-	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(vfs.NewMem()), defaults}, opts...)...)
+	n, err := partlog.Open("/data", append([]partlog.Option{partlog.Filesystem(vfs.NewMem()), defaults,
+		partlog.GroupInitialRebalanceDelay(0)}, opts...)...)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { n.Close() })
 	return n

@@ -153,8 +153,14 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 		if len(g.members) == 0 {
 			g.protocolType = req.ProtocolType
 		}
+		wasEmpty := g.state == Empty
 		g.members = append(g.members, m)
 		c.prepareRebalanceLocked(g, "member "+m.id+" joined", now)
+		if delay := c.opts.InitialRebalanceDelay; delay > 0 && (wasEmpty || !g.joinsUntil.IsZero()) {
+			// The group's first rebalance waits for the members that
+			// start with this one (Kafka's InitialDelayedJoin).
+			g.joinsUntil = minTime(now.Add(delay), g.rebalanceDeadline)
+		}
 		c.tryCompleteJoinLocked(g, now)
 		return
 	}
@@ -243,6 +249,9 @@ func (c *Coordinator) tryCompleteJoinLocked(g *group, now time.Time) {
 	if g.state != PreparingRebalance {
 		return
 	}
+	if !g.joinsUntil.IsZero() && now.Before(g.joinsUntil) {
+		return // the first rebalance waits for more members
+	}
 	if !now.Before(g.rebalanceDeadline) {
 		for _, m := range slices.Clone(g.members) {
 			if m.joinWait == nil {
@@ -263,6 +272,7 @@ func (c *Coordinator) tryCompleteJoinLocked(g *group, now time.Time) {
 // JoinGroup: the leader gets the members to assign to.
 func (c *Coordinator) completeJoinLocked(g *group, now time.Time) {
 	g.generation++
+	g.joinsUntil = time.Time{}
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.transition(Empty, now)
@@ -486,7 +496,7 @@ func (c *Coordinator) Tick() {
 			c.logger(g).Info("member session expired", "member", m.id, "session_timeout", m.sessionTimeout)
 			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", transport.ErrUnknownMemberID), "was not heard from within its session timeout", now)
 		}
-		if g.state == PreparingRebalance && !now.Before(g.rebalanceDeadline) {
+		if g.state == PreparingRebalance && (!now.Before(g.rebalanceDeadline) || !g.joinsUntil.IsZero() && !now.Before(g.joinsUntil)) {
 			c.tryCompleteJoinLocked(g, now)
 		}
 		c.expireLocked(g, now)
@@ -855,4 +865,12 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 		return fmt.Errorf("group: load %s-%d: %w", OffsetsTopic, partition, err)
 	}
 	return nil
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -50,7 +50,7 @@ func newHarness(t *testing.T) *harness {
 }
 
 func (h *harness) open() *Coordinator {
-	return New(h.log, Options{Partitions: 5, Now: h.clock.Now, NewMemberID: func(client string) string {
+	return New(h.log, Options{Partitions: 5, Now: h.clock.Now, InitialRebalanceDelay: -1, NewMemberID: func(client string) string {
 		h.ids++
 		return fmt.Sprintf("%s-%d", client, h.ids)
 	}})
@@ -465,7 +465,7 @@ func TestOffsetsRetention(t *testing.T) {
 func TestLeaveIsNoError(t *testing.T) {
 	var logged bytes.Buffer
 	h := newHarness(t)
-	h.c = New(h.log, Options{Partitions: 5, Now: h.clock.Now, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+	h.c = New(h.log, Options{Partitions: 5, Now: h.clock.Now, InitialRebalanceDelay: -1, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
 		NewMemberID: func(client string) string {
 			h.ids++
 			return fmt.Sprintf("%s-%d", client, h.ids)
@@ -475,4 +475,44 @@ func TestLeaveIsNoError(t *testing.T) {
 	require.Contains(t, logged.String(), `reason="member c-1 left the group: the consumer is being closed"`)
 	require.NotContains(t, logged.String(), "UNKNOWN_MEMBER_ID")
 	require.NotContains(t, logged.String(), "level=ERROR")
+}
+
+// TestInitialRebalanceDelay: the first rebalance of an Empty group waits
+// group.initial.rebalance.delay.ms for the members that start together,
+// each join moving it later (never past the rebalance timeout), so that
+// the first generation has them all; without it the first member's join
+// completed at once and it took every partition (with two consumers
+// started together, one read all 100,000 records). Later rebalances do
+// not wait.
+func TestInitialRebalanceDelay(t *testing.T) {
+	h := newHarness(t)
+	h.c = New(h.log, Options{Partitions: 5, Now: h.clock.Now, InitialRebalanceDelay: 3 * time.Second,
+		NewMemberID: func(client string) string {
+			h.ids++
+			return fmt.Sprintf("%s-%d", client, h.ids)
+		}})
+	j1 := h.join("g", "")
+	h.clock.Advance(2 * time.Second)
+	h.c.Tick()
+	j1.waiting(t)
+	j2 := h.join("g", "") // moves the wait to 3s from now
+	h.clock.Advance(2 * time.Second)
+	h.c.Tick()
+	j1.waiting(t)
+	j2.waiting(t)
+	h.clock.Advance(time.Second)
+	h.c.Tick()
+	r1, r2 := j1.answered(t), j2.answered(t)
+	require.NoError(t, r1.Err)
+	require.Equal(t, int32(1), r1.GenerationID)
+	require.Len(t, r1.Members, 2, "the first generation has both members")
+	require.Equal(t, int32(1), r2.GenerationID)
+
+	// A later rebalance (a member leaving) completes as soon as the rest
+	// have rejoined.
+	require.NoError(t, h.sync("g", r1.MemberID, 1, map[string]string{r1.MemberID: "p0", r2.MemberID: "p1"}).answered(t).Err)
+	h.c.Leave(&transport.LeaveGroupRequest{Group: "g", Members: []transport.LeaveGroupMember{{MemberID: r2.MemberID}}})
+	r := h.join("g", r1.MemberID).answered(t)
+	require.NoError(t, r.Err)
+	require.Equal(t, int32(2), r.GenerationID)
 }

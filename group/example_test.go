@@ -21,11 +21,15 @@ func Example() {
 	now := time.Unix(1_700_000_000, 0)
 	c := group.New(log, group.Options{Now: func() time.Time { return now }, NewMemberID: func(client string) string { return client + "-1" }})
 
-	// A member joins; alone, it completes the join phase at once and
-	// leads generation 1.
+	// A member joins the empty group. The first rebalance waits
+	// group.initial.rebalance.delay.ms (3s) for others to join; none
+	// does, so after it the member leads generation 1 alone.
 	var join *transport.JoinGroupResponse
 	c.Join(&transport.JoinGroupRequest{Group: "lzl", ClientID: "c", ProtocolType: "consumer", SessionTimeout: 10 * time.Second,
 		Protocols: []transport.JoinGroupProtocol{{Name: "range"}}}, func(r *transport.JoinGroupResponse) { join = r })
+	fmt.Println("answered at once:", join != nil)
+	now = now.Add(3 * time.Second)
+	c.Tick()
 	fmt.Println("joined:", join.MemberID, "generation", join.GenerationID, "leader", join.Leader)
 
 	// The leader sends the assignment; the group is Stable.
@@ -51,6 +55,7 @@ func Example() {
 	f := c.Fetch(&transport.OffsetFetchRequest{Group: "lzl", Topics: []transport.OffsetFetchTopic{{Topic: "study", Partitions: []int32{0}}}})
 	fmt.Println("committed offset:", f.Topics[0].Partitions[0].Offset)
 	// Output:
+	// answered at once: false
 	// joined: c-1 generation 1 leader c-1
 	// commit in generation 1: <nil>
 	// commit in generation 0: ILLEGAL_GENERATION: the generation id is not the group's current one: generation 0, the group is at 1

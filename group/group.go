@@ -80,6 +80,11 @@ type group struct {
 	// rebalanceDeadline is when a PreparingRebalance stops waiting for
 	// members to rejoin.
 	rebalanceDeadline time.Time
+	// joinsUntil, while not zero, is when the first rebalance of a group
+	// that was Empty may complete: it waits for more members to join
+	// (group.initial.rebalance.delay.ms), each new one moving it later,
+	// up to rebalanceDeadline.
+	joinsUntil time.Time
 
 	offsets map[TopicPartition]OffsetValue
 }

@@ -24,6 +24,14 @@ type Options struct {
 	// MaxMetadataBytes is offset.metadata.max.bytes, the longest metadata
 	// string of a committed offset; zero means 4096.
 	MaxMetadataBytes int
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: the first
+	// rebalance of an Empty group waits this long for more members before
+	// it completes, and each member joining meanwhile makes it wait this
+	// long again (never past the rebalance timeout), so that consumers
+	// started together share the partitions from the first generation
+	// rather than one taking them all. Zero means 3s, Kafka's default;
+	// negative means no wait.
+	InitialRebalanceDelay time.Duration
 	// OffsetsRetention is offsets.retention.minutes: a group that has been
 	// Empty this long, with no commit meanwhile, has its offsets and
 	// metadata deleted (tombstones in its partition); zero means 7 days.
@@ -47,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessionTimeout <= 0 {
 		o.MaxSessionTimeout = 30 * time.Minute
+	}
+	if o.InitialRebalanceDelay == 0 {
+		o.InitialRebalanceDelay = 3 * time.Second
 	}
 	if o.OffsetsRetention <= 0 {
 		o.OffsetsRetention = 7 * 24 * time.Hour

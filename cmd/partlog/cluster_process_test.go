@@ -153,7 +153,7 @@ func startProcessCluster(tb testing.TB, bin string, n int, sessionTimeout, heart
 	for id := int32(1); id <= int32(n); id++ {
 		c.nodes[id] = startProcess(tb, bin, "serve", "--dir", filepath.Join(dir, strconv.Itoa(int(id))),
 			"--node-id", strconv.Itoa(int(id)), "--controller", c.ctl.addr, "--listen", "127.0.0.1:0",
-			"--heartbeat", heartbeat.String(), "--replica-lag-max", "5s", "--log-level", "warn")
+			"--heartbeat", heartbeat.String(), "--replica-lag-max", "5s", "--log-level", "warn", "--group-initial-rebalance-delay", "0")
 	}
 	return c
 }

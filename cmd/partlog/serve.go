@@ -67,6 +67,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create a topic a client's Metadata request names and allows to be created (auto.create.topics.enable)")
 	numPartitions := fs.Int("num-partitions", 1, "the `partitions` of an auto-created topic (num.partitions)")
 	defaultReplication := fs.Int("default-replication-factor", 1, "the `replicas` of an auto-created topic, at most the cluster's nodes (default.replication.factor)")
+	initialDelay := fs.Duration("group-initial-rebalance-delay", 3*time.Second, "how long a new group's first rebalance waits for more members (group.initial.rebalance.delay.ms), as a `duration`; 0 for none")
 	writeMeta := fs.Bool("write-missing-meta", false, "write a new meta.properties (a new cluster id) when DIR holds partitions but has lost its own, rather than refuse it")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
@@ -102,7 +103,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if *writeMeta {
 		opts = append(opts, partlog.WriteMissingMeta())
 	}
-	opts = append(opts, partlog.AutoCreateTopics(*autoCreate, int32(*numPartitions), int16(*defaultReplication)))
+	opts = append(opts, partlog.AutoCreateTopics(*autoCreate, int32(*numPartitions), int16(*defaultReplication)),
+		partlog.GroupInitialRebalanceDelay(*initialDelay))
 	if *controller != "" {
 		addr := *advertised
 		if addr == "" {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,9 +93,58 @@ func TestBootstrapServerUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
+	old := bootstrapWait
+	bootstrapWait = 300 * time.Millisecond
+	defer func() { bootstrapWait = old }()
 	_, stderr, code := cli(t, "topics", "list", "--bootstrap-server", addr)
 	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "waiting for "+addr+" to accept connections", "it says it waits")
 	require.Contains(t, stderr, "partlog: topics: NETWORK_EXCEPTION")
+}
+
+// TestBootstrapServerStartingLate: a command given a node that is not
+// listening yet (started a moment before, in a script) waits for it
+// rather than failing at once, as Kafka's tools retry their bootstrap
+// servers.
+func TestBootstrapServerStartingLate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	n, err := partlog.Open(t.TempDir())
+	require.NoError(t, err)
+	defer n.Close()
+	require.NoError(t, n.CreateTopic(context.Background(), partlog.NewTopic{Name: "late"}))
+	s := transport.NewServer(n, transport.ServerOptions{})
+	defer s.Close()
+	started := make(chan struct{})
+	go func() {
+		<-started // once the command has been refused at least once
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			s.Serve(ln)
+		}
+	}()
+	w := &signalWriter{match: "waiting for", signal: started}
+	code := run([]string{"topics", "list", "--bootstrap-server", addr}, io.Discard, w)
+	require.Equal(t, exitOK, code, w.String())
+}
+
+// signalWriter collects what is written and closes signal once it has
+// seen match.
+type signalWriter struct {
+	bytes.Buffer
+	match  string
+	signal chan struct{}
+	once   sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	n, err := w.Buffer.Write(p)
+	if strings.Contains(w.Buffer.String(), w.match) {
+		w.once.Do(func() { close(w.signal) })
+	}
+	return n, err
 }
 
 func slicesIndex(xs []string, x string) int {
