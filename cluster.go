@@ -622,6 +622,13 @@ func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]by
 // controlled shutdown first, so that leadership moves now; then the
 // replicas stop and their high watermarks are checkpointed.
 func (m *member) leave(controlled bool) {
+	// Heartbeats stop first: one sent after the controlled shutdown, in the
+	// same broker epoch, would unfence the node, and the new leaders would
+	// take it back into their ISRs while its replicas still fetch.
+	m.leaveMu.Lock()
+	m.cancel()
+	m.leaveMu.Unlock()
+	m.wg.Wait() // no heartbeat, reconcile or ISR change runs from here on
 	if controlled {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		m.mu.Lock()
@@ -632,10 +639,6 @@ func (m *member) leave(controlled bool) {
 		}
 		cancel()
 	}
-	m.leaveMu.Lock()
-	m.cancel()
-	m.leaveMu.Unlock()
-	m.wg.Wait() // no reconcile or ISR change runs from here on
 	m.mu.Lock()
 	hosts := slices.Collect(maps.Values(m.hosts))
 	m.mu.Unlock()
