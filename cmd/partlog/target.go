@@ -287,7 +287,7 @@ func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescrip
 	}
 	req := &transport.DescribeConfigsRequest{}
 	for _, d := range descs {
-		req.Topics = append(req.Topics, d.Name)
+		req.Resources = append(req.Resources, transport.ConfigResource{Type: transport.ConfigTopic, Name: d.Name})
 	}
 	resp, err := t.remote.DescribeConfigs(ctx, req)
 	if errors.Is(err, transport.ErrUnsupportedVersion) {
@@ -296,7 +296,7 @@ func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescrip
 	if err != nil {
 		return err
 	}
-	for _, tc := range resp.Topics {
+	for _, tc := range resp.Resources {
 		i := slices.IndexFunc(descs, func(d partlog.TopicDescription) bool { return d.Name == tc.Name })
 		if i < 0 || tc.Err != nil {
 			continue
