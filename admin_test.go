@@ -301,3 +301,32 @@ func TestAdminChangesSurviveCrash(t *testing.T) {
 	require.Equal(t, int64(4), d[0].Partitions[0].LogStartOffset)
 	require.Equal(t, int64(10), d[0].Partitions[0].LogEndOffset)
 }
+
+// A ClusterClient sends each partition's DeleteRecords to its leader, as
+// Kafka's admin clients do: partlog's CLI deletes records on a cluster
+// through it.
+func TestClusterClientDeleteRecords(t *testing.T) {
+	c := newTCPCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "events", Partitions: 3, ReplicationFactor: 3}))
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1]}, transport.DialOptions{})
+	require.NoError(t, err)
+	defer client.Close()
+	acked := produceValues(t, client, "events", clusterValues(0, 60))
+	leaders := map[int32]bool{}
+	req := &transport.DeleteRecordsRequest{}
+	for p := range int32(3) {
+		require.NotEmpty(t, acked[p], "the key hash spreads 60 records over the 3 partitions")
+		req.Partitions = append(req.Partitions, transport.DeleteRecordsPartition{TopicPartition: transport.TopicPartition{Topic: "events", Partition: p}, Offset: 1})
+		leaders[c.ctl.State().Topics["events"].Partitions[p].Leader] = true
+	}
+	require.Len(t, leaders, 3, "each partition has its own leader, so one node cannot answer for all")
+	resp, err := client.DeleteRecords(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, resp.Partitions, 3)
+	for i, r := range resp.Partitions {
+		require.Equal(t, req.Partitions[i].TopicPartition, r.TopicPartition)
+		require.NoError(t, r.Err)
+		require.Equal(t, int64(1), r.LowWatermark)
+	}
+}
