@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -329,4 +330,38 @@ func TestClusterClientDeleteRecords(t *testing.T) {
 		require.NoError(t, r.Err)
 		require.Equal(t, int64(1), r.LowWatermark)
 	}
+}
+
+// ElectLeaders moves a partition's leadership back to its preferred
+// replica once that replica is back in the ISR, as kafka-leader-election.sh
+// does; it answers ELECTION_NOT_NEEDED once the preferred replica leads.
+func TestAdminClusterPreferredElection(t *testing.T) {
+	c := newTCPCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "events", ReplicationFactor: 3}))
+	preferred := c.ctl.State().Topics["events"].Partitions[0].Replicas[0]
+	c.halt(preferred)
+	c.waitFor("another leader of events-0", func(s replica.ClusterState) bool {
+		l := s.Topics["events"].Partitions[0].Leader
+		return l != preferred && l != replica.NoLeader
+	})
+	c.start(preferred, c.addrs[preferred])
+	c.waitFor("the preferred replica back in the ISR", func(s replica.ClusterState) bool {
+		return len(s.Topics["events"].Partitions[0].ISR) == 3
+	})
+	var seeds []string
+	for _, a := range c.addrs {
+		seeds = append(seeds, a)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"events": {0: {}}})
+	require.NoError(t, err)
+	require.NoError(t, res["events"][0].Err)
+	require.Equal(t, preferred, c.ctl.State().Topics["events"].Partitions[0].Leader, "the controller elected the preferred replica")
+	res, err = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"events": {0: {}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, res["events"][0].Err, kerr.ElectionNotNeeded)
 }
