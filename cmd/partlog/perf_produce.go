@@ -62,7 +62,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	acks := acksFlag(transport.AcksAll)
 	fs.Var(&acks, "acks", "which `acks` to wait for: all (or -1; the default), 1 (the leader's log) or 0 (none)")
 	batchSize := fs.Int("batch-size", 16384, "the producer's batch.size, in `bytes`")
-	linger := fs.Duration("linger", 5*time.Millisecond, "the producer's linger.ms, as a `duration`")
+	linger := durationVar(fs, "linger", 5*time.Millisecond, "the producer's linger.ms, a `duration`")
 	bufferMemory := fs.Int64("buffer-memory", 32<<20, "the producer's buffer.memory, in `bytes`")
 	throughput := fs.Float64("throughput", -1, "at most this many `records` a second; -1 for no limit")
 	partitions := fs.Int("partitions", 1, "the `partitions` of a topic perf produce creates")

@@ -97,7 +97,7 @@ func TestPerfUsage(t *testing.T) {
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1"}, "perf produce: --record-size must be positive", "perf produce"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "0"}, "perf produce: --throughput must be positive, or -1 for no limit", "perf produce"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--partitions", "0"}, "perf produce: --partitions must be positive", "perf produce"},
-		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--config", "x"}, `perf produce: invalid value "x" for flag -config: "x" is not key=value`, "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--config", "x"}, `perf produce: invalid value "x" for --config: "x" is not key=value`, "perf produce"},
 		{[]string{"consume", "--dir", dir, "--topic", "t"}, "perf consume: --messages must be positive", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--messages", "1"}, "perf consume: --topic is required", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--fetch-size", "0"}, "perf consume: --fetch-size must be positive and below 2 GiB", "perf consume"},
