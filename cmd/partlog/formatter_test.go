@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/record"
 )
 
 // formatFixture returns a directory whose topic t holds three records: one
@@ -162,4 +163,30 @@ func offsetsFixture() []consumer.Record {
 		recs[i].Topic, recs[i].Offset = group.OffsetsTopic, int64(i)
 	}
 	return recs
+}
+
+// TestDumpLogOffsetsDecoder dumps a segment of __consumer_offsets with
+// --offsets-decoder: each record's key and payload decoded as Kafka's
+// kafka-dump-log.sh --offsets-decoder prints them, from the same decoding
+// as consume's formatters.
+func TestDumpLogOffsetsDecoder(t *testing.T) {
+	b := record.NewBuilder(record.DefaultBatchOptions())
+	for i, r := range offsetsFixture() {
+		b.Append(record.Record{Timestamp: ts0 + int64(i), Key: r.Key, Value: r.Value})
+	}
+	fx := writeSegment(t, 0, b.Build())
+	stdout, stderr, code := cli(t, "dump-log", "--offsets-decoder", fx.path(".log"))
+	require.Equal(t, exitOK, code, stderr)
+	got := lines(stdout)
+	require.Len(t, got, 3+8)
+	require.Equal(t, []string{
+		"| offset: 0 CreateTime: 1700000000000 keySize: 12 valueSize: 25 sequence: -1 headerKeys: [] key: offset_commit::group=g,partition=t-0 payload: offset=5,metadata=m",
+		"| offset: 1 CreateTime: 1700000000001 keySize: 12 valueSize: 28 sequence: -1 headerKeys: [] key: offset_commit::group=g,partition=t-1 payload: offset=7",
+		`| offset: 2 CreateTime: 1700000000002 keySize: 5 valueSize: 153 sequence: -1 headerKeys: [] key: group_metadata::group=g payload: {"protocolType":"consumer","protocol":"range","generationId":4,"assignment":"{m1=[t-0, t-1],m2=[]:ABC}"}`,
+		"| offset: 3 CreateTime: 1700000000003 keySize: 12 valueSize: -1 sequence: -1 headerKeys: [] key: offset_commit::group=g,partition=t-0 payload: <DELETE>",
+		"| offset: 4 CreateTime: 1700000000004 keySize: 5 valueSize: -1 sequence: -1 headerKeys: [] key: group_metadata::group=g payload: <DELETE>",
+		"| offset: 5 CreateTime: 1700000000005 keySize: -1 valueSize: 6 sequence: -1 headerKeys: [] error: cannot decode a record of __consumer_offsets without a key",
+		"| offset: 6 CreateTime: 1700000000006 keySize: 5 valueSize: 0 sequence: -1 headerKeys: [] error: cannot decode as a record of __consumer_offsets: group: unknown record version in __consumer_offsets: key version 9",
+		"| offset: 7 CreateTime: 1700000000007 keySize: 5 valueSize: 0 sequence: -1 headerKeys: [] error: cannot decode as a record of __consumer_offsets: key: group: corrupt record in __consumer_offsets: 9 bytes wanted, 1 left",
+	}, got[3:])
 }
