@@ -82,7 +82,7 @@ func TestHelpCommand(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.True(t, strings.HasPrefix(stdout, "Usage: partlog dump-log [flags] FILE...\n"), stdout)
-		for _, flag := range []string{"--files list", "--print-data-log", "--deep-iteration", "--verify-index-only"} {
+		for _, flag := range []string{"--files list", "--print-data-log", "--deep-iteration", "--verify-index-only", "--offsets-decoder"} {
 			require.Contains(t, stdout, "\n  "+flag+"\n", args)
 		}
 	}
