@@ -59,7 +59,8 @@ func TestHelpSubcommand(t *testing.T) {
 		{[]string{"perf", "--help"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
 		{[]string{"help", "perf", "produce"}, "Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]\n",
 			[]string{"--num-records records", "--record-size bytes", "--acks acks", "--batch-size bytes", "--linger duration",
-				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value"}},
+				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value",
+				"--producer-props key=value", "--payload-file file", "--payload-delimiter delimiter"}},
 		{[]string{"perf", "consume", "-h"}, "Usage: partlog perf consume --dir DIR --topic TOPIC --messages N [flags]\n",
 			[]string{"--messages records", "--fetch-size bytes", "--fetch-max-bytes bytes", "--timeout duration", "--from-latest"}},
 	} {
