@@ -123,7 +123,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.headers, "print-headers", false, "print each record's headers (print.headers=true)")
 	fs.BoolVar(&f.key, "print-key", false, "print each record's key (print.key=true)")
 	separator := fs.String("key-separator", "\t", "the `separator` after each printed field (key.separator); a tab unless set")
-	props := configFlag{}
+	props := propertyFlag{}
 	fs.Var(props, "property", "a formatter property `key=value` (see above); repeat for more")
 	formatter := fs.String("formatter", "default", "the `formatter` that prints records: default, offsets or group-metadata, or Kafka's class name of one")
 	operands, err := parseFlags(fs, args, consumeHelp, stdout)

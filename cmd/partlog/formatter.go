@@ -35,6 +35,22 @@ var formatterNames = map[string]string{
 	"group-metadata": "group-metadata",
 }
 
+// propertyFlag collects repeated --property key=value flags, keeping the
+// value as it is given, spaces included, as Kafka's tools do: a
+// key.separator of " = " is three characters.
+type propertyFlag map[string]string
+
+func (p propertyFlag) String() string { return configFlag(p).String() }
+
+func (p propertyFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	p[strings.TrimSpace(k)] = v
+	return nil
+}
+
 // newFormatter returns the formatter that --formatter names, configured
 // with the --property settings. The __consumer_offsets formatters take no
 // properties: as Kafka's, they ignore them (the names are still checked).

@@ -52,6 +52,7 @@ func TestConsumeProperties(t *testing.T) {
 	}{
 		{[]string{"--property", "print.key=true"}, "k\tv\nnull\tnull\n\ttwo\nlines\n"},
 		{[]string{"--property", "print.key=true", "--property", "key.separator=:"}, "k:v\nnull:null\n:two\nlines\n"},
+		{[]string{"--property", "print.key=true", "--property", "key.separator= = "}, "k = v\nnull = null\n = two\nlines\n"},
 		{[]string{"--print-key", "--key-separator", "|", "--property", "key.separator=:"}, "k:v\nnull:null\n:two\nlines\n"},
 		{[]string{"--property", "print.timestamp=true"},
 			"CreateTime:1700000000000\tv\nCreateTime:1700000000001\tnull\nCreateTime:1700000000002\ttwo\nlines\n"},
