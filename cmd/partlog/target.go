@@ -176,6 +176,24 @@ func (t *target) nodeID(ctx context.Context) int32 {
 	return -1
 }
 
+// liveNodes returns the ids of the nodes the remote node's Metadata names,
+// those that are alive in its cluster; with --dir, nil: there is no other
+// node to ask about.
+func (t *target) liveNodes(ctx context.Context) ([]int32, error) {
+	if t.node != nil {
+		return nil, nil
+	}
+	md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		return nil, err
+	}
+	ids := []int32{}
+	for _, b := range md.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	return ids, nil
+}
+
 // listTopics returns the topics' names, sorted.
 func (t *target) listTopics(ctx context.Context) ([]string, error) {
 	if t.node != nil {
