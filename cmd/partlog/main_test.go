@@ -32,14 +32,16 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
-		require.Contains(t, stdout, "\n\ttopics     create, list, describe and delete topics\n"+
-			"\tproduce    produce a record per line of standard input\n"+
-			"\tconsume    print records on standard output\n"+
-			"\tgroups     list and describe consumer groups, reset their offsets\n"+
-			"\tperf       measure producing and consuming speed\n"+
-			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
-			"\tcontroller run a cluster's controller on TCP for serve --controller nodes\n"+
-			"\tdump-log   print the batches, records and index entries of segment files\n")
+		require.Contains(t, stdout, "\n\ttopics         create, list, describe, alter and delete topics\n"+
+			"\tconfigs        describe and alter topics' and nodes' configs\n"+
+			"\tdelete-records delete a partition's records below an offset\n"+
+			"\tproduce        produce a record per line of standard input\n"+
+			"\tconsume        print records on standard output\n"+
+			"\tgroups         list and describe consumer groups, reset their offsets\n"+
+			"\tperf           measure producing and consuming speed\n"+
+			"\tserve          answer Kafka protocol requests for a data directory on TCP\n"+
+			"\tcontroller     run a cluster's controller on TCP for serve --controller nodes\n"+
+			"\tdump-log       print the batches, records and index entries of segment files\n")
 	}
 }
 
@@ -55,6 +57,13 @@ func TestHelpSubcommand(t *testing.T) {
 			[]string{"--from-beginning", "--partition partition", "--offset offset", "--max-messages N", "--timeout duration",
 				"--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key", "--key-separator separator",
 				"--property key=value", "--formatter formatter"}},
+		{[]string{"help", "topics"}, "Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]\n",
+			[]string{"--alter", "--partitions partitions", "--config key=value", "--delete-config key"}},
+		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers [--entity-name NAME] [flags]\n",
+			[]string{"--describe", "--alter", "--entity-type type", "--entity-name name", "--topic name", "--broker id", "--all",
+				"--add-config k1=v1,k2=[v2,v3]", "--add-config-file file", "--delete-config k1,k2", "--bootstrap-server host:port"}},
+		{[]string{"delete-records", "-h"}, "Usage: partlog delete-records --dir DIR --offset-json-file FILE\n",
+			[]string{"--offset-json-file file", "--topic topic", "--partition partition", "--offset offset", "--dir directory"}},
 		{[]string{"help", "perf"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
 		{[]string{"perf", "--help"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
 		{[]string{"help", "perf", "produce"}, "Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]\n",

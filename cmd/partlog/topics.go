@@ -14,7 +14,7 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-const topicsHelp = `Usage: partlog topics <create|list|describe|delete> --dir DIR [flags]
+const topicsHelp = `Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]
 
 Topics manages a node's topics, as Kafka's kafka-topics.sh does:
 
@@ -22,6 +22,7 @@ Topics manages a node's topics, as Kafka's kafka-topics.sh does:
   partlog topics list --dir D
   partlog topics describe --dir D [--topic T] [--under-replicated-partitions]
           [--unavailable-partitions] [--under-min-isr-partitions] [--at-min-isr-partitions]
+  partlog topics alter --dir D --topic T [--partitions N] [--config k=v]... [--delete-config k]...
   partlog topics delete --dir D --topic T
 
 The action may also be given as Kafka's tool takes it, as a flag: topics
@@ -30,6 +31,12 @@ The action may also be given as Kafka's tool takes it, as a flag: topics
 Describe prints each partition's log start offset, log end offset and high
 watermark beside Kafka's leader, replicas and in-sync replicas. Topic configs
 take Kafka's names (retention.ms, segment.bytes, cleanup.policy, ...).
+
+Alter raises a topic's partition count to N (a count only grows; a key's
+partition may change, as its hash is taken modulo the count), and sets and
+removes the topic's own configs, leaving the others as they are, as older
+kafka-topics.sh did; 'partlog configs' (kafka-configs.sh) does the same and
+describes them.
 
 With any of the four partition filters, describe prints only the lines of
 the partitions that match one of them, without the topics' lines, as
@@ -55,7 +62,9 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	replication := fs.Int("replication-factor", 1, "how many `replicas` each partition has")
 	configs := configFlag{}
 	fs.Var(configs, "config", "a topic config `key=value`; repeat for more")
-	actions := addActionFlags(fs, "topics", "create", "list", "describe", "delete")
+	var deleteConfigs listFlag
+	fs.Var(&deleteConfigs, "delete-config", "alter: remove the topic's own value of config `key`, so that the default applies; repeat, or separate keys with commas, for more")
+	actions := addActionFlags(fs, "topics", "create", "list", "describe", "alter", "delete")
 	var filter partitionFilter
 	fs.BoolVar(&filter.underReplicated, "under-replicated-partitions", false, "describe: only the partitions with fewer in-sync replicas than replicas")
 	fs.BoolVar(&filter.unavailable, "unavailable-partitions", false, "describe: only the partitions without a live leader")
@@ -88,9 +97,16 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 		if action == "create" && (*replication < 1 || *replication > math.MaxInt16) {
 			return fmt.Errorf("topics: %w: --replication-factor %d is not a replica count (1 to %d)", transport.ErrInvalidReplicationFactor, *replication, math.MaxInt16)
 		}
+	case "alter":
+		if err := checkAlter(fs, *topic, *partitions, len(configs)+len(deleteConfigs)); err != nil {
+			return err
+		}
 	case "list", "describe":
 	default:
-		return usageErrorf("topics", "unknown action %q; say create, list, describe or delete", action)
+		return usageErrorf("topics", "unknown action %q; say create, list, describe, alter or delete", action)
+	}
+	if len(deleteConfigs) > 0 && action != "alter" {
+		return usageErrorf("topics", "--delete-config goes with alter, not %s", action)
 	}
 	n, err := openTarget("topics", where, stderr)
 	if err != nil {
@@ -104,6 +120,12 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 		if err == nil {
 			fmt.Fprintf(stdout, "Created topic %s.\n", *topic)
 		}
+	case "alter":
+		var count int32
+		if isSet(fs, "partitions") {
+			count = int32(*partitions)
+		}
+		err = alterTopic(ctx, n, *topic, count, configs, deleteConfigs, stdout, stderr)
 	case "delete":
 		if err = n.deleteTopic(ctx, *topic); err == nil {
 			fmt.Fprintf(stdout, "Deleted topic %s.\n", *topic)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func TestTopicsActionFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "topics: say one of create, list, describe, delete (or --create, --list, --describe, --delete)"},
-		{[]string{"--list", "--describe"}, "topics: --list and --describe cannot both be given; say one of create, list, describe, delete (or --create, --list, --describe, --delete)"},
-		{[]string{"show"}, `topics: unknown action "show"; say one of create, list, describe, delete (or --create, --list, --describe, --delete)`},
+		{nil, "topics: say one of create, list, describe, alter, delete (or --create, --list, --describe, --alter, --delete)"},
+		{[]string{"--list", "--describe"}, "topics: --list and --describe cannot both be given; say one of create, list, describe, alter, delete (or --create, --list, --describe, --alter, --delete)"},
+		{[]string{"show"}, `topics: unknown action "show"; say one of create, list, describe, alter, delete (or --create, --list, --describe, --alter, --delete)`},
 		{[]string{"describe", "--list"}, `topics: unexpected argument "describe"`},
 		{[]string{"list", "--under-replicated-partitions"}, "topics: --under-replicated-partitions, --unavailable-partitions, --under-min-isr-partitions and --at-min-isr-partitions go with describe, not list"},
 	} {
@@ -138,4 +139,85 @@ func TestTopicsUnderReplicatedOnACluster(t *testing.T) {
 	require.Equal(t, want.String(), topics("--describe", "--under-replicated-partitions"))
 	require.Equal(t, want.String(), topics("describe", "--topic", "r", "--under-min-isr-partitions"))
 	require.Equal(t, "", topics("--describe", "--topic", "r", "--unavailable-partitions"))
+}
+
+// TestTopicsAlter: topics --alter raises a partition count and sets and
+// removes configs, on a data directory and over TCP, with the same output
+// and the node's errors.
+func TestTopicsAlter(t *testing.T) {
+	dir := newTopic(t, 2, "retention.ms=600000")
+	testTopicsAlter(t, dir, "--dir", dir)
+	n, addr := servedNode(t)
+	require.NoError(t, n.CreateTopic(t.Context(), partlog.NewTopic{Name: "t", Partitions: 2, Configs: map[string]string{"retention.ms": "600000"}}))
+	testTopicsAlter(t, addr, "--bootstrap-server", addr)
+}
+
+// testTopicsAlter alters topic t, which has 2 partitions and sets
+// retention.ms=600000, on the node target names (where, in messages).
+func testTopicsAlter(t *testing.T, where string, target ...string) {
+	t.Helper()
+	topics := func(args ...string) (string, string, int) {
+		t.Helper()
+		return cli(t, append(append([]string{"topics"}, args...), target...)...)
+	}
+	describe := func() string {
+		t.Helper()
+		stdout, stderr, code := topics("--describe", "--topic", "t")
+		require.Equal(t, exitOK, code, stderr)
+		return strings.SplitN(stdout, "\n", 2)[0]
+	}
+	stdout, stderr, code := topics("--alter", "--topic", "t", "--partitions", "3")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Adding partitions succeeded!\n", stdout)
+	require.Equal(t, "WARNING: If partitions are increased for a topic that has a key, the partition logic or ordering of the messages will be affected\n", stderr)
+	require.Contains(t, describe(), "\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=600000")
+
+	stdout, stderr, code = topics("alter", "--topic", "t", "--config", "segment.bytes=2048", "--config", "cleanup.policy=compact,delete", "--delete-config", "retention.ms")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Updated config for topic t.\n", stdout)
+	require.Contains(t, describe(), "\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: cleanup.policy=compact,delete,segment.bytes=2048")
+
+	stdout, stderr, code = topics("--alter", "--topic", "t", "--partitions", "4", "--delete-config", "cleanup.policy")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Updated config for topic t.\nAdding partitions succeeded!\n", stdout)
+	require.Contains(t, describe(), "\tPartitionCount: 4\tReplicationFactor: 1\tConfigs: segment.bytes=2048")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--partitions", "2"}, "adding partitions to t: INVALID_PARTITIONS: invalid number of partitions: topic t has 4 partitions; a count can only grow, not to 2"},
+		{[]string{"--partitions", "4"}, "adding partitions to t: INVALID_PARTITIONS: invalid number of partitions: topic t has 4 partitions; a count can only grow, not to 4"},
+		{[]string{"--partitions", "0"}, "INVALID_PARTITIONS: invalid number of partitions: --partitions 0 is not a partition count (1 to 2147483647)"},
+		{[]string{"--config", "retention.hours=1"}, `altering t's configs: INVALID_CONFIG: invalid configuration: unknown topic config "retention.hours" (known: ` + strings.Join(partlog.TopicConfigKeys(), ", ") + ")"},
+		{[]string{"--topic", "nope", "--partitions", "5"}, `adding partitions to nope: topic "nope" does not exist in ` + where},
+		{[]string{"--topic", "nope", "--config", "retention.ms=1"}, `altering nope's configs: topic "nope" does not exist in ` + where},
+	} {
+		args := append([]string{"--alter"}, tc.args...)
+		if !slices.Contains(args, "--topic") {
+			args = append(args, "--topic", "t")
+		}
+		stdout, stderr, code := topics(args...)
+		require.Equal(t, exitFailure, code, tc.args)
+		require.Empty(t, stdout, tc.args)
+		require.Equal(t, "partlog: topics: "+tc.want+"\n", stderr, tc.args)
+	}
+	require.Contains(t, describe(), "\tPartitionCount: 4\tReplicationFactor: 1\tConfigs: segment.bytes=2048")
+}
+
+func TestTopicsAlterUsage(t *testing.T) {
+	dir := newTopic(t, 1)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--alter", "--partitions", "2"}, "alter needs --topic"},
+		{[]string{"--alter", "--topic", "t"}, "alter needs --partitions, --config or --delete-config"},
+		{[]string{"--alter", "--topic", "t", "--replication-factor", "2"}, "alter cannot change --replication-factor"},
+		{[]string{"--create", "--topic", "u", "--delete-config", "retention.ms"}, "--delete-config goes with alter, not create"},
+	} {
+		_, stderr, code := cli(t, append([]string{"topics", "--dir", dir}, tc.args...)...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Equal(t, "partlog: topics: "+tc.want+"\nRun 'partlog help topics' for usage.\n", stderr, tc.args)
+	}
 }
