@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/transport"
 )
 
 // offsetJSON writes an --offset-json-file holding doc and returns its path.
@@ -142,7 +143,9 @@ func TestDeleteRecordsBadFiles(t *testing.T) {
 // TestDeleteRecordsOnACluster: given one member of a cluster of three
 // (process nodes), delete-records reaches each partition's leader, and the
 // records below the low watermarks are gone on every replica: a consumer
-// reads from the new log start offsets.
+// reads from the new log start offsets. On the same cluster, configs
+// describes each node's settings, read from that node, and another member
+// takes a topic's config change and partitions.
 func TestDeleteRecordsOnACluster(t *testing.T) {
 	bin := buildPartlog(t)
 	c := startProcessCluster(t, bin, 3, 5*time.Second, 100*time.Millisecond)
@@ -175,4 +178,23 @@ func TestDeleteRecordsOnACluster(t *testing.T) {
 	require.Equal(t, "Executing records delete operation\nRecords delete operation completed:\n"+
 		"partition: t-1\terror: OFFSET_OUT_OF_RANGE: offset outside the range the partition holds\n", stdout)
 	require.Equal(t, "partlog: delete-records: 1 of 1 partitions failed\n", stderr)
+
+	require.Equal(t, "Dynamic configs for broker 1 are:\nDynamic configs for broker 2 are:\nDynamic configs for broker 3 are:\n"+
+		"Default configs for brokers in the cluster are:\n", run("", "configs", "--describe", "--entity-type", "brokers"))
+	all := lines(run("", "configs", "--describe", "--all", "--broker", "3"))
+	require.Equal(t, "All configs for broker 3 are:", all[0])
+	require.Contains(t, all, "  node.id=3 sensitive=false synonyms={STATIC_BROKER_CONFIG:node.id=3}", "node 3's own settings")
+
+	other := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := cli(t, append(args, "--bootstrap-server", c.nodes[2].addr)...)
+		require.Equal(t, exitOK, code, "%v: %s", args, stderr)
+		return stdout
+	}
+	require.Equal(t, "Completed updating config for topic t.\n", other("configs", "--alter", "--topic", "t", "--add-config", "retention.ms=3600000"))
+	require.Equal(t, "Dynamic configs for topic t are:\n"+
+		"  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000, DEFAULT_CONFIG:log.retention.ms=604800000}\n",
+		other("configs", "--describe", "--topic", "t"))
+	require.Equal(t, "Adding partitions succeeded!\n", other("topics", "--alter", "--topic", "t", "--partitions", "4"))
+	c.waitFor("t's fourth partition", "t", func(tm transport.TopicMetadata) bool { return len(tm.Partitions) == 4 && fullISR(tm) })
 }
