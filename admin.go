@@ -371,6 +371,16 @@ func (n *Node) groupInitialDelay() time.Duration {
 	}
 }
 
+// BrokerConfigName returns the name of the node setting that gives a
+// topic config's default, as Kafka names its broker configs
+// ("retention.ms" → "log.retention.ms"), and whether the topic config is
+// one partlog knows. A node's DescribeConfigs answers its settings by these
+// names.
+func BrokerConfigName(topicConfig string) (string, bool) {
+	name, ok := brokerConfigNames[topicConfig]
+	return name, ok
+}
+
 // brokerConfigNames maps the topic configs to the broker configs that
 // give their defaults, as Kafka names them.
 var brokerConfigNames = map[string]string{

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -436,7 +437,7 @@ func describeEntityConfigs(ctx context.Context, t *target, kind, name string, al
 			if !e.IsDefault {
 				synonyms = append(synonyms, "DYNAMIC_TOPIC_CONFIG:"+e.Name+"="+e.Value)
 			}
-			if bk, ok := brokerSynonyms[e.Name]; ok {
+			if bk, ok := partlog.BrokerConfigName(e.Name); ok {
 				if i := slices.IndexFunc(node, func(n transport.ConfigEntry) bool { return n.Name == bk }); i >= 0 {
 					synonyms = append(synonyms, brokerSynonym(bk, node[i]))
 				}
@@ -476,26 +477,4 @@ func brokerSynonym(name string, e transport.ConfigEntry) string {
 // writeConfigEntry prints one config as kafka-configs.sh --describe does.
 func writeConfigEntry(w io.Writer, e transport.ConfigEntry, synonyms ...string) {
 	fmt.Fprintf(w, "  %s=%s sensitive=false synonyms={%s}\n", e.Name, e.Value, strings.Join(synonyms, ", "))
-}
-
-// brokerSynonyms maps each topic config to the node setting that gives its
-// default, by Kafka's names, as a partlog node answers them in its
-// BROKER configs (TestConfigsBrokerSynonyms checks that it does).
-var brokerSynonyms = map[string]string{
-	"cleanup.policy":                 "log.cleanup.policy",
-	"delete.retention.ms":            "log.cleaner.delete.retention.ms",
-	"flush.messages":                 "log.flush.interval.messages",
-	"flush.ms":                       "log.flush.interval.ms",
-	"index.interval.bytes":           "log.index.interval.bytes",
-	"max.message.bytes":              "message.max.bytes",
-	"message.timestamp.type":         "log.message.timestamp.type",
-	"min.cleanable.dirty.ratio":      "log.cleaner.min.cleanable.ratio",
-	"min.compaction.lag.ms":          "log.cleaner.min.compaction.lag.ms",
-	"min.insync.replicas":            "min.insync.replicas",
-	"retention.bytes":                "log.retention.bytes",
-	"retention.ms":                   "log.retention.ms",
-	"segment.bytes":                  "log.segment.bytes",
-	"segment.index.bytes":            "log.index.size.max.bytes",
-	"segment.ms":                     "log.roll.ms",
-	"unclean.leader.election.enable": "unclean.leader.election.enable",
 }
