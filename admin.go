@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
@@ -32,11 +33,11 @@ func (n *Node) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequ
 		res := transport.TopicResult{Name: t.Name}
 		switch {
 		case req.ValidateOnly:
-			res.Err = fmt.Errorf("%w: validate_only is not supported", transport.ErrInvalidRequest)
+			res.Err = fmt.Errorf("%w: validate_only is not supported", kafka.ErrInvalidRequest)
 		case t.Partitions == 0 || t.Partitions < -1:
-			res.Err = fmt.Errorf("%w: %d partitions; a topic has at least 1 (-1 asks for the default)", transport.ErrInvalidPartitions, t.Partitions)
+			res.Err = fmt.Errorf("%w: %d partitions; a topic has at least 1 (-1 asks for the default)", kafka.ErrInvalidPartitions, t.Partitions)
 		case t.ReplicationFactor == 0 || t.ReplicationFactor < -1:
-			res.Err = fmt.Errorf("%w: replication factor %d; at least 1 (-1 asks for the default)", transport.ErrInvalidReplicationFactor, t.ReplicationFactor)
+			res.Err = fmt.Errorf("%w: replication factor %d; at least 1 (-1 asks for the default)", kafka.ErrInvalidReplicationFactor, t.ReplicationFactor)
 		default:
 			// NewTopic's zero is the default that -1 asks for.
 			res.Err = n.CreateTopic(ctx, NewTopic{Name: t.Name, Partitions: max(t.Partitions, 0),
@@ -81,7 +82,7 @@ func (n *Node) CreatePartitions(ctx context.Context, req *transport.CreatePartit
 // createPartitions raises one topic's partition count to count.
 func (n *Node) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
 	if strings.HasPrefix(name, "__") {
-		return fmt.Errorf("%w: %s is an internal topic, whose partition count is fixed", transport.ErrInvalidPartitions, name)
+		return fmt.Errorf("%w: %s is an internal topic, whose partition count is fixed", kafka.ErrInvalidPartitions, name)
 	}
 	have := int32(-1)
 	if t := n.topic(name); t != nil {
@@ -93,11 +94,11 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 	}
 	switch {
 	case have < 0:
-		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	case count <= have:
-		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, have, count)
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", kafka.ErrInvalidPartitions, name, have, count)
 	case count > maxPartitions:
-		return fmt.Errorf("%w: %d partitions; a topic has at most %d", transport.ErrInvalidPartitions, count, maxPartitions)
+		return fmt.Errorf("%w: %d partitions; a topic has at most %d", kafka.ErrInvalidPartitions, count, maxPartitions)
 	case validateOnly:
 		return nil
 	}
@@ -108,10 +109,10 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 	defer n.mu.Unlock()
 	t := n.topics[name]
 	if t == nil {
-		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	if count <= t.rec.Partitions {
-		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, t.rec.Partitions, count)
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", kafka.ErrInvalidPartitions, name, t.rec.Partitions, count)
 	}
 	return n.addPartitionsLocked(t, count)
 }
@@ -130,7 +131,7 @@ func (n *Node) addPartitionsLocked(t *topic, count int32) error {
 	for p := t.rec.Partitions; p < count && err == nil; p++ {
 		var part *partition.Partition
 		if part, err = n.openPartition(&next, p, lo, po); err != nil {
-			err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, t.name, p, err)
+			err = fmt.Errorf("%w: creating %s-%d: %w", kafka.ErrKafkaStorage, t.name, p, err)
 			break
 		}
 		next.partitions = append(next.partitions, part)
@@ -184,9 +185,9 @@ func (n *Node) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequ
 		case transport.ConfigTopic:
 			res.Err = n.alterTopicConfigs(ctx, a, req.ValidateOnly)
 		case transport.ConfigBroker:
-			res.Err = fmt.Errorf("%w: a partlog node's settings are static: set them with partlog serve's flags or the Go options", transport.ErrInvalidRequest)
+			res.Err = fmt.Errorf("%w: a partlog node's settings are static: set them with partlog serve's flags or the Go options", kafka.ErrInvalidRequest)
 		default:
-			res.Err = fmt.Errorf("%w: configs of %s resources", transport.ErrInvalidRequest, a.Type)
+			res.Err = fmt.Errorf("%w: configs of %s resources", kafka.ErrInvalidRequest, a.Type)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
@@ -202,7 +203,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 		effective, own = n.cluster.topicConfigs(a.Name)
 	}
 	if effective == nil {
-		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, a.Name)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
 	next, err := applyConfigChanges(own, a)
 	if err != nil || validateOnly {
@@ -215,7 +216,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 	defer n.mu.Unlock()
 	t := n.topics[a.Name]
 	if t == nil {
-		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, a.Name)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
 	if a.Replace {
 		next, err = applyConfigChanges(nil, a)
@@ -257,7 +258,7 @@ func applyConfigChanges(own map[string]string, a transport.ConfigAlteration) (ma
 	}
 	for _, c := range a.Changes {
 		if _, ok := topicConfigDefs[c.Name]; !ok {
-			return nil, fmt.Errorf("%w: unknown topic config %q (known: %s)", transport.ErrInvalidConfig, c.Name, strings.Join(TopicConfigKeys(), ", "))
+			return nil, fmt.Errorf("%w: unknown topic config %q (known: %s)", kafka.ErrInvalidConfig, c.Name, strings.Join(TopicConfigKeys(), ", "))
 		}
 		switch c.Op {
 		case transport.ConfigSet:
@@ -266,7 +267,7 @@ func applyConfigChanges(own map[string]string, a transport.ConfigAlteration) (ma
 			delete(next, c.Name)
 		case transport.ConfigAppend, transport.ConfigSubtract:
 			if c.Name != ConfigCleanupPolicy {
-				return nil, fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT change list configs (cleanup.policy)", transport.ErrInvalidConfig, c.Name)
+				return nil, fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT change list configs (cleanup.policy)", kafka.ErrInvalidConfig, c.Name)
 			}
 			cur, ok := next[c.Name]
 			if !ok {
@@ -274,7 +275,7 @@ func applyConfigChanges(own map[string]string, a transport.ConfigAlteration) (ma
 			}
 			next[c.Name] = editList(cur, c.Value, c.Op == transport.ConfigAppend)
 		default:
-			return nil, fmt.Errorf("%w: config operation %d", transport.ErrInvalidRequest, c.Op)
+			return nil, fmt.Errorf("%w: config operation %d", kafka.ErrInvalidRequest, c.Op)
 		}
 	}
 	if err := validateConfigs(next); err != nil {
@@ -326,12 +327,12 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 			rc.Configs, rc.Err = n.topicConfigEntries(r.Name)
 		case transport.ConfigBroker:
 			if r.Name != "" && r.Name != strconv.Itoa(int(n.meta.NodeID)) {
-				rc.Err = fmt.Errorf("%w: node %d describes its own configs; ask node %s", transport.ErrInvalidRequest, n.meta.NodeID, r.Name)
+				rc.Err = fmt.Errorf("%w: node %d describes its own configs; ask node %s", kafka.ErrInvalidRequest, n.meta.NodeID, r.Name)
 				break
 			}
 			rc.Configs = n.brokerConfigEntries()
 		default:
-			rc.Err = fmt.Errorf("%w: configs of %s resources", transport.ErrInvalidRequest, r.Type)
+			rc.Err = fmt.Errorf("%w: configs of %s resources", kafka.ErrInvalidRequest, r.Type)
 		}
 		resp.Resources = append(resp.Resources, rc)
 	}
@@ -347,7 +348,7 @@ func (n *Node) topicConfigEntries(name string) ([]transport.ConfigEntry, error) 
 		effective, own = n.cluster.topicConfigs(name)
 	}
 	if effective == nil {
-		return nil, fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+		return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	// The topic's configs only: not DescribeTopics, which also measures
 	// every partition's log.

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
@@ -54,12 +55,12 @@ func (n *Node) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRe
 
 // storageError gives a log's failure Kafka's name for it.
 func storageError(err error) error {
-	var kerr *transport.Error
+	var kerr *kafka.Error
 	if err == nil || errors.As(err, &kerr) {
 		return err
 	}
 	if errors.Is(err, log.ErrStorage) || errors.Is(err, log.ErrClosed) {
-		return errors.Join(transport.ErrKafkaStorage, err)
+		return errors.Join(kafka.ErrKafkaStorage, err)
 	}
 	return err
 }
@@ -125,17 +126,17 @@ func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequ
 		res := transport.ElectionResult{TopicPartition: tp}
 		switch {
 		case req.Type != transport.PreferredElection:
-			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", transport.ErrInvalidRequest)
+			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", kafka.ErrInvalidRequest)
 		case n.topic(tp.Topic) != nil:
 			if _, err := n.partition(tp.Topic, tp.Partition); err != nil {
 				res.Err = err
 			} else {
-				res.Err = fmt.Errorf("%w: %s-%d has one replica, its leader", transport.ErrElectionNotNeeded, tp.Topic, tp.Partition)
+				res.Err = fmt.Errorf("%w: %s-%d has one replica, its leader", kafka.ErrElectionNotNeeded, tp.Topic, tp.Partition)
 			}
 		case n.cluster != nil:
 			res.Err = n.callController(ctx, &controllerRequest{Op: opElectLeader, Node: n.meta.NodeID, Topic: tp.Topic, Partition: tp.Partition})
 		default:
-			res.Err = fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, tp.Topic, tp.Partition)
+			res.Err = fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, tp.Topic, tp.Partition)
 		}
 		resp.Partitions = append(resp.Partitions, res)
 	}
@@ -185,22 +186,22 @@ func (n *Node) DescribeProducers(ctx context.Context, req *transport.DescribePro
 // leader's log (KIP-320: a consumer checks its position after a leader
 // change). A request in another epoch than the leader's is refused with
 // FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer).
-func (n *Node) OffsetsForLeaderEpoch(ctx context.Context, req *transport.OffsetsForLeaderEpochRequest) (*transport.OffsetsForLeaderEpochResponse, error) {
+func (n *Node) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
-	resp := &transport.OffsetsForLeaderEpochResponse{}
+	resp := &kafka.OffsetsForLeaderEpochResponse{}
 	for _, rp := range req.Partitions {
-		res := transport.OffsetForLeaderEpochPartitionResponse{Topic: rp.Topic, Partition: rp.Partition,
-			EpochEndOffset: transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: -1}}
+		res := kafka.OffsetForLeaderEpochPartitionResponse{Topic: rp.Topic, Partition: rp.Partition,
+			EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: kafka.UndefinedEpoch, EndOffset: -1}}
 		p, err := n.readablePartition(rp.Topic, rp.Partition)
 		if err == nil {
 			switch cur := p.LeaderEpoch(); {
 			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < cur:
-				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not %d", transport.ErrFencedLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
+				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not %d", kafka.ErrFencedLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
 			case rp.CurrentLeaderEpoch > cur:
-				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not yet %d", transport.ErrUnknownLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
+				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not yet %d", kafka.ErrUnknownLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
 			default:
 				res.LeaderEpoch, res.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -44,7 +45,7 @@ func TestAdminSingleNode(t *testing.T) {
 	internal, err := n.CreatePartitions(context.Background(), &transport.CreatePartitionsRequest{
 		Topics: []transport.PartitionCount{{Topic: "__consumer_offsets", Count: 60}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, internal.Topics[0].Err, transport.ErrInvalidPartitions, "an internal topic's partition count is fixed")
+	require.ErrorIs(t, internal.Topics[0].Err, kafka.ErrInvalidPartitions, "an internal topic's partition count is fixed")
 	testAdminWorkflow(t, adminTarget{cl: cl, adm: kadm.NewClient(cl), rf: 1, controls: n.NodeID(),
 		startsOf: func(topic string, p int32) []int64 {
 			l, err := n.Log(topic, p)
@@ -272,7 +273,7 @@ func TestAdminChangesSurviveCrash(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "orders"}))
 	for i := range 10 {
-		resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{
+		resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
 			{Topic: "orders", Partitions: []transport.ProducePartition{{Records: batchOf(fmt.Sprint(i))}}}}})
 		require.NoError(t, err)
 		require.NoError(t, resp.Topics[0].Partitions[0].Err)

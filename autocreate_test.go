@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -38,7 +39,7 @@ func TestAutoCreateTopics(t *testing.T) {
 
 	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"not-asked"}})
 	require.NoError(t, err)
-	require.ErrorIs(t, md.Topics[0].Err, transport.ErrUnknownTopicOrPartition, "not created unless the request allows it")
+	require.ErrorIs(t, md.Topics[0].Err, kafka.ErrUnknownTopicOrPartition, "not created unless the request allows it")
 	md, err = n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"__internal", "bad name!"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
 	require.Error(t, md.Topics[0].Err, "internal names are never auto-created")
@@ -48,7 +49,7 @@ func TestAutoCreateTopics(t *testing.T) {
 	defer off.Close()
 	md, err = off.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
-	require.ErrorIs(t, md.Topics[0].Err, transport.ErrUnknownTopicOrPartition, "auto.create.topics.enable=false")
+	require.ErrorIs(t, md.Topics[0].Err, kafka.ErrUnknownTopicOrPartition, "auto.create.topics.enable=false")
 }
 
 // TestAutoCreateTopicsOnACluster: on a cluster a member auto-creates the
@@ -77,8 +78,8 @@ func TestTransactionsFailFast(t *testing.T) {
 	ctx := context.Background()
 	resp, err := n.FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "tx", KeyType: transport.CoordinatorTransaction})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Err, transport.ErrUnsupportedVersion)
-	require.False(t, transport.IsRetriable(resp.Err))
+	require.ErrorIs(t, resp.Err, kafka.ErrUnsupportedVersion)
+	require.False(t, kafka.IsRetriable(resp.Err))
 	require.ErrorContains(t, resp.Err, "transactions")
 
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))

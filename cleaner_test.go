@@ -15,8 +15,8 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -160,7 +160,7 @@ func TestNodeCompactedTopicRejectsRecordsWithoutKey(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "profiles", Configs: compactConfigs}))
 	pr := produce(t, n, "profiles", 0, "no key")
-	require.ErrorIs(t, pr.Err, transport.ErrInvalidRecord)
+	require.ErrorIs(t, pr.Err, kafka.ErrInvalidRecord)
 	require.ErrorContains(t, pr.Err, "compacted topic cannot accept message without key")
 	d, err := n.DescribeTopics("profiles")
 	require.NoError(t, err)

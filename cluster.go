@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/replica"
@@ -194,7 +195,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 func (m *member) callRetrying(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
 	for {
 		resp, err := m.ctl.call(ctx, req)
-		if err == nil || !transport.IsRetriable(err) && !errors.Is(err, transport.ErrCoordinatorNotAvailable) {
+		if err == nil || !kafka.IsRetriable(err) && !errors.Is(err, kafka.ErrCoordinatorNotAvailable) {
 			return resp, err
 		}
 		select {
@@ -496,7 +497,7 @@ func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
 		Topic: h.tp.Topic, Partition: h.tp.Partition, Change: &c})
 	if err != nil {
 		m.n.logger.Info("ISR change refused", "partition", h.tp.String(), "isr", c.ISR, "err", err)
-		if !transport.IsRetriable(err) {
+		if !kafka.IsRetriable(err) {
 			if err := h.rn.RejectISRChange(ctx, c); err != nil {
 				// The replica stopped: there is nothing left to tell.
 				m.n.logger.Debug("ISR change refusal not delivered", "partition", h.tp.String(), "err", err)
@@ -547,7 +548,7 @@ func (m *member) waitMetadata(ctx context.Context, version int64) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for the metadata to reach this node", transport.ErrRequestTimedOut)
+			return fmt.Errorf("%w: waiting for the metadata to reach this node", kafka.ErrRequestTimedOut)
 		}
 	}
 }
@@ -588,7 +589,7 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 	defer n.end()
 	m := n.cluster
 	if m == nil {
-		return fmt.Errorf("%w: node %d is not in a cluster", transport.ErrInvalidRequest, n.meta.NodeID)
+		return fmt.Errorf("%w: node %d is not in a cluster", kafka.ErrInvalidRequest, n.meta.NodeID)
 	}
 	for _, msg := range msgs {
 		tp, ok := messagePartition(msg)
@@ -601,9 +602,9 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 				// Lossy, as every replica message: the follower fetches
 				// again after its timeout if this answer is lost.
 				_ = m.out.Send(ctx, msg.From, replica.Message{Type: replica.MsgFetchResponse, From: n.meta.NodeID, To: msg.From, Seq: msg.Seq,
-					FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
+					FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: -1,
 						HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1,
-						Err: fmt.Errorf("%w: node %d hosts no replica of %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
+						Err: fmt.Errorf("%w: node %d hosts no replica of %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)}})
 			}
 			continue
 		}
@@ -634,11 +635,11 @@ func messagePartition(m replica.Message) (log.TopicPartition, bool) {
 // makes the Node a transport.InternalHandler.
 func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
 	if key != transport.APIReplicaMessages {
-		return nil, fmt.Errorf("%w: a node answers replica messages only; controller calls go to the controller", transport.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: a node answers replica messages only; controller calls go to the controller", kafka.ErrInvalidRequest)
 	}
 	msgs, err := replica.DecodeMessages(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", transport.ErrCorruptMessage, err)
+		return nil, fmt.Errorf("%w: %w", kafka.ErrCorruptMessage, err)
 	}
 	return nil, n.stepReplicas(ctx, msgs)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 )
@@ -32,10 +33,10 @@ func BenchmarkClusterProduce(b *testing.B) {
 
 func benchmarkClusterProduce(b *testing.B, configs map[string]string) {
 	value := make([]byte, 1024)
-	run := func(b *testing.B, client transport.Client, acks transport.Acks) {
+	run := func(b *testing.B, client transport.Client, acks kafka.Acks) {
 		opts := []producer.Option{producer.Linger(time.Millisecond), producer.Acks(acks),
 			producer.BatchSize(1 << 20), producer.BufferMemory(8 << 20)}
-		if acks != transport.AcksAll {
+		if acks != kafka.AcksAll {
 			opts = append(opts, producer.Idempotent(false))
 		}
 		p, err := producer.New(client, opts...)
@@ -67,9 +68,9 @@ func benchmarkClusterProduce(b *testing.B, configs map[string]string) {
 		if err := n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", Configs: configs}); err != nil {
 			b.Fatal(err)
 		}
-		run(b, n, transport.AcksLeader)
+		run(b, n, kafka.AcksLeader)
 	})
-	for _, acks := range []transport.Acks{transport.AcksLeader, transport.AcksAll} {
+	for _, acks := range []kafka.Acks{kafka.AcksLeader, kafka.AcksAll} {
 		b.Run(fmt.Sprintf("rf=3/acks=%d", acks), func(b *testing.B) {
 			ctl, err := partlog.OpenController(b.TempDir(), partlog.ControllerOptions{})
 			if err != nil {

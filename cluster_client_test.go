@@ -13,6 +13,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -93,7 +94,7 @@ func notLeader(req *transport.ProduceRequest) *transport.ProduceResponse {
 	for _, t := range req.Topics {
 		tr := transport.ProduceTopicResponse{Topic: t.Topic}
 		for _, p := range t.Partitions {
-			tr.Partitions = append(tr.Partitions, transport.ProducePartitionResponse{Partition: p.Partition, Err: transport.ErrNotLeaderOrFollower})
+			tr.Partitions = append(tr.Partitions, transport.ProducePartitionResponse{Partition: p.Partition, Err: kafka.ErrNotLeaderOrFollower})
 		}
 		resp.Topics = append(resp.Topics, tr)
 	}

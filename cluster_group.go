@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -207,7 +208,7 @@ func (n *Node) coordinatorOf(groupID string) (*group.Coordinator, error) {
 	md, _ := n.cluster.metadata()
 	t, ok := md.Topics[group.OffsetsTopic]
 	if !ok || len(t.Partitions) == 0 {
-		return nil, fmt.Errorf("%w: %s does not exist yet", transport.ErrNotCoordinator, group.OffsetsTopic)
+		return nil, fmt.Errorf("%w: %s does not exist yet", kafka.ErrNotCoordinator, group.OffsetsTopic)
 	}
 	p := group.PartitionFor(groupID, int32(len(t.Partitions)))
 	cg := n.groups.clusterGroups()
@@ -217,14 +218,14 @@ func (n *Node) coordinatorOf(groupID string) (*group.Coordinator, error) {
 	cg.mu.Unlock()
 	switch {
 	case st == nil:
-		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", transport.ErrNotCoordinator, n.meta.NodeID,
+		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotCoordinator, n.meta.NodeID,
 			group.OffsetsTopic, p, t.Partitions[p].Leader)
 	case !loaded:
-		return nil, fmt.Errorf("%w: node %d is loading %s-%d", transport.ErrCoordinatorLoadInProgress, n.meta.NodeID, group.OffsetsTopic, p)
+		return nil, fmt.Errorf("%w: node %d is loading %s-%d", kafka.ErrCoordinatorLoadInProgress, n.meta.NodeID, group.OffsetsTopic, p)
 	}
 	c := n.groups.loadedCoordinator()
 	if c == nil {
-		return nil, fmt.Errorf("%w: node %d has no coordinator", transport.ErrCoordinatorNotAvailable, n.meta.NodeID)
+		return nil, fmt.Errorf("%w: node %d has no coordinator", kafka.ErrCoordinatorNotAvailable, n.meta.NodeID)
 	}
 	return c, nil
 }
@@ -239,14 +240,14 @@ func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 	tp := log.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
 	h := n.cluster.replica(tp)
 	if h == nil || !h.leads(n.meta.NodeID) {
-		return fmt.Errorf("%w: node %d does not lead %s", transport.ErrNotLeaderOrFollower, n.meta.NodeID, tp)
+		return fmt.Errorf("%w: node %d does not lead %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	now := n.opts.now().UnixMilli()
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
 	}
-	_, _, err := n.appendReplicated(context.Background(), h, b.Build(), transport.AcksAll, offsetsCommitTimeout)
+	_, _, err := n.appendReplicated(context.Background(), h, b.Build(), kafka.AcksAll, offsetsCommitTimeout)
 	return err
 }
 
@@ -279,7 +280,7 @@ func (n *Node) createOffsetsTopic(ctx context.Context) error {
 	nt := NewTopic{Name: group.OffsetsTopic, Partitions: partitions, ReplicationFactor: int16(max(1, min(offsetsTopicReplicationFactor, live))),
 		Configs: map[string]string{ConfigCleanupPolicy: "compact", ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}}
 	err := n.createReplicatedTopic(ctx, nt)
-	if errors.Is(err, transport.ErrTopicAlreadyExists) {
+	if errors.Is(err, kafka.ErrTopicAlreadyExists) {
 		return m.heartbeat(ctx) // another node created it: learn of it now
 	}
 	if err == nil {
@@ -310,14 +311,14 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 		defer cancel()
 		defer context.AfterFunc(m.ctx, cancel)()
 		if err := n.createOffsetsTopic(cctx); err != nil {
-			resp.Err = fmt.Errorf("%w: creating %s: %v", transport.ErrCoordinatorNotAvailable, group.OffsetsTopic, err)
+			resp.Err = fmt.Errorf("%w: creating %s: %v", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, err)
 			return resp, nil
 		}
 		md, _ = m.metadata()
 	}
 	t, ok := md.Topics[group.OffsetsTopic]
 	if !ok || len(t.Partitions) == 0 {
-		resp.Err = fmt.Errorf("%w: %s is being created", transport.ErrCoordinatorNotAvailable, group.OffsetsTopic)
+		resp.Err = fmt.Errorf("%w: %s is being created", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic)
 		return resp, nil
 	}
 	p := group.PartitionFor(req.Key, int32(len(t.Partitions)))
@@ -325,7 +326,7 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 	node, known := md.Nodes[leader]
 	host, port, addrOK := splitHostPort(node.Address)
 	if leader == replica.NoLeader || !known || node.Fenced || !addrOK {
-		resp.Err = fmt.Errorf("%w: %s-%d has no leader", transport.ErrCoordinatorNotAvailable, group.OffsetsTopic, p)
+		resp.Err = fmt.Errorf("%w: %s-%d has no leader", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, p)
 		return resp, nil
 	}
 	resp.NodeID, resp.Host, resp.Port = leader, host, port

@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -187,7 +188,7 @@ func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, 
 		fs.EachRecord(func(r *consumer.Record) { g.process(id, r) })
 		// A commit the coordinator's move made fail is made again after
 		// the next poll, with the offsets processed by then.
-		if err := commit(ctx, m, m.Assignment()); err != nil && !transport.IsRetriable(err) && ctx.Err() == nil {
+		if err := commit(ctx, m, m.Assignment()); err != nil && !kafka.IsRetriable(err) && ctx.Err() == nil {
 			g.fail(fmt.Errorf("member %d: commit: %w", id, err))
 		}
 	}
@@ -435,7 +436,7 @@ func TestClusterGroupNotCoordinator(t *testing.T) {
 				require.NoError(t, resp.Err)
 				continue
 			}
-			require.ErrorIs(t, resp.Err, transport.ErrNotCoordinator, "node %d for group %s led by %d", nid, id, coord)
+			require.ErrorIs(t, resp.Err, kafka.ErrNotCoordinator, "node %d for group %s led by %d", nid, id, coord)
 		}
 	}
 	lg, err := client.ListGroups(ctx, &transport.ListGroupsRequest{})
@@ -456,7 +457,7 @@ func TestClusterGroupNotCoordinator(t *testing.T) {
 	del, err := client.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{"a", "zz"}})
 	require.NoError(t, err)
 	require.NoError(t, del.Results[0].Err)
-	require.ErrorIs(t, del.Results[1].Err, transport.ErrGroupIDNotFound)
+	require.ErrorIs(t, del.Results[1].Err, kafka.ErrGroupIDNotFound)
 	lg, err = client.ListGroups(ctx, &transport.ListGroupsRequest{})
 	require.NoError(t, err)
 	require.Len(t, lg.Groups, len(groups)-1)
@@ -476,7 +477,7 @@ func commitRetrying(ctx context.Context, t *testing.T, client transport.GroupCli
 				return
 			}
 		}
-		require.True(t, transport.IsRetriable(err), "commit %s: %v", groupID, err)
+		require.True(t, kafka.IsRetriable(err), "commit %s: %v", groupID, err)
 		select {
 		case <-time.After(20 * time.Millisecond): // the client's retry backoff
 		case <-ctx.Done():
@@ -497,7 +498,7 @@ func fetchCommittedRetrying(ctx context.Context, t *testing.T, client transport.
 		if err == nil {
 			err = resp.Err
 		}
-		require.True(t, transport.IsRetriable(err), "offset fetch %s: %v", groupID, err)
+		require.True(t, kafka.IsRetriable(err), "offset fetch %s: %v", groupID, err)
 		select {
 		case <-time.After(20 * time.Millisecond): // the client's retry backoff
 		case <-ctx.Done():
@@ -618,7 +619,7 @@ func awaitGroupAssigned(ctx context.Context, t *testing.T, client transport.Grou
 		if gd.Err != nil {
 			// The coordinator is moving or loading: ask again after the
 			// client's retry backoff.
-			require.True(t, transport.IsRetriable(gd.Err), "describe %s: %v", groupID, gd.Err)
+			require.True(t, kafka.IsRetriable(gd.Err), "describe %s: %v", groupID, gd.Err)
 			select {
 			case <-time.After(20 * time.Millisecond):
 			case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/record"
@@ -37,9 +38,9 @@ func (n *Node) clusterReplica(name string, id int32) (h *replicaHost, err error,
 	md, _ := m.metadata()
 	t, known := md.Topics[name]
 	if !known || id < 0 || int(id) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, name, id), true
+		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id), true
 	}
-	return nil, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", transport.ErrNotLeaderOrFollower,
+	return nil, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
 		n.meta.NodeID, name, id, t.Partitions[id].Leader), true
 }
 
@@ -50,7 +51,7 @@ func (n *Node) leaderReplica(name string, id int32) (h *replicaHost, err error, 
 		h.mu.Lock()
 		leader := h.state.Leader
 		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", transport.ErrNotLeaderOrFollower,
+		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
 			n.meta.NodeID, name, id, leader), true
 	}
 	return h, err, ok
@@ -64,7 +65,7 @@ const defaultProduceTimeout = 30 * time.Second
 // as acks asks: written on the leader (acks=1), or below the high
 // watermark (acks=all). A retry of a batch already in the log is answered
 // with the original's offsets once the high watermark passes them.
-func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byte, acks transport.Acks, timeout time.Duration) (base, appendTime int64, err error) {
+func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byte, acks kafka.Acks, timeout time.Duration) (base, appendTime int64, err error) {
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
@@ -74,16 +75,16 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 	var dup *partition.DuplicateError
 	switch {
 	case errors.As(err, &dup):
-		if acks == transport.AcksAll {
+		if acks == kafka.AcksAll {
 			if err := waitHighWatermark(ctx, h.p, dup.Batch.LastOffset+1); err != nil {
 				return -1, -1, err
 			}
 		}
 		return dup.Batch.FirstOffset, -1, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return -1, -1, fmt.Errorf("%w: %s-%d: no answer from the in-sync replicas within %v", transport.ErrRequestTimedOut, h.tp.Topic, h.tp.Partition, timeout)
+		return -1, -1, fmt.Errorf("%w: %s-%d: no answer from the in-sync replicas within %v", kafka.ErrRequestTimedOut, h.tp.Topic, h.tp.Partition, timeout)
 	case errors.Is(err, replica.ErrClosed):
-		return -1, -1, fmt.Errorf("%w: %w", transport.ErrNotLeaderOrFollower, err)
+		return -1, -1, fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, err)
 	case err != nil:
 		return -1, -1, err
 	}
@@ -105,7 +106,7 @@ func waitHighWatermark(ctx context.Context, p *partition.Partition, offset int64
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for the high watermark to pass %d", transport.ErrRequestTimedOut, offset)
+			return fmt.Errorf("%w: waiting for the high watermark to pass %d", kafka.ErrRequestTimedOut, offset)
 		}
 	}
 	return nil
@@ -193,7 +194,7 @@ func (n *Node) describeReplicated(name string) (TopicDescription, bool) {
 // Log returns the log of a partition the node hosts — a replica of a
 // replicated topic's partition, or one of its own topics' — for tools and
 // tests that read it directly. Errors are those of a fetch:
-// transport.ErrUnknownTopicOrPartition, ErrNotLeaderOrFollower.
+// kafka.ErrUnknownTopicOrPartition, ErrNotLeaderOrFollower.
 func (n *Node) Log(topic string, partition int32) (*log.Log, error) {
 	p, err := n.partition(topic, partition)
 	if err != nil {

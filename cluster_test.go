@@ -15,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -254,7 +255,7 @@ func (c *answerLosingClient) Produce(ctx context.Context, req *transport.Produce
 	c.mu.Unlock()
 	if lost && err == nil {
 		c.lose()
-		return nil, fmt.Errorf("%w: answer lost (test)", transport.ErrNetwork)
+		return nil, fmt.Errorf("%w: answer lost (test)", kafka.ErrNetwork)
 	}
 	return resp, err
 }
@@ -457,7 +458,7 @@ func TestClusterDeleteTopic(t *testing.T) {
 		require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
 	}
 	_, err = c.nodes[1].Log("gone", 0)
-	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 
 	require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
 	acked := produceValues(t, client, "gone", clusterValues(0, 10))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -81,7 +82,7 @@ func TestClusterOversizeBatchKeepsTheReplica(t *testing.T) {
 		return p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte(value)}).First()
 	}
 	_, err = produceOne(strings.Repeat("x", 500))
-	require.ErrorIs(t, err, transport.ErrMessageTooLarge)
+	require.ErrorIs(t, err, kafka.ErrMessageTooLarge)
 	r, err := produceOne("small")
 	require.NoError(t, err, "the replica still leads")
 	require.Zero(t, r.Offset)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
-	"github.com/partlog/partlog/transport"
 )
 
 // Topic configuration keys, with Kafka's names and meanings.
@@ -118,10 +118,10 @@ func validateConfigs(configs map[string]string) error {
 	for k, v := range configs {
 		def, ok := topicConfigDefs[k]
 		if !ok {
-			return fmt.Errorf("%w: unknown topic config %q (known: %s)", transport.ErrInvalidConfig, k, strings.Join(TopicConfigKeys(), ", "))
+			return fmt.Errorf("%w: unknown topic config %q (known: %s)", kafka.ErrInvalidConfig, k, strings.Join(TopicConfigKeys(), ", "))
 		}
 		if err := def.check(v); err != nil {
-			return fmt.Errorf("%w: %s: %v", transport.ErrInvalidConfig, k, err)
+			return fmt.Errorf("%w: %s: %v", kafka.ErrInvalidConfig, k, err)
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -326,7 +327,7 @@ func (c *Controller) callLocked(req *controllerRequest) (*controllerResponse, <-
 // answerLocked carries out one request. The caller holds mu.
 func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, error) {
 	if c.closed {
-		return nil, fmt.Errorf("%w: the controller is closed", transport.ErrCoordinatorNotAvailable)
+		return nil, fmt.Errorf("%w: the controller is closed", kafka.ErrCoordinatorNotAvailable)
 	}
 	resp := &controllerResponse{}
 	var err error
@@ -351,7 +352,7 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 		err = c.ctl.ShutdownNode(req.Node, req.BrokerEpoch)
 	case opAlterPartition:
 		if req.Change == nil {
-			return nil, fmt.Errorf("%w: AlterPartition without a change", transport.ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: AlterPartition without a change", kafka.ErrInvalidRequest)
 		}
 		var s replica.LeaderAndISR
 		s, err = c.ctl.AlterPartition(req.Node, log.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
@@ -359,7 +360,7 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 	case opCreateTopic:
 		nt := req.NewTopic
 		if nt == nil {
-			return nil, fmt.Errorf("%w: CreateTopic without a topic", transport.ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: CreateTopic without a topic", kafka.ErrInvalidRequest)
 		}
 		unclean, _ := strconv.ParseBool(nt.Configs["unclean.leader.election.enable"])
 		err = c.ctl.CreateTopic(req.Topic, int(nt.Partitions), int(nt.ReplicationFactor),
@@ -377,7 +378,7 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 		resp.ProducerIDStart, err = c.pids.allocateBlock(c.fs, path.Join(c.dir, ProducerIDsFileName), controllerProducerIDBlock)
 		resp.ProducerIDEnd = resp.ProducerIDStart + controllerProducerIDBlock
 	default:
-		return nil, fmt.Errorf("%w: unknown controller call %q", transport.ErrInvalidRequest, req.Op)
+		return nil, fmt.Errorf("%w: unknown controller call %q", kafka.ErrInvalidRequest, req.Op)
 	}
 	if err != nil {
 		return nil, err
@@ -445,7 +446,7 @@ func (t *tcpController) call(ctx context.Context, req *controllerRequest) (*cont
 	}
 	resp := &controllerResponse{}
 	if err := json.Unmarshal(out, resp); err != nil {
-		return nil, fmt.Errorf("%w: controller answer: %v", transport.ErrCorruptMessage, err)
+		return nil, fmt.Errorf("%w: controller answer: %v", kafka.ErrCorruptMessage, err)
 	}
 	return resp, nil
 }
@@ -466,11 +467,11 @@ func (t *tcpController) close() {
 // transport.InternalHandler.
 func (c *Controller) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
 	if key != transport.APIController {
-		return nil, fmt.Errorf("%w: the controller answers only controller calls", transport.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: the controller answers only controller calls", kafka.ErrInvalidRequest)
 	}
 	req := &controllerRequest{}
 	if err := json.Unmarshal(body, req); err != nil {
-		return nil, fmt.Errorf("%w: controller call: %v", transport.ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: controller call: %v", kafka.ErrInvalidRequest, err)
 	}
 	resp, err := c.call(ctx, req)
 	if err != nil {
@@ -510,7 +511,7 @@ func (h controllerHandler) Metadata(ctx context.Context, req *transport.Metadata
 	return md.response(req.Topics, -1), nil
 }
 
-var errNoPartitions = fmt.Errorf("%w: a controller hosts no partitions", transport.ErrNotLeaderOrFollower)
+var errNoPartitions = fmt.Errorf("%w: a controller hosts no partitions", kafka.ErrNotLeaderOrFollower)
 
 func (controllerHandler) Produce(context.Context, *transport.ProduceRequest) (*transport.ProduceResponse, error) {
 	return nil, errNoPartitions
@@ -547,7 +548,7 @@ func (md *clusterMetadata) response(topics []string, controllerID int32) *transp
 		t, ok := md.Topics[name]
 		tm := transport.TopicMetadata{Topic: name}
 		if !ok {
-			tm.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			tm.Err = fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 			resp.Topics = append(resp.Topics, tm)
 			continue
 		}
@@ -557,7 +558,7 @@ func (md *clusterMetadata) response(topics []string, controllerID int32) *transp
 			pm := transport.PartitionMetadata{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 				Replicas: slices.Clone(s.Replicas), ISR: slices.Clone(s.ISR)}
 			if s.Leader == replica.NoLeader {
-				pm.Err = fmt.Errorf("%w: %s-%d has no leader", transport.ErrLeaderNotAvailable, name, p)
+				pm.Err = fmt.Errorf("%w: %s-%d has no leader", kafka.ErrLeaderNotAvailable, name, p)
 			}
 			for _, r := range s.Replicas {
 				if n, ok := md.Nodes[r]; !ok || n.Fenced {

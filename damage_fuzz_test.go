@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
@@ -102,7 +103,7 @@ func damageFixture(t *testing.T) (*vfs.MemFS, map[string][]string) {
 			tp := log.TopicPartition{Topic: topic, Partition: p}.String()
 			for i := range 30 {
 				values := []string{fmt.Sprintf("%s/%d/a", tp, i), fmt.Sprintf("%s/%d/b", tp, i)}
-				resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{{
+				resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 					Topic: topic, Partitions: []transport.ProducePartition{{Partition: p, Records: batchOf(values...)}}}}})
 				if err != nil || resp.Topics[0].Partitions[0].Err != nil {
 					t.Fatalf("produce: %v %v", err, resp.Topics[0].Partitions[0].Err)

@@ -78,14 +78,15 @@
 //	index      the mmap'd offset index (.index) and time index (.timeindex)
 //	segment    one .log file with its indexes: append, read, recover
 //	log        one partition's directory of segments; Dir for a node's directory
-//	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
-//	           producer-id calls, Kafka's error codes; the Client interface a
-//	           Node implements in process, and a TCP server and client in
-//	           Kafka's wire protocol
+//	kafka      Kafka's vocabulary apart from the wire: its errors as values,
+//	           acks, isolation levels, epochs, the replicas' fetch messages
 //	partition  one partition: log, high watermark, leader epoch, long polls,
 //	           idempotent producers' state
 //	replica    replication as a deterministic state machine: followers, ISR,
 //	           high watermark, truncation by leader epoch
+//	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
+//	           producer-id calls; the Client interface a Node implements in
+//	           process, and a TCP server and client in Kafka's wire protocol
 //	producer   partitioners, batching, acks, retries, idempotence
 //	group      the group coordinator: membership, generations, offsets in
 //	           __consumer_offsets

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -170,7 +171,7 @@ func (o offsetsLog) Append(p int32, recs []group.Record) error {
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
 	}
-	_, err = part.Append(b.Build(), transport.AcksAll)
+	_, err = part.Append(b.Build(), kafka.AcksAll)
 	return err
 }
 
@@ -230,7 +231,7 @@ func startAndWait[Req, Resp any](ctx context.Context, n *Node, c *group.Coordina
 // errNoTransactions answers FindCoordinator for a transactional id until
 // transactions exist: not retriable, so that a client fails at once with
 // the reason rather than retrying COORDINATOR_NOT_AVAILABLE for a minute.
-var errNoTransactions = fmt.Errorf("%w: partlog does not support transactions yet (FindCoordinator for a transactional id)", transport.ErrUnsupportedVersion)
+var errNoTransactions = fmt.Errorf("%w: partlog does not support transactions yet (FindCoordinator for a transactional id)", kafka.ErrUnsupportedVersion)
 
 // FindCoordinator names this node as the coordinator of every group; in a
 // cluster, the leader of the group's partition of __consumer_offsets.

@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -46,7 +47,7 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d[0].Partitions, 50)
 	require.Equal(t, "compact", d[0].Effective[partlog.ConfigCleanupPolicy])
-	require.ErrorIs(t, n.DeleteTopic(ctx, group.OffsetsTopic), transport.ErrInvalidTopic, "internal topics stay")
+	require.ErrorIs(t, n.DeleteTopic(ctx, group.OffsetsTopic), kafka.ErrInvalidTopic, "internal topics stay")
 
 	join, err := n.JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "c", ProtocolType: "consumer",
 		SessionTimeout: 10 * time.Second, Protocols: []transport.JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}})
@@ -58,7 +59,7 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	require.NoError(t, sync.Err)
 	require.NoError(t, commitOffset(t, n, "lzl", join.MemberID, join.GenerationID, "study", 0, 41))
 	require.NoError(t, commitOffset(t, n, "lzl", join.MemberID, join.GenerationID, "study", 0, 42))
-	require.ErrorIs(t, commitOffset(t, n, "lzl", join.MemberID, join.GenerationID-1, "study", 0, 1), transport.ErrIllegalGeneration)
+	require.ErrorIs(t, commitOffset(t, n, "lzl", join.MemberID, join.GenerationID-1, "study", 0, 1), kafka.ErrIllegalGeneration)
 	d, err = n.DescribeTopics(group.OffsetsTopic)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), d[0].Partitions[28].LogEndOffset, `"lzl" lives in partition 28, as in Kafka: one group record, two offsets`)
@@ -100,7 +101,7 @@ func TestNodeCloseAnswersWaitingJoin(t *testing.T) {
 	<-rebalancing // the second's: it waits now
 	require.NoError(t, n.Close())
 	r := <-done
-	require.ErrorIs(t, r.Err, transport.ErrNotCoordinator)
+	require.ErrorIs(t, r.Err, kafka.ErrNotCoordinator)
 }
 
 // signalHandler is a slog.Handler that signals ch when a message is

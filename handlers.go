@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
@@ -305,7 +306,7 @@ func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
 		switch {
 		case err == nil:
 			n.logger.Info("auto-created a topic", "topic", name, "partitions", nt.Partitions, "replication_factor", nt.ReplicationFactor)
-		case !errors.Is(err, transport.ErrTopicAlreadyExists):
+		case !errors.Is(err, kafka.ErrTopicAlreadyExists):
 			n.logger.Warn("auto-creating a topic failed", "topic", name, "err", err)
 		}
 	}
@@ -336,7 +337,7 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 		tm := transport.TopicMetadata{Topic: name, Internal: strings.HasPrefix(name, "__")}
 		t := n.topic(name)
 		if t == nil {
-			tm.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			tm.Err = fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 			resp.Topics = append(resp.Topics, tm)
 			continue
 		}

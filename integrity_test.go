@@ -16,6 +16,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/internal/integrity"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -92,10 +93,10 @@ var integrityPaths = map[string]produceVia{
 	"tcp-partlog": viaTCP,
 	"tcp-kgo":     viaKgo,
 	"cluster-acks=1": func(t *testing.T, r integrityRun) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
-		return viaCluster(t, r, transport.AcksLeader)
+		return viaCluster(t, r, kafka.AcksLeader)
 	},
 	"cluster-acks=all": func(t *testing.T, r integrityRun) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
-		return viaCluster(t, r, transport.AcksAll)
+		return viaCluster(t, r, kafka.AcksAll)
 	},
 }
 
@@ -351,7 +352,7 @@ func kgoCodec(c record.Compression) kgo.CompressionCodec {
 // slowed by a loaded machine is not fenced, since a leader change is a
 // fault under which acks=1 may lose what it acknowledged (as in Kafka).
 // A failure names any leader change that happened.
-func viaCluster(t *testing.T, r integrityRun, acks transport.Acks) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
+func viaCluster(t *testing.T, r integrityRun, acks kafka.Acks) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
 	c := newTestClusterSession(t, 10*time.Second, 1, 2, 3)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -8,7 +8,7 @@ import (
 
 // A memClient forwards the group requests to its node too, so that a
 // transport.ClusterClient over a MemNetwork runs consumer groups; a node
-// that closed is unreachable (transport.ErrNetwork), as for the other
+// that closed is unreachable (kafka.ErrNetwork), as for the other
 // requests.
 
 func (c memClient) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -26,10 +27,10 @@ func TestMemNetworkClientReachesRestartedNode(t *testing.T) {
 
 	c.stop(1)
 	_, err = nc.Metadata(ctx, &transport.MetadataRequest{})
-	require.ErrorIs(t, err, transport.ErrNetwork, "node 1 is closed")
-	require.True(t, transport.IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is closed")
+	require.True(t, kafka.IsRetriable(err))
 	_, err = c.net.Connect(ctx, "mem:1")
-	require.ErrorIs(t, err, transport.ErrNetwork, "node 1 is not on the network")
+	require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is not on the network")
 
 	c.start(1)
 	resp, err := nc.Metadata(ctx, &transport.MetadataRequest{})

@@ -14,15 +14,15 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
 var (
 	// ErrClosed means the node was closed.
-	ErrClosed = transport.ErrClosed
+	ErrClosed = kafka.ErrClosed
 	// ErrLocked means another process, or another Node in this one, has
 	// the data directory open.
 	ErrLocked = log.ErrLocked
@@ -83,12 +83,12 @@ type topic struct {
 // KAFKA_STORAGE_ERROR for one that is offline.
 func (t *topic) partition(id int32) (*partition.Partition, error) {
 	if id < 0 || id >= int32(len(t.partitions)) {
-		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, t.name, id)
+		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, t.name, id)
 	}
 	if p := t.partitions[id]; p != nil {
 		return p, nil
 	}
-	return nil, fmt.Errorf("%w: %s-%d is offline: its log could not be opened: %w", transport.ErrKafkaStorage, t.name, id, t.offline[id])
+	return nil, fmt.Errorf("%w: %s-%d is offline: its log could not be opened: %w", kafka.ErrKafkaStorage, t.name, id, t.offline[id])
 }
 
 // online returns the partitions whose logs are open.
@@ -254,7 +254,7 @@ func (n *Node) createTopicLocked(name string, rec topicRecord) error {
 		tried++
 		var part *partition.Partition
 		if part, err = n.openPartition(t, p, lo, po); err != nil {
-			err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, name, p, err)
+			err = fmt.Errorf("%w: creating %s-%d: %w", kafka.ErrKafkaStorage, name, p, err)
 			break
 		}
 		t.partitions = append(t.partitions, part)
@@ -428,7 +428,7 @@ func (n *Node) topic(name string) *topic {
 	return n.topics[name]
 }
 
-// partition returns a partition, or transport.ErrUnknownTopicOrPartition.
+// partition returns a partition, or kafka.ErrUnknownTopicOrPartition.
 func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
 	if h, err, ok := n.clusterReplica(name, id); ok {
 		if err != nil {
@@ -438,7 +438,7 @@ func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
 	}
 	t := n.topic(name)
 	if t == nil {
-		return nil, fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, name, id)
+		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id)
 	}
 	return t.partition(id)
 }
@@ -461,7 +461,7 @@ const maxPartitions = 100_000
 
 // CreateTopic creates a topic and its partitions' directories. Names,
 // partition counts, replication factors and configs are checked as Kafka
-// checks them; the errors are transport.ErrInvalidTopic,
+// checks them; the errors are kafka.ErrInvalidTopic,
 // ErrTopicAlreadyExists, ErrInvalidPartitions, ErrInvalidReplicationFactor
 // and ErrInvalidConfig.
 func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
@@ -478,19 +478,19 @@ func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
 		return err
 	}
 	if strings.HasPrefix(nt.Name, "__") {
-		return fmt.Errorf("%w: %q: names starting with __ are kept for internal topics", transport.ErrInvalidTopic, nt.Name)
+		return fmt.Errorf("%w: %q: names starting with __ are kept for internal topics", kafka.ErrInvalidTopic, nt.Name)
 	}
 	if nt.Partitions == 0 {
 		nt.Partitions = 1
 	}
 	if nt.Partitions < 0 || nt.Partitions > maxPartitions {
-		return fmt.Errorf("%w: %d partitions; a topic has 1 to %d", transport.ErrInvalidPartitions, nt.Partitions, maxPartitions)
+		return fmt.Errorf("%w: %d partitions; a topic has 1 to %d", kafka.ErrInvalidPartitions, nt.Partitions, maxPartitions)
 	}
 	if nt.ReplicationFactor == 0 {
 		nt.ReplicationFactor = 1
 	}
 	if nt.ReplicationFactor != 1 && n.cluster == nil {
-		return fmt.Errorf("%w: replication factor %d is larger than the 1 node available", transport.ErrInvalidReplicationFactor, nt.ReplicationFactor)
+		return fmt.Errorf("%w: replication factor %d is larger than the 1 node available", kafka.ErrInvalidReplicationFactor, nt.ReplicationFactor)
 	}
 	if err := validateConfigs(nt.Configs); err != nil {
 		return err
@@ -501,11 +501,11 @@ func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.topics[nt.Name]; ok {
-		return fmt.Errorf("%w: %q", transport.ErrTopicAlreadyExists, nt.Name)
+		return fmt.Errorf("%w: %q", kafka.ErrTopicAlreadyExists, nt.Name)
 	}
 	for existing := range n.topics {
 		if existing != nt.Name && collides(existing, nt.Name) {
-			return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", transport.ErrInvalidTopic, nt.Name, existing)
+			return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", kafka.ErrInvalidTopic, nt.Name, existing)
 		}
 	}
 	rec := topicRecord{ID: newUUID(), Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs)}
@@ -525,10 +525,10 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	defer n.mu.Unlock()
 	t, ok := n.topics[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	if strings.HasPrefix(name, "__") {
-		return fmt.Errorf("%w: %q is an internal topic", transport.ErrInvalidTopic, name)
+		return fmt.Errorf("%w: %q is an internal topic", kafka.ErrInvalidTopic, name)
 	}
 	// Forget the topic durably first: a crash from here on removes what is
 	// left of it at the next Open.
@@ -583,13 +583,13 @@ type PartitionDescription struct {
 	// Size is the bytes of the partition's segments.
 	Size int64
 	// Offline, when not nil, says why the partition is offline: its log
-	// could not be opened (transport.ErrKafkaStorage). The offsets are
+	// could not be opened (kafka.ErrKafkaStorage). The offsets are
 	// then unknown.
 	Offline error
 }
 
 // DescribeTopics describes the named topics, or every topic when none is
-// named. An unknown name is transport.ErrUnknownTopicOrPartition.
+// named. An unknown name is kafka.ErrUnknownTopicOrPartition.
 func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
@@ -608,7 +608,7 @@ func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 			}
 		}
 		if t == nil {
-			return nil, fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 		}
 		d := TopicDescription{Name: name, ID: t.rec.ID, ReplicationFactor: t.rec.ReplicationFactor,
 			Configs: maps.Clone(t.rec.Configs), Effective: maps.Clone(t.config.values)}
@@ -633,19 +633,19 @@ func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 
 // ValidateTopicName checks a topic name as Kafka does: 1 to 249 of ASCII
 // letters, digits, '.', '_' and '-', and not "." or "..". The error is
-// transport.ErrInvalidTopic.
+// kafka.ErrInvalidTopic.
 func ValidateTopicName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: the name is empty", transport.ErrInvalidTopic)
+		return fmt.Errorf("%w: the name is empty", kafka.ErrInvalidTopic)
 	case name == "." || name == "..":
-		return fmt.Errorf("%w: %q is not allowed", transport.ErrInvalidTopic, name)
+		return fmt.Errorf("%w: %q is not allowed", kafka.ErrInvalidTopic, name)
 	case len(name) > 249:
-		return fmt.Errorf("%w: %d characters; the longest name is 249", transport.ErrInvalidTopic, len(name))
+		return fmt.Errorf("%w: %d characters; the longest name is 249", kafka.ErrInvalidTopic, len(name))
 	}
 	for _, c := range []byte(name) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has %q; names use ASCII letters, digits, '.', '_' and '-'", transport.ErrInvalidTopic, name, c)
+			return fmt.Errorf("%w: %q has %q; names use ASCII letters, digits, '.', '_' and '-'", kafka.ErrInvalidTopic, name, c)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -33,7 +34,7 @@ func batchOf(values ...string) []byte {
 
 func produce(t *testing.T, n *partlog.Node, topic string, p int32, values ...string) transport.ProducePartitionResponse {
 	t.Helper()
-	resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{{
+	resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 		Topic: topic, Partitions: []transport.ProducePartition{{Partition: p, Records: batchOf(values...)}},
 	}}})
 	require.NoError(t, err)
@@ -83,15 +84,15 @@ func TestNodeProduceFetchRestart(t *testing.T) {
 	n := openNode(t, mem)
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2, Configs: map[string]string{"retention.ms": "3600000"}}))
-	require.ErrorIs(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study"}), transport.ErrTopicAlreadyExists)
+	require.ErrorIs(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study"}), kafka.ErrTopicAlreadyExists)
 
 	r := produce(t, n, "study", 1, "a", "b")
 	require.NoError(t, r.Err)
 	require.EqualValues(t, 0, r.BaseOffset)
 	r = produce(t, n, "study", 1, "c")
 	require.EqualValues(t, 2, r.BaseOffset)
-	require.ErrorIs(t, produce(t, n, "study", 2, "x").Err, transport.ErrUnknownTopicOrPartition)
-	require.ErrorIs(t, produce(t, n, "nope", 0, "x").Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, produce(t, n, "study", 2, "x").Err, kafka.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, produce(t, n, "nope", 0, "x").Err, kafka.ErrUnknownTopicOrPartition)
 
 	pr, values := fetch(t, n, "study", 1, 1, 0)
 	require.NoError(t, pr.Err)
@@ -149,17 +150,17 @@ func TestNodeBadInputChangesNothing(t *testing.T) {
 		topic partlog.NewTopic
 		want  error
 	}{
-		{partlog.NewTopic{Name: ""}, transport.ErrInvalidTopic},
-		{partlog.NewTopic{Name: "a/b"}, transport.ErrInvalidTopic},
-		{partlog.NewTopic{Name: ".."}, transport.ErrInvalidTopic},
-		{partlog.NewTopic{Name: string(make([]byte, 250))}, transport.ErrInvalidTopic},
-		{partlog.NewTopic{Name: "__internal"}, transport.ErrInvalidTopic},
-		{partlog.NewTopic{Name: "t", Partitions: -1}, transport.ErrInvalidPartitions},
-		{partlog.NewTopic{Name: "t", ReplicationFactor: 3}, transport.ErrInvalidReplicationFactor},
-		{partlog.NewTopic{Name: "t", Configs: map[string]string{"retention.msx": "1"}}, transport.ErrInvalidConfig},
-		{partlog.NewTopic{Name: "t", Configs: map[string]string{"segment.bytes": "12"}}, transport.ErrInvalidConfig},
-		{partlog.NewTopic{Name: "t", Configs: map[string]string{"cleanup.policy": "keep"}}, transport.ErrInvalidConfig},
-		{partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "x"}}, transport.ErrInvalidConfig},
+		{partlog.NewTopic{Name: ""}, kafka.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "a/b"}, kafka.ErrInvalidTopic},
+		{partlog.NewTopic{Name: ".."}, kafka.ErrInvalidTopic},
+		{partlog.NewTopic{Name: string(make([]byte, 250))}, kafka.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "__internal"}, kafka.ErrInvalidTopic},
+		{partlog.NewTopic{Name: "t", Partitions: -1}, kafka.ErrInvalidPartitions},
+		{partlog.NewTopic{Name: "t", ReplicationFactor: 3}, kafka.ErrInvalidReplicationFactor},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"retention.msx": "1"}}, kafka.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"segment.bytes": "12"}}, kafka.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"cleanup.policy": "keep"}}, kafka.ErrInvalidConfig},
+		{partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "x"}}, kafka.ErrInvalidConfig},
 	} {
 		require.ErrorIs(t, n.CreateTopic(ctx, tc.topic), tc.want, "%+v", tc.topic.Name)
 	}
@@ -171,29 +172,29 @@ func TestNodeBadInputChangesNothing(t *testing.T) {
 	}
 
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "my.topic"}))
-	require.ErrorIs(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "my_topic"}), transport.ErrInvalidTopic, "collides with my.topic")
+	require.ErrorIs(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "my_topic"}), kafka.ErrInvalidTopic, "collides with my.topic")
 
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "small", Configs: map[string]string{"max.message.bytes": "200"}}))
 	big := produce(t, n, "small", 0, string(make([]byte, 500)))
-	require.ErrorIs(t, big.Err, transport.ErrMessageTooLarge)
-	require.ErrorIs(t, produce(t, n, "small", 7, "x").Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, big.Err, kafka.ErrMessageTooLarge)
+	require.ErrorIs(t, produce(t, n, "small", 7, "x").Err, kafka.ErrUnknownTopicOrPartition)
 	corrupt := batchOf("hello")
 	corrupt[len(corrupt)-1] ^= 1
 	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: 1, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: corrupt}}}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrCorruptMessage)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrCorruptMessage)
 	resp, err = n.Produce(ctx, &transport.ProduceRequest{Acks: 2, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrInvalidRequiredAcks)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrInvalidRequiredAcks)
 	d, err := n.DescribeTopics("small")
 	require.NoError(t, err)
 	require.Zero(t, d[0].Partitions[0].LogEndOffset, "no bad produce appended anything")
 
 	_, err = n.DescribeTopics("nope")
-	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
-	require.ErrorIs(t, n.DeleteTopic(ctx, "nope"), transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, n.DeleteTopic(ctx, "nope"), kafka.ErrUnknownTopicOrPartition)
 	pr, _ := fetch(t, n, "small", 0, 5, 0)
-	require.ErrorIs(t, pr.Err, transport.ErrOffsetOutOfRange)
+	require.ErrorIs(t, pr.Err, kafka.ErrOffsetOutOfRange)
 }
 
 func TestNodeMinInsyncReplicas(t *testing.T) {
@@ -201,8 +202,8 @@ func TestNodeMinInsyncReplicas(t *testing.T) {
 	defer n.Close()
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "2"}}))
-	require.ErrorIs(t, produce(t, n, "t", 0, "x").Err, transport.ErrNotEnoughReplicas, "acks=all needs 2 in-sync replicas")
-	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksLeader, Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
+	require.ErrorIs(t, produce(t, n, "t", 0, "x").Err, kafka.ErrNotEnoughReplicas, "acks=all needs 2 in-sync replicas")
+	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksLeader, Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Partitions[0].Err, "acks=1 does not")
 }

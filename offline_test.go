@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -42,22 +43,22 @@ func TestOfflinePartition(t *testing.T) {
 	require.Equal(t, []string{"a"}, fetchAll(t, n, "t", 0, 0), "the other partition is served")
 	require.Equal(t, int64(1), produce(t, n, "t", 0, "c").BaseOffset)
 
-	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{
+	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
 		{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 1, Records: batchOf("x")}}}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, transport.ErrKafkaStorage)
+	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrKafkaStorage)
 	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, syscall.EACCES, "the error says why")
 
 	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"t"}})
 	require.NoError(t, err)
 	require.NoError(t, md.Topics[0].Partitions[0].Err)
-	require.ErrorIs(t, md.Topics[0].Partitions[1].Err, transport.ErrKafkaStorage)
+	require.ErrorIs(t, md.Topics[0].Partitions[1].Err, kafka.ErrKafkaStorage)
 	require.EqualValues(t, -1, md.Topics[0].Partitions[1].Leader)
 
 	d, err := n.DescribeTopics("t")
 	require.NoError(t, err)
 	require.Nil(t, d[0].Partitions[0].Offline)
-	require.ErrorIs(t, d[0].Partitions[1].Offline, transport.ErrKafkaStorage)
+	require.ErrorIs(t, d[0].Partitions[1].Offline, kafka.ErrKafkaStorage)
 
 	require.NoError(t, n.DeleteTopic(ctx, "t"), "a topic with an offline partition can be deleted")
 	require.Empty(t, n.ListTopics())
@@ -82,7 +83,7 @@ func TestCreateTopicRolledBack(t *testing.T) {
 	n := openNode(t, faulty)
 	full.Store(true)
 	err := n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 3})
-	require.ErrorIs(t, err, transport.ErrKafkaStorage)
+	require.ErrorIs(t, err, kafka.ErrKafkaStorage)
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	require.Empty(t, n.ListTopics())
 	require.NoError(t, n.Close())

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // movingNetwork fails deliveries to every address but the one node 2 is
@@ -59,7 +59,7 @@ func TestOutboxHoldsFailedBatchForNewAddress(t *testing.T) {
 	o := newOutbox(1, net, net.where, func() { refreshed <- struct{}{} })
 	defer o.close()
 	answer := replica.Message{Type: replica.MsgFetchResponse, From: 1, To: 2, Seq: 7,
-		FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "t", Partition: 0}}
+		FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "t", Partition: 0}}
 	require.NoError(t, o.Send(context.Background(), 2, answer))
 
 	first := <-net.got
@@ -81,7 +81,7 @@ func TestOutboxHeldBatchGoesFirst(t *testing.T) {
 	defer o.close()
 	msg := func(seq uint64) replica.Message {
 		return replica.Message{Type: replica.MsgFetchResponse, From: 1, To: 2, Seq: seq,
-			FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "t", Partition: 0}}
+			FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "t", Partition: 0}}
 	}
 	ctx := context.Background()
 	require.NoError(t, o.Send(ctx, 2, msg(1)))

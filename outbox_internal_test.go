@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // recordingNetwork records each delivery and holds the first until
@@ -40,7 +40,7 @@ func TestOutboxBatchesPerDestination(t *testing.T) {
 	defer o.close()
 	fetch := func(p int32) replica.Message {
 		return replica.Message{Type: replica.MsgFetch, From: 1, To: 2,
-			Fetch: &transport.ReplicaFetchPartition{Topic: "t", Partition: p}}
+			Fetch: &kafka.ReplicaFetchPartition{Topic: "t", Partition: p}}
 	}
 	ctx := context.Background()
 	require.NoError(t, o.Send(ctx, 2, fetch(0)))

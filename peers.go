@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 )
@@ -90,7 +91,7 @@ func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 		return ErrClosed
 	}
 	if len(s.queue) >= maxQueued {
-		return fmt.Errorf("%w: the queue to node %d is full", transport.ErrNetwork, to)
+		return fmt.Errorf("%w: the queue to node %d is full", kafka.ErrNetwork, to)
 	}
 	s.queue = append(s.queue, m)
 	select {
@@ -244,7 +245,7 @@ func (m *MemNetwork) deliver(ctx context.Context, from, to int32, _ string, msgs
 	cut := m.cut[[2]int32{from, to}] || m.cut[[2]int32{from, -1}] || m.cut[[2]int32{to, -1}]
 	m.mu.Unlock()
 	if n == nil || cut {
-		return fmt.Errorf("%w: node %d is unreachable from %d", transport.ErrNetwork, to, from)
+		return fmt.Errorf("%w: node %d is unreachable from %d", kafka.ErrNetwork, to, from)
 	}
 	// The receiver gets its own copy of record bytes, as over a wire.
 	for i := range msgs {
@@ -275,7 +276,7 @@ func newTCPPeers() *tcpPeers { return &tcpPeers{clients: map[int32]*tcpPeer{}} }
 
 func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs []replica.Message) error {
 	if addr == "" {
-		return fmt.Errorf("%w: no address known for node %d", transport.ErrNetwork, to)
+		return fmt.Errorf("%w: no address known for node %d", kafka.ErrNetwork, to)
 	}
 	t.mu.Lock()
 	p := t.clients[to]
@@ -324,7 +325,7 @@ func memAddress(id int32) string { return fmt.Sprintf("mem:%d", id) }
 func (m *MemNetwork) Connect(_ context.Context, addr string) (transport.NodeClient, error) {
 	var id int32
 	if _, err := fmt.Sscanf(addr, "mem:%d", &id); err != nil {
-		return nil, fmt.Errorf("%w: %q is not an in-memory address", transport.ErrNetwork, addr)
+		return nil, fmt.Errorf("%w: %q is not an in-memory address", kafka.ErrNetwork, addr)
 	}
 	c := memClient{m, id}
 	if _, err := c.node(); err != nil {
@@ -336,7 +337,7 @@ func (m *MemNetwork) Connect(_ context.Context, addr string) (transport.NodeClie
 // memClient is a node's address on the network as a ClusterClient's
 // node. Each call goes to the node on the network at that id now, as a
 // TCP client reconnects to whatever serves its address: a node that
-// closed is unreachable (transport.ErrNetwork, which a client retries
+// closed is unreachable (kafka.ErrNetwork, which a client retries
 // elsewhere), and the node opened again in its place is reached again.
 // Close leaves the node open.
 type memClient struct {
@@ -352,7 +353,7 @@ func (c memClient) node() (*Node, error) {
 	n := c.net.nodes[c.id]
 	c.net.mu.Unlock()
 	if n == nil {
-		return nil, fmt.Errorf("%w: node %d is not on the network", transport.ErrNetwork, c.id)
+		return nil, fmt.Errorf("%w: node %d is not on the network", kafka.ErrNetwork, c.id)
 	}
 	return n, nil
 }
@@ -361,7 +362,7 @@ func (c memClient) node() (*Node, error) {
 func unreachable[R any](resp R, err error) (R, error) {
 	if errors.Is(err, ErrClosed) {
 		var zero R
-		return zero, fmt.Errorf("%w: %w", transport.ErrNetwork, err)
+		return zero, fmt.Errorf("%w: %w", kafka.ErrNetwork, err)
 	}
 	return resp, err
 }

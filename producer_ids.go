@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -37,8 +38,8 @@ type producerIDs struct {
 
 // InitProducerID hands out a new producer id with epoch 0, for an
 // idempotent producer (an empty TransactionalID). Transactional ids are not
-// supported yet: they are answered with transport.ErrInvalidRequest. A
-// failure to persist the id block is transport.ErrKafkaStorage, and the
+// supported yet: they are answered with kafka.ErrInvalidRequest. A
+// failure to persist the id block is kafka.ErrKafkaStorage, and the
 // id space running out (after 2^63 ids) ErrUnknownServerError.
 func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
 	if err := n.begin(); err != nil {
@@ -47,7 +48,7 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 	defer n.end()
 	resp := &transport.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
 	if req.TransactionalID != "" {
-		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", transport.ErrInvalidRequest, req.TransactionalID)
+		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", kafka.ErrInvalidRequest, req.TransactionalID)
 		return resp, nil
 	}
 	var id int64
@@ -107,7 +108,7 @@ func (a *producerIDs) loadLocked(fsys vfs.FS, file string) error {
 	}
 	mark, err := readProducerIDMark(fsys, file)
 	if err != nil {
-		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	}
 	a.next, a.blockEnd, a.loaded = mark, mark, true
 	return nil
@@ -117,11 +118,11 @@ func (a *producerIDs) loadLocked(fsys vfs.FS, file string) error {
 // id to hand out. The caller holds mu.
 func (a *producerIDs) reserveLocked(fsys vfs.FS, file string, size int64) error {
 	if a.next > math.MaxInt64-size {
-		return fmt.Errorf("%w: producer ids used up", transport.ErrUnknownServerError)
+		return fmt.Errorf("%w: producer ids used up", kafka.ErrUnknownServerError)
 	}
 	end := a.next + size
 	if err := writeAtomic(fsys, file, []byte(fmt.Sprintf("version=0\nnext.producer.id=%d\n", end))); err != nil {
-		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	}
 	a.blockEnd = end
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -88,14 +89,14 @@ func TestInitProducerIDErrors(t *testing.T) {
 	n := openNode(t, fsys)
 	resp, err := n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{TransactionalID: "tx", ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Err, transport.ErrInvalidRequest)
+	require.ErrorIs(t, resp.Err, kafka.ErrInvalidRequest)
 	require.NoError(t, n.Close())
 
 	require.NoError(t, vfs.WriteFileAtomic(fsys, "/data/"+partlog.ProducerIDsFileName, []byte("version=0\nnext.producer.id=oops\n")))
 	n = openNode(t, fsys)
 	resp, err = n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
-	require.ErrorIs(t, resp.Err, transport.ErrKafkaStorage)
+	require.ErrorIs(t, resp.Err, kafka.ErrKafkaStorage)
 	require.ErrorContains(t, resp.Err, "bad next.producer.id")
 	require.NoError(t, n.Close())
 	_, err = n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -69,7 +70,7 @@ func TestTCPFetchCopiesNoRecordBytes(t *testing.T) {
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1,
 		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
 	// Full batches (a long linger), as a busy producer sends them.
-	p, err := producer.New(n, producer.Acks(transport.AcksLeader), producer.BatchSize(256<<10), producer.Linger(time.Second))
+	p, err := producer.New(n, producer.Acks(kafka.AcksLeader), producer.BatchSize(256<<10), producer.Linger(time.Second))
 	require.NoError(t, err)
 	const records, size = 20_000, 1024
 	value := make([]byte, size)

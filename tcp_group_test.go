@@ -17,6 +17,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -599,7 +600,7 @@ func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
 			require.NoError(t, err)
 			fs.EachRecord(func(r *consumer.Record) { got.add(0, r.Partition, r.Offset, string(r.Value)) })
 			if err := m.Commit(ctx); err != nil {
-				require.True(t, transport.IsRetriable(err), "a commit fails only for the broken connection: %v", err)
+				require.True(t, kafka.IsRetriable(err), "a commit fails only for the broken connection: %v", err)
 			}
 		}
 		require.NoError(t, got.err)

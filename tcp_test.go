@@ -13,6 +13,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -163,7 +164,7 @@ func BenchmarkTCPFetch(b *testing.B) {
 	ctx := context.Background()
 	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
 		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
-	p, err := producer.New(n, producer.Acks(transport.AcksLeader), producer.BatchSize(1<<20))
+	p, err := producer.New(n, producer.Acks(kafka.AcksLeader), producer.BatchSize(1<<20))
 	require.NoError(b, err)
 	value := make([]byte, size)
 	for range records {
@@ -243,14 +244,14 @@ func TestTCPAdmin(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cresp.Topics, 6)
 	require.NoError(t, cresp.Topics[0].Err)
-	require.ErrorIs(t, cresp.Topics[1].Err, transport.ErrInvalidTopic)
-	require.ErrorIs(t, cresp.Topics[2].Err, transport.ErrInvalidPartitions)
-	require.ErrorIs(t, cresp.Topics[3].Err, transport.ErrInvalidPartitions, "zero partitions, as Kafka refuses them")
-	require.ErrorIs(t, cresp.Topics[4].Err, transport.ErrInvalidReplicationFactor)
+	require.ErrorIs(t, cresp.Topics[1].Err, kafka.ErrInvalidTopic)
+	require.ErrorIs(t, cresp.Topics[2].Err, kafka.ErrInvalidPartitions)
+	require.ErrorIs(t, cresp.Topics[3].Err, kafka.ErrInvalidPartitions, "zero partitions, as Kafka refuses them")
+	require.ErrorIs(t, cresp.Topics[4].Err, kafka.ErrInvalidReplicationFactor)
 	require.NoError(t, cresp.Topics[5].Err, "-1 asks for the defaults")
 	cresp, err = c.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{Name: "orders", Partitions: -1, ReplicationFactor: -1}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, cresp.Topics[0].Err, transport.ErrTopicAlreadyExists)
+	require.ErrorIs(t, cresp.Topics[0].Err, kafka.ErrTopicAlreadyExists)
 
 	d, err := n.DescribeTopics("orders")
 	require.NoError(t, err)
@@ -266,11 +267,11 @@ func TestTCPAdmin(t *testing.T) {
 	}
 	require.Equal(t, transport.ConfigEntry{Name: "retention.ms", Value: "60000"}, configs["retention.ms"])
 	require.Equal(t, transport.ConfigEntry{Name: "cleanup.policy", Value: "delete", IsDefault: true}, configs["cleanup.policy"])
-	require.ErrorIs(t, dc.Resources[1].Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, dc.Resources[1].Err, kafka.ErrUnknownTopicOrPartition)
 
 	dresp, err := c.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{"orders", "nope", "defaults"}})
 	require.NoError(t, err)
 	require.NoError(t, dresp.Topics[0].Err)
-	require.ErrorIs(t, dresp.Topics[1].Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, dresp.Topics[1].Err, kafka.ErrUnknownTopicOrPartition)
 	require.Empty(t, n.ListTopics())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
@@ -117,7 +118,7 @@ func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
 	for b.Loop() {
 		for off := int64(0); off < int64(records); {
 			resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
-				ReplicaID: transport.ConsumerReplicaID, MaxBytes: 50 << 20, Buffer: buf,
+				ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 50 << 20, Buffer: buf,
 				Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
 					FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
 				}}}},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -77,7 +78,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 		return nil
 	}
 	switch {
-	case errors.Is(err, transport.ErrUnknownMemberID), errors.Is(err, transport.ErrIllegalGeneration), errors.Is(err, transport.ErrFencedInstanceID):
+	case errors.Is(err, kafka.ErrUnknownMemberID), errors.Is(err, kafka.ErrIllegalGeneration), errors.Is(err, kafka.ErrFencedInstanceID):
 		if g.member {
 			g.mu.Lock()
 			if g.generation == gen.ID && g.memberID == gen.MemberID {
@@ -86,7 +87,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 			g.mu.Unlock()
 			g.wake()
 		}
-	case errors.Is(err, transport.ErrRebalanceInProgress):
+	case errors.Is(err, kafka.ErrRebalanceInProgress):
 		if g.member {
 			g.setRejoin("the group is rebalancing")
 			g.wake()
@@ -109,7 +110,7 @@ func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets m
 	var r retry
 	for {
 		err := g.store.CommitOffsets(ctx, g.cfg.group, gen, offsets)
-		if err == nil || !transport.IsRetriable(err) || ctx.Err() != nil {
+		if err == nil || !kafka.IsRetriable(err) || ctx.Err() != nil {
 			return err
 		}
 		if r.fail(&c.cfg, time.Now(), false) {

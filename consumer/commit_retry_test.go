@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/consumer"
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // movingCoordinator is an OffsetStore whose first commits fail as while a
@@ -41,7 +41,7 @@ func (m *movingCoordinator) CommitOffsets(ctx context.Context, group string, gen
 // sent again after the backoff and succeeds; one refused for good is not.
 func TestCommitRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	store := &movingCoordinator{MemoryOffsets: consumer.NewMemoryOffsets(), fails: []error{
-		fmt.Errorf("%w: moved", transport.ErrNotCoordinator), transport.ErrCoordinatorLoadInProgress, transport.ErrNetwork}}
+		fmt.Errorf("%w: moved", kafka.ErrNotCoordinator), kafka.ErrCoordinatorLoadInProgress, kafka.ErrNetwork}}
 	c, err := consumer.New(newFixedLog(1, 4), consumer.Group("g"), consumer.Offsets(store), consumer.Partitions(tp("t", 0)),
 		consumer.RetryBackoff(time.Millisecond), consumer.RetryBackoffMax(5*time.Millisecond))
 	require.NoError(t, err)
@@ -53,8 +53,8 @@ func TestCommitRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), got[tp("t", 0)].Offset)
 
-	store.fails = []error{transport.ErrUnknownMemberID}
-	require.ErrorIs(t, c.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), transport.ErrUnknownMemberID)
+	store.fails = []error{kafka.ErrUnknownMemberID}
+	require.ErrorIs(t, c.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrUnknownMemberID)
 	require.Equal(t, 5, store.calls, "not retried")
 
 	// Retriable failures that last RetryTimeout are reported.
@@ -64,7 +64,7 @@ func TestCommitRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	defer c2.Close()
 	store.fails = make([]error, 1000)
 	for i := range store.fails {
-		store.fails[i] = transport.ErrCoordinatorNotAvailable
+		store.fails[i] = kafka.ErrCoordinatorNotAvailable
 	}
-	require.ErrorIs(t, c2.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), transport.ErrCoordinatorNotAvailable)
+	require.ErrorIs(t, c2.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrCoordinatorNotAvailable)
 }

@@ -31,7 +31,7 @@
 // the partition waits for a Seek. A position that falls out of the
 // partition, because retention deleted the records there or the log was
 // truncated, is reset the same way, or with None reported as
-// transport.ErrOffsetOutOfRange.
+// kafka.ErrOffsetOutOfRange.
 //
 // Seek, SeekToBeginning, SeekToEnd and SeekToTimestamp move positions;
 // Position reads one. Poll moves a partition's position past the records

@@ -22,7 +22,7 @@ var (
 
 // FetchError is an error in consuming one partition: which partition, at
 // which offset, and why. Err matches ErrNoOffset, a Kafka error of package
-// transport (transport.ErrOffsetOutOfRange, ...) or, for a batch that
+// transport (kafka.ErrOffsetOutOfRange, ...) or, for a batch that
 // failed its checks, record.ErrCorrupt and its kin, with errors.Is.
 //
 // A FetchError stops its partition or not as Poll's documentation says.

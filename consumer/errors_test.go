@@ -15,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
@@ -25,7 +26,7 @@ import (
 type fixedLog struct {
 	batches [][]byte
 	hw      int64
-	// outOfRange makes every fetch fail with transport.ErrOffsetOutOfRange,
+	// outOfRange makes every fetch fail with kafka.ErrOffsetOutOfRange,
 	// contradicting ListOffsets; fetches counts them.
 	outOfRange bool
 	fetches    atomic.Int64
@@ -58,7 +59,7 @@ func (l *fixedLog) Produce(ctx context.Context, req *transport.ProduceRequest) (
 
 func (l *fixedLog) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
 	off := int64(0)
-	if req.Topics[0].Partitions[0].Timestamp == transport.LatestTimestamp {
+	if req.Topics[0].Partitions[0].Timestamp == kafka.LatestTimestamp {
 		off = l.hw
 	}
 	return &transport.ListOffsetsResponse{Topics: []transport.ListOffsetsTopicResponse{{Topic: "t",
@@ -69,7 +70,7 @@ func (l *fixedLog) Fetch(ctx context.Context, req *transport.FetchRequest) (*tra
 	l.fetches.Add(1)
 	if l.outOfRange {
 		return &transport.FetchResponse{Topics: []transport.FetchTopicResponse{{Topic: "t", Partitions: []transport.FetchPartitionResponse{{
-			Partition: 0, Err: transport.ErrOffsetOutOfRange, HighWatermark: l.hw,
+			Partition: 0, Err: kafka.ErrOffsetOutOfRange, HighWatermark: l.hw,
 		}}}}}, nil
 	}
 	from := req.Topics[0].Partitions[0].FetchOffset
@@ -164,7 +165,7 @@ func TestRetriableErrorsAreRetriedQuietly(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
 		produceValues(t, n, "t", 0, "a")
-		f := &flaky{Node: n, err: fmt.Errorf("%w: moved", transport.ErrNotLeaderOrFollower)}
+		f := &flaky{Node: n, err: fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)}
 		f.failures.Store(4)
 		c := newConsumer(t, f, consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
 		start := time.Now()
@@ -178,13 +179,13 @@ func TestLastingRetriableErrorsAreReported(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
 		produceValues(t, n, "t", 0, "a")
-		f := &flaky{Node: n, err: transport.ErrLeaderNotAvailable}
+		f := &flaky{Node: n, err: kafka.ErrLeaderNotAvailable}
 		f.failures.Store(1 << 40)
 		c := newConsumer(t, f, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 			consumer.RetryTimeout(5*time.Second))
 		start := time.Now()
 		_, err := pollErr(t, c)
-		requireFetchError(t, err, tp("t", 0), transport.ErrLeaderNotAvailable)
+		requireFetchError(t, err, tp("t", 0), kafka.ErrLeaderNotAvailable)
 		require.GreaterOrEqual(t, time.Since(start), 5*time.Second)
 		require.Less(t, time.Since(start), 7*time.Second)
 
@@ -204,7 +205,7 @@ func TestClientErrorsAreReported(t *testing.T) {
 		// no answer at all.
 		for {
 			_, err := pollErr(t, c)
-			require.ErrorIs(t, err, transport.ErrClosed)
+			require.ErrorIs(t, err, kafka.ErrClosed)
 			var fe *consumer.FetchError
 			if !errors.As(err, &fe) {
 				require.ErrorContains(t, err, "consumer: fetch: ")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -28,7 +29,7 @@ func openExampleNode(topic string, values ...string) *partlog.Node {
 	for i, v := range values {
 		b.Append(record.Record{Timestamp: time.Date(2024, 5, 1, 12, i, 0, 0, time.UTC).UnixMilli(), Value: []byte(v)})
 	}
-	_, err = node.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{{
+	_, err = node.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 		Topic: topic, Partitions: []transport.ProducePartition{{Partition: 0, Records: b.Build()}},
 	}}})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -124,9 +125,9 @@ func (c *Consumer) planLocked(now time.Time) step {
 			stopped = true
 			continue
 		}
-		at := transport.LatestTimestamp
+		at := kafka.LatestTimestamp
 		if p.reset == Earliest {
-			at = transport.EarliestTimestamp
+			at = kafka.EarliestTimestamp
 		}
 		s.resets = append(s.resets, target{p: p, epoch: p.epoch, at: at})
 	}
@@ -196,7 +197,7 @@ func (c *Consumer) failLocked(p *partState, now time.Time, offset int64, err err
 	if p.retry.fail(&c.cfg, now, report) {
 		p.pending = &FetchError{Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: offset, Err: err}
 	}
-	if transport.IsRetriable(err) && c.cfg.subscribing {
+	if kafka.IsRetriable(err) && c.cfg.subscribing {
 		// The partition may have moved or gone: look again soon.
 		if soon := now.Add(c.cfg.retryBackoff); soon.Before(c.metadataDue) {
 			c.metadataDue = soon
@@ -209,7 +210,7 @@ func (c *Consumer) failLocked(p *partState, now time.Time, offset int64, err err
 // answer. Poll reports err unless it is retriable and has not lasted
 // RetryTimeout.
 func (c *Consumer) requestFailedLocked(now time.Time, what string, err error) {
-	if c.requests.fail(&c.cfg, now, !transport.IsRetriable(err)) {
+	if c.requests.fail(&c.cfg, now, !kafka.IsRetriable(err)) {
 		c.pending = fmt.Errorf("consumer: %s: %w", what, err)
 		c.broadcastLocked()
 	}
@@ -236,7 +237,7 @@ func (c *Consumer) refreshMetadata() {
 	for _, t := range resp.Topics {
 		if t.Err != nil {
 			missing = true
-			if errors.Is(t.Err, transport.ErrUnknownTopicOrPartition) {
+			if errors.Is(t.Err, kafka.ErrUnknownTopicOrPartition) {
 				var gone []*partState
 				for _, p := range c.order {
 					if p.tp.Topic == t.Topic {
@@ -296,9 +297,9 @@ func (c *Consumer) resetOffsets(ts []target) {
 		p := t.p
 		switch {
 		case r.Err != nil:
-			c.failLocked(p, now, -1, r.Err, !transport.IsRetriable(r.Err))
+			c.failLocked(p, now, -1, r.Err, !kafka.IsRetriable(r.Err))
 		case r.Offset < 0:
-			c.failLocked(p, now, -1, fmt.Errorf("%w: no offset in the answer", transport.ErrUnknownServerError), true)
+			c.failLocked(p, now, -1, fmt.Errorf("%w: no offset in the answer", kafka.ErrUnknownServerError), true)
 		default:
 			p.retry = retry{}
 			p.state, p.position, p.fetchOffset = posReady, r.Offset, r.Offset
@@ -306,7 +307,7 @@ func (c *Consumer) resetOffsets(ts []target) {
 	})
 	for _, t := range byTP { // left out of the answer
 		if !t.p.removed && t.p.epoch == t.epoch {
-			c.failLocked(t.p, now, -1, fmt.Errorf("%w: partition left out of the answer", transport.ErrUnknownServerError), false)
+			c.failLocked(t.p, now, -1, fmt.Errorf("%w: partition left out of the answer", kafka.ErrUnknownServerError), false)
 		}
 	}
 	c.broadcastLocked()
@@ -317,7 +318,7 @@ func (c *Consumer) resetOffsets(ts []target) {
 // that is not part of the fetch wants fetching, or one that is was moved.
 func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf *fetchBuf) {
 	req := &transport.FetchRequest{
-		ReplicaID: transport.ConsumerReplicaID,
+		ReplicaID: kafka.ConsumerReplicaID,
 		MaxWait:   c.cfg.fetchMaxWait,
 		MinBytes:  c.cfg.fetchMinBytes,
 		MaxBytes:  c.cfg.fetchMaxBytes,
@@ -437,7 +438,7 @@ func matchFetch(resp *transport.FetchResponse, ts []target, answers []*transport
 func (c *Consumer) applyLocked(t target, a *transport.FetchPartitionResponse, ch *chunk, now time.Time) {
 	p := t.p
 	if a == nil {
-		c.failLocked(p, now, t.from, fmt.Errorf("%w: partition left out of the answer", transport.ErrUnknownServerError), false)
+		c.failLocked(p, now, t.from, fmt.Errorf("%w: partition left out of the answer", kafka.ErrUnknownServerError), false)
 		return
 	}
 	switch {
@@ -451,7 +452,7 @@ func (c *Consumer) applyLocked(t target, a *transport.FetchPartitionResponse, ch
 		p.chunks = append(p.chunks, ch)
 		p.resets = 0
 		c.buffered += ch.bytes
-	case errors.Is(a.Err, transport.ErrOffsetOutOfRange):
+	case errors.Is(a.Err, kafka.ErrOffsetOutOfRange):
 		if c.cfg.reset == None {
 			c.stopLocked(p, &FetchError{Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: t.from, Err: a.Err})
 			return
@@ -462,9 +463,9 @@ func (c *Consumer) applyLocked(t target, a *transport.FetchPartitionResponse, ch
 			// are moving (retention at work), or it contradicts itself.
 			c.failLocked(p, now, t.from, a.Err, false)
 		}
-	case errors.Is(a.Err, transport.ErrCorruptMessage):
+	case errors.Is(a.Err, kafka.ErrCorruptMessage):
 		c.stopLocked(p, &FetchError{Topic: p.tp.Topic, Partition: p.tp.Partition, Offset: t.from, Err: a.Err})
 	default:
-		c.failLocked(p, now, t.from, a.Err, !transport.IsRetriable(a.Err))
+		c.failLocked(p, now, t.from, a.Err, !kafka.IsRetriable(a.Err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -64,7 +65,7 @@ type groupMember struct {
 // ErrCommitFailed means a commit was refused because the group has moved
 // on: a rebalance is in progress or done, or the consumer is no longer a
 // member (Kafka's CommitFailedException). It wraps the coordinator's error
-// (transport.ErrIllegalGeneration, ErrUnknownMemberID,
+// (kafka.ErrIllegalGeneration, ErrUnknownMemberID,
 // ErrRebalanceInProgress). The partitions may have another owner now.
 var ErrCommitFailed = errors.New("consumer: commit failed: the group rebalanced or the consumer left it")
 
@@ -168,9 +169,9 @@ func (g *groupMember) heartbeat() {
 		return
 	}
 	switch {
-	case errors.Is(resp.Err, transport.ErrRebalanceInProgress):
+	case errors.Is(resp.Err, kafka.ErrRebalanceInProgress):
 		g.requestRejoinLocked("the group is rebalancing")
-	case errors.Is(resp.Err, transport.ErrUnknownMemberID), errors.Is(resp.Err, transport.ErrIllegalGeneration), errors.Is(resp.Err, transport.ErrFencedInstanceID):
+	case errors.Is(resp.Err, kafka.ErrUnknownMemberID), errors.Is(resp.Err, kafka.ErrIllegalGeneration), errors.Is(resp.Err, kafka.ErrFencedInstanceID):
 		g.resetLocked(resp.Err.Error())
 	default:
 		g.mu.Unlock()
@@ -293,7 +294,7 @@ func (g *groupMember) rebalance(ctx context.Context) error {
 			}
 			return ctx.Err()
 		}
-		if !transport.IsRetriable(err) && !errors.Is(err, transport.ErrRebalanceInProgress) {
+		if !kafka.IsRetriable(err) && !errors.Is(err, kafka.ErrRebalanceInProgress) {
 			return fmt.Errorf("consumer: joining group %q: %w", g.cfg.group, err)
 		}
 		failures++
@@ -413,14 +414,14 @@ func (g *groupMember) roundFailed(err error, memberID string) (retry bool, _ err
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case errors.Is(err, transport.ErrMemberIDRequired):
+	case errors.Is(err, kafka.ErrMemberIDRequired):
 		g.memberID = memberID
 		g.requestRejoinLocked("member id required")
 		return true, nil
-	case errors.Is(err, transport.ErrUnknownMemberID), errors.Is(err, transport.ErrIllegalGeneration):
+	case errors.Is(err, kafka.ErrUnknownMemberID), errors.Is(err, kafka.ErrIllegalGeneration):
 		g.resetLocked(err.Error())
 		return true, nil
-	case errors.Is(err, transport.ErrRebalanceInProgress):
+	case errors.Is(err, kafka.ErrRebalanceInProgress):
 		g.requestRejoinLocked("the group is rebalancing")
 		return true, nil
 	}
@@ -437,7 +438,7 @@ func (g *groupMember) assign(ctx context.Context, jr *transport.JoinGroupRespons
 		}
 	}
 	if assignor == nil {
-		return nil, fmt.Errorf("%w: the group chose assignor %q, which this consumer lacks", transport.ErrInconsistentGroupProtocol, jr.ProtocolName)
+		return nil, fmt.Errorf("%w: the group chose assignor %q, which this consumer lacks", kafka.ErrInconsistentGroupProtocol, jr.ProtocolName)
 	}
 	members := make([]GroupMember, 0, len(jr.Members))
 	var topics []string
@@ -500,7 +501,7 @@ func (g *groupMember) apply(ctx context.Context, assigned []TopicPartition) erro
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || !transport.IsRetriable(err) {
+		if ctx.Err() != nil || !kafka.IsRetriable(err) {
 			g.mu.Lock()
 			g.resetLocked("fetching committed offsets failed")
 			g.lost = false

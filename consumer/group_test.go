@@ -14,6 +14,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -341,7 +342,7 @@ func TestGroupCrashedMemberSessionTimeout(t *testing.T) {
 	requireExactlyOnce(t, recs, 4*9)
 	hb, err := n.Heartbeat(ctx, &transport.HeartbeatRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID})
 	require.NoError(t, err)
-	require.ErrorIs(t, hb.Err, transport.ErrUnknownMemberID)
+	require.ErrorIs(t, hb.Err, kafka.ErrUnknownMemberID)
 	require.NoError(t, c1.error())
 }
 

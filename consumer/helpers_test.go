@@ -11,6 +11,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -43,7 +44,7 @@ func createTopic(tb testing.TB, n *partlog.Node, name string, partitions int32, 
 // offset.
 func produceBatch(tb testing.TB, n transport.Client, topic string, partition int32, batch []byte) int64 {
 	tb.Helper()
-	resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: transport.AcksAll, Topics: []transport.ProduceTopic{{
+	resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 		Topic: topic, Partitions: []transport.ProducePartition{{Partition: partition, Records: batch}},
 	}}})
 	require.NoError(tb, err)

@@ -38,7 +38,7 @@ type Generation struct {
 type OffsetStore interface {
 	// CommitOffsets stores offsets for group, on behalf of gen. A store
 	// that fences generations refuses a stale one with an error matching
-	// transport.ErrIllegalGeneration (or ErrUnknownMemberID,
+	// kafka.ErrIllegalGeneration (or ErrUnknownMemberID,
 	// ErrRebalanceInProgress).
 	CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[TopicPartition]CommittedOffset) error
 	// FetchOffsets returns group's committed offsets for tps; a partition

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // An Option configures a Consumer; pass them to New. Each knob's
@@ -31,7 +31,7 @@ const (
 	// Earliest starts at the log start offset: the oldest record kept.
 	Earliest
 	// None starts nowhere: Poll reports the partition's *FetchError,
-	// matching ErrNoOffset or transport.ErrOffsetOutOfRange, and the
+	// matching ErrNoOffset or kafka.ErrOffsetOutOfRange, and the
 	// partition waits for a Seek.
 	None
 )
@@ -51,15 +51,15 @@ func (r OffsetReset) String() string {
 
 // IsolationLevel says which records the consumer reads: Kafka's
 // isolation.level.
-type IsolationLevel = transport.IsolationLevel
+type IsolationLevel = kafka.IsolationLevel
 
 // The isolation levels.
 const (
 	// ReadUncommitted reads every record below the high watermark.
-	ReadUncommitted = transport.ReadUncommitted
+	ReadUncommitted = kafka.ReadUncommitted
 	// ReadCommitted reads only committed transactions. Not supported yet:
 	// New rejects it.
-	ReadCommitted = transport.ReadCommitted
+	ReadCommitted = kafka.ReadCommitted
 )
 
 // CRCCheck says whether the consumer verifies each batch's CRC-32C.

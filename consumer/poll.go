@@ -17,14 +17,14 @@ import (
 //
 //   - A *FetchError that stops its partition until a Seek (or SeekTo...):
 //     ErrNoOffset when the partition has no position and AutoOffsetReset is
-//     None; transport.ErrOffsetOutOfRange when its position is out of range
+//     None; kafka.ErrOffsetOutOfRange when its position is out of range
 //     and AutoOffsetReset is None (with Earliest or Latest the position is
 //     reset instead, silently); a batch that failed its checks
-//     (record.ErrCorrupt, and transport.ErrCorruptMessage when the node
+//     (record.ErrCorrupt, and kafka.ErrCorruptMessage when the node
 //     found it), at the batch's offset, after the records before it.
 //   - A *FetchError that does not stop its partition, which is retried
-//     with backoff: a retriable error (transport.IsRetriable, such as
-//     transport.ErrNotLeaderOrFollower, or ErrUnknownTopicOrPartition
+//     with backoff: a retriable error (kafka.IsRetriable, such as
+//     kafka.ErrNotLeaderOrFollower, or ErrUnknownTopicOrPartition
 //     while metadata catches up) once it has lasted RetryTimeout, and
 //     any other error at once.
 //   - An error from the client for a request that got no answer (the node

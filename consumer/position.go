@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -232,7 +233,7 @@ func (c *Consumer) Paused() []TopicPartition {
 // listOffsetsRequest asks for the offset of each of tps at the timestamp
 // at returns for it.
 func listOffsetsRequest(tps []TopicPartition, at func(TopicPartition) int64, isolation IsolationLevel) *transport.ListOffsetsRequest {
-	req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Isolation: isolation}
+	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Isolation: isolation}
 	topics := map[string]int{}
 	for _, tp := range tps {
 		i, ok := topics[tp.Topic]

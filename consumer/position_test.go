@@ -12,7 +12,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 func TestAutoOffsetResetEarliest(t *testing.T) {
@@ -95,7 +95,7 @@ func TestOutOfRangeResetsAsThePolicySays(t *testing.T) {
 					require.Equal(t, []string{"new"}, values(pollN(t, c, 1)))
 				case consumer.None:
 					_, err := pollErr(t, c)
-					fe := requireFetchError(t, err, tp("t", 0), transport.ErrOffsetOutOfRange)
+					fe := requireFetchError(t, err, tp("t", 0), kafka.ErrOffsetOutOfRange)
 					require.Equal(t, int64(3), fe.Offset)
 					require.NoError(t, c.SeekToBeginning())
 					recs := pollN(t, c, int(hw-logStart))

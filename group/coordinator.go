@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -65,7 +66,7 @@ func (c *Coordinator) Partitions() int32 { return c.opts.Partitions }
 func (c *Coordinator) PartitionFor(group string) int32 { return PartitionFor(group, c.opts.Partitions) }
 
 // Close answers every JoinGroup and SyncGroup that waits with
-// transport.ErrNotCoordinator, as Kafka does when a coordinator unloads
+// kafka.ErrNotCoordinator, as Kafka does when a coordinator unloads
 // its groups, and makes later calls answer the same.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
@@ -86,7 +87,7 @@ func (c *Coordinator) logger(g *group) *slog.Logger {
 }
 
 // errClosed is the answer to a request after Close.
-var errClosed = fmt.Errorf("%w: the coordinator closed", transport.ErrNotCoordinator)
+var errClosed = fmt.Errorf("%w: the coordinator closed", kafka.ErrNotCoordinator)
 
 // Join handles a JoinGroup. respond is called once, now or when the
 // rebalance the member joins completes.
@@ -101,27 +102,27 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 		fail(errClosed)
 		return
 	case req.Group == "":
-		fail(fmt.Errorf("%w: empty group id", transport.ErrInvalidGroupID))
+		fail(fmt.Errorf("%w: empty group id", kafka.ErrInvalidGroupID))
 		return
 	case req.SessionTimeout < c.opts.MinSessionTimeout || req.SessionTimeout > c.opts.MaxSessionTimeout:
-		fail(fmt.Errorf("%w: %v is not within %v and %v", transport.ErrInvalidSessionTimeout, req.SessionTimeout, c.opts.MinSessionTimeout, c.opts.MaxSessionTimeout))
+		fail(fmt.Errorf("%w: %v is not within %v and %v", kafka.ErrInvalidSessionTimeout, req.SessionTimeout, c.opts.MinSessionTimeout, c.opts.MaxSessionTimeout))
 		return
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
-		fail(fmt.Errorf("%w: no protocol type or no protocols", transport.ErrInconsistentGroupProtocol))
+		fail(fmt.Errorf("%w: no protocol type or no protocols", kafka.ErrInconsistentGroupProtocol))
 		return
 	}
 	now := c.opts.Now()
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberID != "" {
-			fail(fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, req.Group))
+			fail(fmt.Errorf("%w: group %q has no members", kafka.ErrUnknownMemberID, req.Group))
 			return
 		}
 		g = newGroup(req.Group, c.PartitionFor(req.Group), now)
 		c.groups[req.Group] = g
 	}
 	if len(g.members) > 0 && req.ProtocolType != g.protocolType || !g.supports(req.Protocols) {
-		fail(fmt.Errorf("%w: group %q uses protocol type %q and protocols %v", transport.ErrInconsistentGroupProtocol, g.id, g.protocolType, g.candidates()))
+		fail(fmt.Errorf("%w: group %q uses protocol type %q and protocols %v", kafka.ErrInconsistentGroupProtocol, g.id, g.protocolType, g.candidates()))
 		return
 	}
 	rebalanceTimeout := req.RebalanceTimeout
@@ -130,7 +131,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	}
 	if req.MemberID == "" {
 		if old := g.memberByInstance(req.GroupInstanceID); old != nil {
-			fenced := fmt.Errorf("%w: instance %q rejoined", transport.ErrFencedInstanceID, old.instanceID)
+			fenced := fmt.Errorf("%w: instance %q rejoined", kafka.ErrFencedInstanceID, old.instanceID)
 			if g.state == Stable && old.id != g.leader && old.sameProtocols(req.Protocols) {
 				// A static member restarted (KIP-345): it takes its place
 				// and assignment back under a new member id, which fences
@@ -141,7 +142,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 			c.removeMemberLocked(g, old, fenced, "was replaced by a new instance of "+old.instanceID, now)
 		}
 		if c.opts.MaxSize > 0 && len(g.members) >= c.opts.MaxSize {
-			fail(fmt.Errorf("%w: %d members", transport.ErrGroupMaxSizeReached, len(g.members)))
+			fail(fmt.Errorf("%w: %d members", kafka.ErrGroupMaxSizeReached, len(g.members)))
 			return
 		}
 		m := &member{
@@ -166,11 +167,11 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	}
 	m := g.member(req.MemberID)
 	if m == nil {
-		fail(fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, req.MemberID))
+		fail(fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, req.MemberID))
 		return
 	}
 	if m.instanceID != req.GroupInstanceID {
-		fail(fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID))
+		fail(fmt.Errorf("%w: member %q has instance id %q", kafka.ErrFencedInstanceID, m.id, m.instanceID))
 		return
 	}
 	m.lastHeartbeat = now
@@ -180,7 +181,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	switch g.state {
 	case PreparingRebalance:
 		if m.joinWait != nil {
-			m.joinWait(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: the member joined again", transport.ErrRebalanceInProgress), MemberID: m.id, GenerationID: transport.NoGeneration})
+			m.joinWait(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: the member joined again", kafka.ErrRebalanceInProgress), MemberID: m.id, GenerationID: transport.NoGeneration})
 		}
 		m.joinWait = respond
 		c.tryCompleteJoinLocked(g, now)
@@ -194,7 +195,7 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 		c.prepareRebalanceLocked(g, "member "+m.id+" rejoined with new metadata", now)
 		c.tryCompleteJoinLocked(g, now)
 	default:
-		fail(fmt.Errorf("%w: group %q is %v", transport.ErrUnknownMemberID, g.id, g.state))
+		fail(fmt.Errorf("%w: group %q is %v", kafka.ErrUnknownMemberID, g.id, g.state))
 	}
 }
 
@@ -211,7 +212,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, m *member, req *transp
 	m.lastHeartbeat = now
 	if err := c.storeGroupLocked(g); err != nil {
 		m.id = oldID
-		respond(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: writing the group failed: %v", transport.ErrCoordinatorNotAvailable, err),
+		respond(&transport.JoinGroupResponse{Err: fmt.Errorf("%w: writing the group failed: %v", kafka.ErrCoordinatorNotAvailable, err),
 			GenerationID: transport.NoGeneration})
 		return
 	}
@@ -228,7 +229,7 @@ func (c *Coordinator) prepareRebalanceLocked(g *group, reason string, now time.T
 		for _, m := range g.members {
 			m.assignment = nil
 			if m.syncWait != nil {
-				m.syncWait(&transport.SyncGroupResponse{Err: fmt.Errorf("%w: %s", transport.ErrRebalanceInProgress, reason)})
+				m.syncWait(&transport.SyncGroupResponse{Err: fmt.Errorf("%w: %s", kafka.ErrRebalanceInProgress, reason)})
 				m.syncWait = nil
 			}
 		}
@@ -256,7 +257,7 @@ func (c *Coordinator) tryCompleteJoinLocked(g *group, now time.Time) {
 		for _, m := range slices.Clone(g.members) {
 			if m.joinWait == nil {
 				c.logger(g).Info("member did not rejoin in time", "member", m.id)
-				c.dropMemberLocked(g, m, fmt.Errorf("%w: did not rejoin within the rebalance timeout", transport.ErrUnknownMemberID))
+				c.dropMemberLocked(g, m, fmt.Errorf("%w: did not rejoin within the rebalance timeout", kafka.ErrUnknownMemberID))
 			}
 		}
 	}
@@ -350,14 +351,14 @@ func (c *Coordinator) Sync(req *transport.SyncGroupRequest, respond func(*transp
 		return
 	}
 	if req.ProtocolType != "" && req.ProtocolType != g.protocolType || req.ProtocolName != "" && req.ProtocolName != g.protocol {
-		fail(fmt.Errorf("%w: the group's protocol is %s/%s", transport.ErrInconsistentGroupProtocol, g.protocolType, g.protocol))
+		fail(fmt.Errorf("%w: the group's protocol is %s/%s", kafka.ErrInconsistentGroupProtocol, g.protocolType, g.protocol))
 		return
 	}
 	now := c.opts.Now()
 	m.lastHeartbeat = now
 	switch g.state {
 	case PreparingRebalance:
-		fail(fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, g.id))
+		fail(fmt.Errorf("%w: group %q", kafka.ErrRebalanceInProgress, g.id))
 	case Stable:
 		respond(&transport.SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: m.assignment})
 	case CompletingRebalance:
@@ -376,7 +377,7 @@ func (c *Coordinator) Sync(req *transport.SyncGroupRequest, respond func(*transp
 		g.transition(Stable, now)
 		if err := c.storeGroupLocked(g); err != nil {
 			// As Kafka: the members learn of it and the group rebalances.
-			err = fmt.Errorf("%w: writing the group failed: %v", transport.ErrCoordinatorNotAvailable, err)
+			err = fmt.Errorf("%w: writing the group failed: %v", kafka.ErrCoordinatorNotAvailable, err)
 			for _, mm := range g.members {
 				if mm.syncWait != nil {
 					mm.syncWait(&transport.SyncGroupResponse{Err: err})
@@ -401,17 +402,17 @@ func (c *Coordinator) Sync(req *transport.SyncGroupRequest, respond func(*transp
 func (c *Coordinator) memberLocked(groupID, memberID, instanceID string, generation int32) (*group, *member, error) {
 	g := c.groups[groupID]
 	if g == nil || g.state == Empty || g.state == Dead {
-		return nil, nil, fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, groupID)
+		return nil, nil, fmt.Errorf("%w: group %q has no members", kafka.ErrUnknownMemberID, groupID)
 	}
 	m := g.member(memberID)
 	if m == nil {
 		if instanceID != "" && g.memberByInstance(instanceID) != nil {
-			return nil, nil, fmt.Errorf("%w: instance %q", transport.ErrFencedInstanceID, instanceID)
+			return nil, nil, fmt.Errorf("%w: instance %q", kafka.ErrFencedInstanceID, instanceID)
 		}
-		return nil, nil, fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, memberID)
+		return nil, nil, fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, memberID)
 	}
 	if generation != g.generation {
-		return nil, nil, fmt.Errorf("%w: generation %d, the group is at %d", transport.ErrIllegalGeneration, generation, g.generation)
+		return nil, nil, fmt.Errorf("%w: generation %d, the group is at %d", kafka.ErrIllegalGeneration, generation, g.generation)
 	}
 	return g, m, nil
 }
@@ -435,7 +436,7 @@ func (c *Coordinator) Heartbeat(req *transport.HeartbeatRequest) *transport.Hear
 	}
 	m.lastHeartbeat = c.opts.Now()
 	if g.state == PreparingRebalance {
-		return &transport.HeartbeatResponse{Err: fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, g.id)}
+		return &transport.HeartbeatResponse{Err: fmt.Errorf("%w: group %q", kafka.ErrRebalanceInProgress, g.id)}
 	}
 	return &transport.HeartbeatResponse{}
 }
@@ -461,15 +462,15 @@ func (c *Coordinator) Leave(req *transport.LeaveGroupRequest) *transport.LeaveGr
 		}
 		switch {
 		case m == nil:
-			r.Err = fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, lm.MemberID)
+			r.Err = fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, lm.MemberID)
 		case lm.GroupInstanceID != "" && m.instanceID != lm.GroupInstanceID:
-			r.Err = fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID)
+			r.Err = fmt.Errorf("%w: member %q has instance id %q", kafka.ErrFencedInstanceID, m.id, m.instanceID)
 		default:
 			reason := lm.Reason
 			if reason == "" {
 				reason = "the member left the group"
 			}
-			c.removeMemberLocked(g, m, fmt.Errorf("%w: %s", transport.ErrUnknownMemberID, reason), "left the group: "+reason, now)
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: %s", kafka.ErrUnknownMemberID, reason), "left the group: "+reason, now)
 		}
 		resp.Members = append(resp.Members, r)
 	}
@@ -494,7 +495,7 @@ func (c *Coordinator) Tick() {
 				continue
 			}
 			c.logger(g).Info("member session expired", "member", m.id, "session_timeout", m.sessionTimeout)
-			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", transport.ErrUnknownMemberID), "was not heard from within its session timeout", now)
+			c.removeMemberLocked(g, m, fmt.Errorf("%w: session timed out", kafka.ErrUnknownMemberID), "was not heard from within its session timeout", now)
 		}
 		if g.state == PreparingRebalance && (!now.Before(g.rebalanceDeadline) || !g.joinsUntil.IsZero() && !now.Before(g.joinsUntil)) {
 			c.tryCompleteJoinLocked(g, now)
@@ -536,7 +537,7 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 			case err != nil:
 				pr.Err = err
 			case len(p.Metadata) > c.opts.MaxMetadataBytes:
-				pr.Err = fmt.Errorf("%w: %d bytes, the most is %d", transport.ErrOffsetMetadataTooLarge, len(p.Metadata), c.opts.MaxMetadataBytes)
+				pr.Err = fmt.Errorf("%w: %d bytes, the most is %d", kafka.ErrOffsetMetadataTooLarge, len(p.Metadata), c.opts.MaxMetadataBytes)
 			default:
 				v := OffsetValue{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
 				recs = append(recs, Record{Key: OffsetKey(req.Group, t.Topic, p.Partition).Encode(), Value: v.Encode()})
@@ -558,7 +559,7 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 	// Written without the coordinator's lock; the group's commit lock
 	// keeps its commits in order in the log and in the cache.
 	if werr := c.log.Append(partition, recs); werr != nil {
-		werr = fmt.Errorf("%w: writing offsets failed: %v", transport.ErrCoordinatorNotAvailable, werr)
+		werr = fmt.Errorf("%w: writing offsets failed: %v", kafka.ErrCoordinatorNotAvailable, werr)
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {
 				if pr := &resp.Topics[i].Partitions[j]; pr.Err == nil {
@@ -588,7 +589,7 @@ func (c *Coordinator) checkCommitLocked(req *transport.OffsetCommitRequest) erro
 		return errClosed
 	}
 	if req.Group == "" {
-		return fmt.Errorf("%w: empty group id", transport.ErrInvalidGroupID)
+		return fmt.Errorf("%w: empty group id", kafka.ErrInvalidGroupID)
 	}
 	g := c.groups[req.Group]
 	simple := req.GenerationID < 0 && req.MemberID == ""
@@ -598,20 +599,20 @@ func (c *Coordinator) checkCommitLocked(req *transport.OffsetCommitRequest) erro
 			return nil
 		}
 		if g == nil {
-			return fmt.Errorf("%w: group %q has no generation %d", transport.ErrIllegalGeneration, req.Group, req.GenerationID)
+			return fmt.Errorf("%w: group %q has no generation %d", kafka.ErrIllegalGeneration, req.Group, req.GenerationID)
 		}
-		return fmt.Errorf("%w: group %q has no members", transport.ErrUnknownMemberID, req.Group)
+		return fmt.Errorf("%w: group %q has no members", kafka.ErrUnknownMemberID, req.Group)
 	case g.state == CompletingRebalance:
-		return fmt.Errorf("%w: group %q", transport.ErrRebalanceInProgress, req.Group)
+		return fmt.Errorf("%w: group %q", kafka.ErrRebalanceInProgress, req.Group)
 	}
 	m := g.member(req.MemberID)
 	switch {
 	case m == nil:
-		return fmt.Errorf("%w: %q", transport.ErrUnknownMemberID, req.MemberID)
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, req.MemberID)
 	case req.GroupInstanceID != "" && m.instanceID != req.GroupInstanceID:
-		return fmt.Errorf("%w: member %q has instance id %q", transport.ErrFencedInstanceID, m.id, m.instanceID)
+		return fmt.Errorf("%w: member %q has instance id %q", kafka.ErrFencedInstanceID, m.id, m.instanceID)
 	case req.GenerationID != g.generation:
-		return fmt.Errorf("%w: generation %d, the group is at %d", transport.ErrIllegalGeneration, req.GenerationID, g.generation)
+		return fmt.Errorf("%w: generation %d, the group is at %d", kafka.ErrIllegalGeneration, req.GenerationID, g.generation)
 	}
 	return nil
 }
@@ -712,7 +713,7 @@ func (c *Coordinator) List(req *transport.ListGroupsRequest) *transport.ListGrou
 // its offsets — tombstones for its offset and group metadata keys are
 // written to its partition, so that it stays deleted after a reload and
 // compaction drops its records. A group with members is refused with
-// transport.ErrNonEmptyGroup, an unknown one with ErrGroupIDNotFound.
+// kafka.ErrNonEmptyGroup, an unknown one with ErrGroupIDNotFound.
 func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.DeleteGroupsResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -724,9 +725,9 @@ func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.Dele
 		case c.closed:
 			r.Err = errClosed
 		case g == nil:
-			r.Err = fmt.Errorf("%w: %q", transport.ErrGroupIDNotFound, id)
+			r.Err = fmt.Errorf("%w: %q", kafka.ErrGroupIDNotFound, id)
 		case len(g.members) > 0:
-			r.Err = fmt.Errorf("%w: group %q has %d members", transport.ErrNonEmptyGroup, id, len(g.members))
+			r.Err = fmt.Errorf("%w: group %q has %d members", kafka.ErrNonEmptyGroup, id, len(g.members))
 		default:
 			r.Err = c.deleteGroupLocked(g)
 		}
@@ -745,7 +746,7 @@ func (c *Coordinator) deleteGroupLocked(g *group) error {
 	}
 	recs = append(recs, Record{Key: GroupKey(g.id).Encode()})
 	if err := c.log.Append(g.partition, recs); err != nil {
-		return fmt.Errorf("%w: writing the tombstones failed: %v", transport.ErrCoordinatorNotAvailable, err)
+		return fmt.Errorf("%w: writing the tombstones failed: %v", kafka.ErrCoordinatorNotAvailable, err)
 	}
 	g.transition(Dead, c.opts.Now())
 	delete(c.groups, g.id)

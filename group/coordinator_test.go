@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -147,7 +148,7 @@ func (h *harness) twoMembers(g string) {
 	j2 := h.join(g, "")
 	j2.waiting(t)
 	require.Equal(t, "PreparingRebalance", h.state(g))
-	require.ErrorIs(t, h.heartbeat(g, "c-1", 1), transport.ErrRebalanceInProgress)
+	require.ErrorIs(t, h.heartbeat(g, "c-1", 1), kafka.ErrRebalanceInProgress)
 	j1 = h.join(g, "c-1")
 	r1, r2 := j1.answered(t), j2.answered(t)
 	require.NoError(t, r1.Err)
@@ -184,9 +185,9 @@ func TestLeaveRebalances(t *testing.T) {
 	h.twoMembers("g")
 	resp := h.c.Leave(&transport.LeaveGroupRequest{Group: "g", Members: []transport.LeaveGroupMember{{MemberID: "c-1"}, {MemberID: "nobody"}}})
 	require.NoError(t, resp.Members[0].Err)
-	require.ErrorIs(t, resp.Members[1].Err, transport.ErrUnknownMemberID)
+	require.ErrorIs(t, resp.Members[1].Err, kafka.ErrUnknownMemberID)
 	require.Equal(t, "PreparingRebalance", h.state("g"))
-	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), transport.ErrRebalanceInProgress)
+	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), kafka.ErrRebalanceInProgress)
 	r := h.join("g", "c-2").answered(t)
 	require.NoError(t, r.Err)
 	require.Equal(t, int32(3), r.GenerationID)
@@ -209,7 +210,7 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 	r := h.join("g", "c-1").answered(t)
 	require.Equal(t, int32(3), r.GenerationID)
 	require.Len(t, r.Members, 1)
-	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), transport.ErrUnknownMemberID)
+	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), kafka.ErrUnknownMemberID)
 }
 
 func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
@@ -228,7 +229,7 @@ func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
 	require.Equal(t, int32(3), r1.GenerationID)
 	require.Equal(t, int32(3), r3.GenerationID)
 	require.Len(t, r1.Members, 2)
-	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), transport.ErrUnknownMemberID)
+	require.ErrorIs(t, h.heartbeat("g", "c-2", 2), kafka.ErrUnknownMemberID)
 }
 
 func TestCommitsFencedByGeneration(t *testing.T) {
@@ -236,9 +237,9 @@ func TestCommitsFencedByGeneration(t *testing.T) {
 	h.twoMembers("g")
 	require.NoError(t, h.commit("g", "c-2", 2, "t", 1, 10))
 	// c-1 was in generation 1; that generation is gone.
-	require.ErrorIs(t, h.commit("g", "c-1", 1, "t", 1, 3), transport.ErrIllegalGeneration)
-	require.ErrorIs(t, h.commit("g", "zombie", 2, "t", 1, 3), transport.ErrUnknownMemberID)
-	require.ErrorIs(t, h.commit("g", "", transport.NoGeneration, "t", 1, 3), transport.ErrUnknownMemberID, "no simple commits to a group with members")
+	require.ErrorIs(t, h.commit("g", "c-1", 1, "t", 1, 3), kafka.ErrIllegalGeneration)
+	require.ErrorIs(t, h.commit("g", "zombie", 2, "t", 1, 3), kafka.ErrUnknownMemberID)
+	require.ErrorIs(t, h.commit("g", "", transport.NoGeneration, "t", 1, 3), kafka.ErrUnknownMemberID, "no simple commits to a group with members")
 	require.Equal(t, int64(10), h.committed("g", "t", 1))
 
 	// While the group prepares a rebalance, the current generation may
@@ -249,11 +250,11 @@ func TestCommitsFencedByGeneration(t *testing.T) {
 	h.join("g", "c-1")
 	h.join("g", "c-2")
 	j3.answered(t)
-	require.ErrorIs(t, h.commit("g", "c-2", 3, "t", 1, 12), transport.ErrRebalanceInProgress)
-	require.ErrorIs(t, h.commit("g", "c-2", 2, "t", 1, 12), transport.ErrRebalanceInProgress)
+	require.ErrorIs(t, h.commit("g", "c-2", 3, "t", 1, 12), kafka.ErrRebalanceInProgress)
+	require.ErrorIs(t, h.commit("g", "c-2", 2, "t", 1, 12), kafka.ErrRebalanceInProgress)
 	require.NoError(t, h.sync("g", "c-1", 3, nil).answered(t).Err)
 	// Stable again: the old generation is fenced, the new one commits.
-	require.ErrorIs(t, h.commit("g", "c-2", 2, "t", 1, 12), transport.ErrIllegalGeneration)
+	require.ErrorIs(t, h.commit("g", "c-2", 2, "t", 1, 12), kafka.ErrIllegalGeneration)
 	require.Equal(t, int64(11), h.committed("g", "t", 1))
 	require.NoError(t, h.commit("g", "c-2", 3, "t", 1, 12))
 	require.Equal(t, int64(12), h.committed("g", "t", 1))
@@ -261,7 +262,7 @@ func TestCommitsFencedByGeneration(t *testing.T) {
 	// Simple commits to a group nobody is in.
 	require.NoError(t, h.commit("simple", "", transport.NoGeneration, "t", 0, 5))
 	require.Equal(t, int64(5), h.committed("simple", "t", 0))
-	require.ErrorIs(t, h.commit("unknown", "m", 4, "t", 0, 5), transport.ErrIllegalGeneration)
+	require.ErrorIs(t, h.commit("unknown", "m", 4, "t", 0, 5), kafka.ErrIllegalGeneration)
 	require.Equal(t, int64(-1), h.committed("unknown", "t", 0))
 }
 
@@ -269,7 +270,7 @@ func TestCommitFailsWhenTheLogFails(t *testing.T) {
 	h := newHarness(t)
 	require.NoError(t, h.commit("g", "", -1, "t", 0, 5))
 	h.log.fail = fmt.Errorf("disk full")
-	require.ErrorIs(t, h.commit("g", "", -1, "t", 0, 6), transport.ErrCoordinatorNotAvailable)
+	require.ErrorIs(t, h.commit("g", "", -1, "t", 0, 6), kafka.ErrCoordinatorNotAvailable)
 	require.Equal(t, int64(5), h.committed("g", "t", 0), "a commit not written is not taken")
 }
 
@@ -308,7 +309,7 @@ func TestStateRebuiltFromLog(t *testing.T) {
 	// fenced.
 	require.NoError(t, h.heartbeat("g", "c-2", 2))
 	require.NoError(t, h.commit("g", "c-2", 2, "t", 1, 13))
-	require.ErrorIs(t, h.commit("g", "c-2", 1, "t", 1, 1), transport.ErrIllegalGeneration)
+	require.ErrorIs(t, h.commit("g", "c-2", 1, "t", 1, 1), kafka.ErrIllegalGeneration)
 	// Members that never come back expire, and the group is Empty.
 	h.clock.Advance(11 * time.Second)
 	c2.Tick()
@@ -321,10 +322,10 @@ func TestJoinValidation(t *testing.T) {
 	ch := make(chan *transport.JoinGroupResponse, 1)
 	h.c.Join(&transport.JoinGroupRequest{Group: "g", ProtocolType: "consumer", SessionTimeout: time.Second,
 		Protocols: []transport.JoinGroupProtocol{{Name: "range"}}}, func(r *transport.JoinGroupResponse) { ch <- r })
-	require.ErrorIs(t, (<-ch).Err, transport.ErrInvalidSessionTimeout)
-	require.ErrorIs(t, h.join("g", "ghost").answered(t).Err, transport.ErrUnknownMemberID)
+	require.ErrorIs(t, (<-ch).Err, kafka.ErrInvalidSessionTimeout)
+	require.ErrorIs(t, h.join("g", "ghost").answered(t).Err, kafka.ErrUnknownMemberID)
 	require.NoError(t, h.join("g", "", "roundrobin").answered(t).Err)
-	require.ErrorIs(t, h.join("g", "", "range").answered(t).Err, transport.ErrInconsistentGroupProtocol)
+	require.ErrorIs(t, h.join("g", "", "range").answered(t).Err, kafka.ErrInconsistentGroupProtocol)
 	// A member supporting both can join; the group keeps roundrobin.
 	j := h.join("g", "", "range", "roundrobin")
 	r := h.join("g", "c-1", "roundrobin").answered(t)
@@ -337,8 +338,8 @@ func TestCloseAnswersWaiters(t *testing.T) {
 	h.twoMembers("g")
 	j := h.join("g", "")
 	h.c.Close()
-	require.ErrorIs(t, j.answered(t).Err, transport.ErrNotCoordinator)
-	require.ErrorIs(t, h.heartbeat("g", "c-1", 2), transport.ErrNotCoordinator)
+	require.ErrorIs(t, j.answered(t).Err, kafka.ErrNotCoordinator)
+	require.ErrorIs(t, h.heartbeat("g", "c-1", 2), kafka.ErrNotCoordinator)
 }
 
 func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
@@ -368,7 +369,7 @@ func TestStaticMemberRejoinsWithoutRebalance(t *testing.T) {
 	require.Equal(t, "Stable", h.state("g"))
 	require.Equal(t, "p1", string(h.sync("g", r3.MemberID, 2, nil).answered(t).Assignment))
 	// The old instance is fenced.
-	require.ErrorIs(t, h.heartbeat("g", r2.MemberID, 2), transport.ErrUnknownMemberID)
+	require.ErrorIs(t, h.heartbeat("g", r2.MemberID, 2), kafka.ErrUnknownMemberID)
 	require.NoError(t, h.heartbeat("g", r3.MemberID, 2))
 }
 
@@ -379,8 +380,8 @@ func TestDeleteGroupWritesTombstones(t *testing.T) {
 	require.NoError(t, h.commit("idle", "", -1, "t", 1, 6))
 	resp := h.c.Delete(&transport.DeleteGroupsRequest{Groups: []string{"idle", "busy", "nobody"}})
 	require.NoError(t, resp.Results[0].Err)
-	require.ErrorIs(t, resp.Results[1].Err, transport.ErrNonEmptyGroup)
-	require.ErrorIs(t, resp.Results[2].Err, transport.ErrGroupIDNotFound)
+	require.ErrorIs(t, resp.Results[1].Err, kafka.ErrNonEmptyGroup)
+	require.ErrorIs(t, resp.Results[2].Err, kafka.ErrGroupIDNotFound)
 	require.Equal(t, int64(-1), h.committed("idle", "t", 0))
 	require.Equal(t, "Dead", h.state("idle"))
 

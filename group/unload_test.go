@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -24,10 +25,10 @@ func TestUnloadForgetsOnePartition(t *testing.T) {
 
 	p := PartitionFor("g", 5)
 	h.c.Unload(p)
-	require.ErrorIs(t, j.answered(t).Err, transport.ErrNotCoordinator)
+	require.ErrorIs(t, j.answered(t).Err, kafka.ErrNotCoordinator)
 	require.Equal(t, "Dead", h.state("g"))
 	require.Equal(t, int64(-1), h.committed("g", "t", 0))
-	require.ErrorIs(t, h.heartbeat("g", "c-1", 2), transport.ErrUnknownMemberID)
+	require.ErrorIs(t, h.heartbeat("g", "c-1", 2), kafka.ErrUnknownMemberID)
 	require.Equal(t, int64(3), h.committed("other", "t", 0), "another partition's group stays")
 	require.Equal(t, []transport.ListedGroup{{Group: "other", State: "Empty"}}, h.c.List(&transport.ListGroupsRequest{}).Groups)
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // keyCheckRecords recycles the Records slices checkKeys decodes into, so
@@ -15,8 +15,8 @@ var keyCheckRecords = sync.Pool{New: func() any { return new([]record.Record) }}
 // checkKeys rejects a batch for a compacted topic when one of its records
 // has no key, as Kafka's broker does: the cleaner keeps the latest record
 // of each key, so a record without one could never be kept. The error is
-// transport.ErrInvalidRecord, and a batch that does not decode is
-// transport.ErrCorruptMessage. Decoding validates the batch as
+// kafka.ErrInvalidRecord, and a batch that does not decode is
+// kafka.ErrCorruptMessage. Decoding validates the batch as
 // record.Validate does — its CRC too with record.VerifyCRC — so the header
 // it returns is the validated one.
 func (p *Partition) checkKeys(batch []byte, crc record.CRCCheck) (record.Header, error) {
@@ -37,7 +37,7 @@ func (p *Partition) checkKeys(batch []byte, crc record.CRCCheck) (record.Header,
 	for i, r := range b.Records {
 		if r.Key == nil {
 			return record.Header{}, fmt.Errorf("%w: compacted topic cannot accept message without key in topic partition %s-%d (record %d of the batch)",
-				transport.ErrInvalidRecord, p.topic, p.partition, i)
+				kafka.ErrInvalidRecord, p.topic, p.partition, i)
 		}
 	}
 	return b.Header, nil

@@ -19,8 +19,8 @@
 // (log.AppendChecked), so the check and the append are one step: a retry of
 // a batch the log holds is answered with its original offsets
 // (AppendResult.Duplicate) and not appended, a gap is
-// transport.ErrOutOfOrderSequence, an older epoch
-// transport.ErrInvalidProducerEpoch. The state lives in the batch headers,
+// kafka.ErrOutOfOrderSequence, an older epoch
+// kafka.ErrInvalidProducerEpoch. The state lives in the batch headers,
 // so it is rebuilt from the log — from the newest producer state snapshot
 // (%020d.snapshot, written on roll and on Close) and the batches above it.
 // A follower records the producers of what it replicates

@@ -3,8 +3,8 @@ package partition
 import (
 	"errors"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/transport"
 )
 
 // FetchRange is Fetch for a network server: rather than reading the
@@ -17,7 +17,7 @@ func (p *Partition) FetchRange(offset int64, maxBytes int) (FetchResult, log.Fil
 	hw, closed := p.hw, p.closed
 	p.mu.Unlock()
 	if closed {
-		return FetchResult{}, log.FileRange{}, transport.ErrClosed
+		return FetchResult{}, log.FileRange{}, kafka.ErrClosed
 	}
 	res := FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
 	r, err := p.log.ReadRange(offset, hw, maxBytes)

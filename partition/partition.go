@@ -7,15 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // Options configures a Partition. The zero value works.
 type Options struct {
 	// MinInsyncReplicas is min.insync.replicas: an acks=all append fails
-	// with transport.ErrNotEnoughReplicas while fewer replicas are in
+	// with kafka.ErrNotEnoughReplicas while fewer replicas are in
 	// sync. Zero means 1.
 	MinInsyncReplicas int
 	// DurableHighWatermark keeps the high watermark at or below the log's
@@ -30,7 +30,7 @@ type Options struct {
 	// means time.Now.
 	Now func() time.Time
 	// Compacted rejects records without a key with
-	// transport.ErrInvalidRecord, as Kafka does for a topic whose
+	// kafka.ErrInvalidRecord, as Kafka does for a topic whose
 	// cleanup.policy includes compact.
 	Compacted bool
 	// ProducerIDExpiration is producer.id.expiration.ms: how long after
@@ -111,7 +111,7 @@ func (p *Partition) Reconfigure(o Options) {
 // DeleteRecordsBefore moves the partition's log start offset up to offset
 // (Kafka's DeleteRecords), -1 meaning the high watermark, and returns the
 // log start offset after it. An offset above the high watermark is
-// refused with transport.ErrOffsetOutOfRange: only committed records may
+// refused with kafka.ErrOffsetOutOfRange: only committed records may
 // be deleted. A lower offset than the log start changes nothing.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	hw := p.HighWatermark()
@@ -120,7 +120,7 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	if offset < 0 || offset > hw {
 		return p.log.LogStartOffset(), fmt.Errorf("%w: %s-%d: cannot delete records before %d: the high watermark is %d",
-			transport.ErrOffsetOutOfRange, p.topic, p.partition, offset, hw)
+			kafka.ErrOffsetOutOfRange, p.topic, p.partition, offset, hw)
 	}
 	if err := p.log.DeleteRecordsBefore(offset); err != nil {
 		return p.log.LogStartOffset(), err
@@ -191,24 +191,24 @@ type AppendResult struct {
 // rewrites its base offset, appends it, then moves the high watermark. With
 // acks=all it first checks that enough replicas are in sync.
 //
-// Errors are Kafka's: transport.ErrMessageTooLarge, ErrCorruptMessage,
+// Errors are Kafka's: kafka.ErrMessageTooLarge, ErrCorruptMessage,
 // ErrInvalidRecord (a record without a key in a compacted topic),
 // ErrNotEnoughReplicas, ErrKafkaStorage (which also matches the log's
 // ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
-func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, error) {
+func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
-	if acks != transport.AcksAll && acks != transport.AcksLeader && acks != transport.AcksNone {
-		return res, fmt.Errorf("%w: %d", transport.ErrInvalidRequiredAcks, acks)
+	if acks != kafka.AcksAll && acks != kafka.AcksLeader && acks != kafka.AcksNone {
+		return res, fmt.Errorf("%w: %d", kafka.ErrInvalidRequiredAcks, acks)
 	}
 	p.mu.Lock()
 	epoch, insync, closed := p.leaderEpoch, len(p.isr), p.closed
 	p.mu.Unlock()
 	if closed {
-		return res, transport.ErrClosed
+		return res, kafka.ErrClosed
 	}
-	if acks == transport.AcksAll && insync < p.options().MinInsyncReplicas {
+	if acks == kafka.AcksAll && insync < p.options().MinInsyncReplicas {
 		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.options().MinInsyncReplicas)
+			kafka.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.options().MinInsyncReplicas)
 	}
 	var h record.Header
 	var err error
@@ -312,13 +312,13 @@ type FetchResult struct {
 // Fetch appends to dst the batches from offset on that lie below the high
 // watermark, at most maxBytes of them but at least one. Reading at or past
 // the high watermark (up to the log end offset) returns no records; an
-// offset outside the log is transport.ErrOffsetOutOfRange.
+// offset outside the log is kafka.ErrOffsetOutOfRange.
 func (p *Partition) Fetch(dst []byte, offset int64, maxBytes int) (FetchResult, error) {
 	p.mu.Lock()
 	hw, closed := p.hw, p.closed
 	p.mu.Unlock()
 	if closed {
-		return FetchResult{}, transport.ErrClosed
+		return FetchResult{}, kafka.ErrClosed
 	}
 	res := FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
 	records, err := p.log.Read(dst, offset, hw, maxBytes)
@@ -329,20 +329,20 @@ func (p *Partition) Fetch(dst []byte, offset int64, maxBytes int) (FetchResult, 
 	return res, nil
 }
 
-// ListOffset answers ListOffsets for a consumer: transport.EarliestTimestamp
+// ListOffset answers ListOffsets for a consumer: kafka.EarliestTimestamp
 // gives the log start offset, LatestTimestamp the high watermark, and a
 // timestamp the first committed offset whose record is at or after it
 // (offset -1 when there is none).
 func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, err error) {
 	hw := p.HighWatermark()
 	switch timestamp {
-	case transport.EarliestTimestamp:
+	case kafka.EarliestTimestamp:
 		return p.log.LogStartOffset(), -1, nil
-	case transport.LatestTimestamp:
+	case kafka.LatestTimestamp:
 		return hw, -1, nil
 	}
 	if timestamp < 0 {
-		return 0, 0, fmt.Errorf("%w: timestamp %d", transport.ErrInvalidRequest, timestamp)
+		return 0, 0, fmt.Errorf("%w: timestamp %d", kafka.ErrInvalidRequest, timestamp)
 	}
 	off, ts, found, err := p.log.FindOffsetByTimestamp(timestamp)
 	if err != nil {
@@ -355,7 +355,7 @@ func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, 
 }
 
 // Close wakes every waiting reader; later calls fail with
-// transport.ErrClosed. It snapshots the producer state, so that the next
+// kafka.ErrClosed. It snapshots the producer state, so that the next
 // open scans nothing, but does not close the log, which its owner does.
 func (p *Partition) Close() {
 	_ = p.producers.snapshot() // without it, recovery scans more of the log
@@ -374,21 +374,21 @@ func (p *Partition) Close() {
 // kafkaError wraps a log error in the Kafka error a client sees, keeping
 // the original in the chain.
 func kafkaError(err error) error {
-	var kerr *transport.Error
+	var kerr *kafka.Error
 	switch {
 	case errors.As(err, &kerr):
 		return err
 	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return fmt.Errorf("%w: %w", transport.ErrOffsetOutOfRange, err)
+		return fmt.Errorf("%w: %w", kafka.ErrOffsetOutOfRange, err)
 	case errors.Is(err, log.ErrRecordTooLarge):
-		return fmt.Errorf("%w: %w", transport.ErrMessageTooLarge, err)
+		return fmt.Errorf("%w: %w", kafka.ErrMessageTooLarge, err)
 	case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrTruncated),
 		errors.Is(err, record.ErrUnsupportedMagic), errors.Is(err, record.ErrUnsupportedCompression):
-		return fmt.Errorf("%w: %w", transport.ErrCorruptMessage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrCorruptMessage, err)
 	case errors.Is(err, log.ErrStorage), errors.Is(err, log.ErrDiskFull):
-		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	case errors.Is(err, log.ErrClosed):
-		return fmt.Errorf("%w: %w", transport.ErrClosed, err)
+		return fmt.Errorf("%w: %w", kafka.ErrClosed, err)
 	}
-	return fmt.Errorf("%w: %w", transport.ErrUnknownServerError, err)
+	return fmt.Errorf("%w: %w", kafka.ErrUnknownServerError, err)
 }

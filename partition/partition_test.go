@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -35,7 +35,7 @@ func TestAppendStampsEpochAndMovesHighWatermark(t *testing.T) {
 	p := partition.New("t", 0, 1, 7, l, partition.Options{})
 	wake := make(chan struct{}, 1)
 	p.Notify(wake)
-	res, err := p.Append(batch(1000, "a", "b"), transport.AcksAll)
+	res, err := p.Append(batch(1000, "a", "b"), kafka.AcksAll)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, res.FirstOffset)
 	require.EqualValues(t, -1, res.LogAppendTime)
@@ -55,7 +55,7 @@ func TestAppendStampsEpochAndMovesHighWatermark(t *testing.T) {
 	require.EqualValues(t, 2, got.HighWatermark)
 
 	p.Stop(wake)
-	_, err = p.Append(batch(1000, "c"), transport.AcksLeader)
+	_, err = p.Append(batch(1000, "c"), kafka.AcksLeader)
 	require.NoError(t, err)
 	select {
 	case <-wake:
@@ -69,20 +69,20 @@ func TestAppendStampsEpochAndMovesHighWatermark(t *testing.T) {
 func TestDurableHighWatermark(t *testing.T) {
 	l := newLog(t, log.Options{})
 	p := partition.New("t", 0, 1, 0, l, partition.Options{DurableHighWatermark: true})
-	_, err := p.Append(batch(1000, "a"), transport.AcksLeader)
+	_, err := p.Append(batch(1000, "a"), kafka.AcksLeader)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, p.HighWatermark(), "nothing is on disk yet")
 	got, err := p.Fetch(nil, 0, 1<<20)
 	require.NoError(t, err)
 	require.Empty(t, got.Records, "consumers see nothing above the high watermark")
 	require.NoError(t, l.Flush())
-	_, err = p.Append(batch(1000, "b"), transport.AcksLeader)
+	_, err = p.Append(batch(1000, "b"), kafka.AcksLeader)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, p.HighWatermark(), "the flushed record is committed, the new one not yet")
 
 	synced := newLog(t, log.Options{SyncBeforeAck: true})
 	q := partition.New("t", 0, 1, 0, synced, partition.Options{DurableHighWatermark: true})
-	_, err = q.Append(batch(1000, "a"), transport.AcksLeader)
+	_, err = q.Append(batch(1000, "a"), kafka.AcksLeader)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, q.HighWatermark(), "sync before ack: the high watermark follows the appends")
 }
@@ -91,13 +91,13 @@ func TestListOffset(t *testing.T) {
 	l := newLog(t, log.Options{})
 	p := partition.New("t", 0, 1, 0, l, partition.Options{})
 	for i := range 5 {
-		_, err := p.Append(batch(int64(1000+i*10), "x", "y"), transport.AcksLeader)
+		_, err := p.Append(batch(int64(1000+i*10), "x", "y"), kafka.AcksLeader)
 		require.NoError(t, err)
 	}
-	off, _, err := p.ListOffset(transport.EarliestTimestamp)
+	off, _, err := p.ListOffset(kafka.EarliestTimestamp)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, off)
-	off, _, err = p.ListOffset(transport.LatestTimestamp)
+	off, _, err = p.ListOffset(kafka.LatestTimestamp)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, off)
 	off, ts, err := p.ListOffset(1015)
@@ -108,14 +108,14 @@ func TestListOffset(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, -1, off, "no record that late")
 	_, _, err = p.ListOffset(-7)
-	require.ErrorIs(t, err, transport.ErrInvalidRequest)
+	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
 }
 
 func TestLogAppendTime(t *testing.T) {
 	l := newLog(t, log.Options{})
 	now := time.UnixMilli(1_800_000_000_000)
 	p := partition.New("t", 0, 1, 0, l, partition.Options{LogAppendTime: true, Now: func() time.Time { return now }})
-	res, err := p.Append(batch(1000, "a"), transport.AcksLeader)
+	res, err := p.Append(batch(1000, "a"), kafka.AcksLeader)
 	require.NoError(t, err)
 	require.EqualValues(t, now.UnixMilli(), res.LogAppendTime)
 	got, err := p.Fetch(nil, 0, 1<<20)
@@ -127,8 +127,8 @@ func TestLogAppendTime(t *testing.T) {
 
 	bad := batch(1000, "a")
 	bad[len(bad)-1] ^= 1
-	_, err = p.Append(bad, transport.AcksLeader)
-	require.ErrorIs(t, err, transport.ErrCorruptMessage, "a damaged batch is refused, not re-stamped with a good CRC")
+	_, err = p.Append(bad, kafka.AcksLeader)
+	require.ErrorIs(t, err, kafka.ErrCorruptMessage, "a damaged batch is refused, not re-stamped with a good CRC")
 	require.ErrorIs(t, err, record.ErrCorrupt)
 }
 
@@ -139,8 +139,8 @@ func TestClosedPartition(t *testing.T) {
 	p.Notify(wake)
 	p.Close()
 	<-wake // Close wakes watchers
-	_, err := p.Append(batch(0, "a"), transport.AcksLeader)
-	require.ErrorIs(t, err, transport.ErrClosed)
+	_, err := p.Append(batch(0, "a"), kafka.AcksLeader)
+	require.ErrorIs(t, err, kafka.ErrClosed)
 	_, err = p.Fetch(nil, 0, 100)
-	require.ErrorIs(t, err, transport.ErrClosed)
+	require.ErrorIs(t, err, kafka.ErrClosed)
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -80,10 +80,10 @@ func (m *producerMachine) Send(t *rapid.T) {
 		epoch--
 	}
 	data := idemBatch(id, epoch, seq, n, 1000)
-	res, err := m.p.Append(data, transport.AcksAll)
+	res, err := m.p.Append(data, kafka.AcksAll)
 	if err != nil {
-		require.True(t, errors.Is(err, transport.ErrOutOfOrderSequence) || errors.Is(err, transport.ErrInvalidProducerEpoch) ||
-			errors.Is(err, transport.ErrUnknownProducerID) && seq != 0 && len(m.last[id]) == 0, "%v", err)
+		require.True(t, errors.Is(err, kafka.ErrOutOfOrderSequence) || errors.Is(err, kafka.ErrInvalidProducerEpoch) ||
+			errors.Is(err, kafka.ErrUnknownProducerID) && seq != 0 && len(m.last[id]) == 0, "%v", err)
 		require.NotEqual(t, "next", kind, "an in-order batch is refused: %v", err)
 		return
 	}
@@ -112,7 +112,7 @@ func (m *producerMachine) Send(t *rapid.T) {
 
 // Plain appends a batch without a producer id.
 func (m *producerMachine) Plain(t *rapid.T) {
-	_, err := m.p.Append(batch(1000, "plain"), transport.AcksAll)
+	_, err := m.p.Append(batch(1000, "plain"), kafka.AcksAll)
 	require.NoError(t, err)
 }
 

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // BatchesPerProducer is how many of a producer's last batches the leader
@@ -115,11 +115,11 @@ func (e *duplicateError) Error() string {
 // check validates an idempotent producer's batch against the state, as
 // Kafka's leader does: a retry of one of the producer's last batches in
 // the same epoch is a *duplicateError; an older epoch is
-// transport.ErrInvalidProducerEpoch; a newer epoch must start at sequence
+// kafka.ErrInvalidProducerEpoch; a newer epoch must start at sequence
 // 0; in the same epoch the batch must follow the last one's sequence, or
-// it is transport.ErrOutOfOrderSequence. A producer the partition does
+// it is kafka.ErrOutOfOrderSequence. A producer the partition does
 // not know — new, or forgotten after producer.id.expiration.ms — must
-// start at sequence 0, or it is transport.ErrUnknownProducerID, as in
+// start at sequence 0, or it is kafka.ErrUnknownProducerID, as in
 // Kafka before 2.5: the producer then starts its sequence over. (Kafka
 // 2.5+ accepts any sequence there, which relies on requests arriving in
 // order on one connection; a Client here promises no order between
@@ -130,7 +130,7 @@ func (s *producerState) check(h *record.Header) error {
 	if e == nil {
 		if h.BaseSequence != 0 {
 			return fmt.Errorf("%w: producer %d is unknown here (new, or expired) and starts at sequence %d, not 0",
-				transport.ErrUnknownProducerID, h.ProducerID, h.BaseSequence)
+				kafka.ErrUnknownProducerID, h.ProducerID, h.BaseSequence)
 		}
 		return nil
 	}
@@ -145,15 +145,15 @@ func (s *producerState) check(h *record.Header) error {
 	switch {
 	case h.ProducerEpoch < e.ProducerEpoch:
 		return fmt.Errorf("%w: producer %d epoch %d is older than the partition's %d",
-			transport.ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.ProducerEpoch)
+			kafka.ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.ProducerEpoch)
 	case h.ProducerEpoch > e.ProducerEpoch:
 		if first != 0 {
 			return fmt.Errorf("%w: producer %d: new epoch %d must start at sequence 0, not %d",
-				transport.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first)
+				kafka.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first)
 		}
 	case len(e.Batches) > 0 && !inSequence(e.lastSequence(), first):
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d does not follow %d",
-			transport.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first, e.lastSequence())
+			kafka.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first, e.lastSequence())
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // TestSequenceWrap: sequence numbers wrap past math.MaxInt32 to 0, inside
@@ -25,7 +25,7 @@ func TestSequenceWrap(t *testing.T) {
 		{math.MaxInt32 - 1, 4, nil}, // ends at 1
 		{2, 1, nil},
 		{math.MaxInt32 - 1, 4, errDuplicate},
-		{4, 1, transport.ErrOutOfOrderSequence},
+		{4, 1, kafka.ErrOutOfOrderSequence},
 		{3, 1, nil},
 	} {
 		err := s.check(h(c.seq, c.n))

@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -63,7 +63,7 @@ func TestIdempotentSequences(t *testing.T) {
 			p, l := openPartition(t, vfs.NewMem(), mode.opts, partition.Options{})
 			appendOK := func(b []byte, first int64) partition.AppendResult {
 				t.Helper()
-				res, err := p.Append(b, transport.AcksAll)
+				res, err := p.Append(b, kafka.AcksAll)
 				require.NoError(t, err)
 				require.EqualValues(t, first, res.FirstOffset)
 				return res
@@ -87,25 +87,25 @@ func TestIdempotentSequences(t *testing.T) {
 			// Older than the last five, a gap, a different range at a known
 			// start: all out of order.
 			for _, seq := range []int32{0, 2, 15, 16, 100} {
-				_, err := p.Append(idemBatch(7, 0, seq, 2, 1000), transport.AcksAll)
-				require.ErrorIs(t, err, transport.ErrOutOfOrderSequence, "seq %d", seq)
+				_, err := p.Append(idemBatch(7, 0, seq, 2, 1000), kafka.AcksAll)
+				require.ErrorIs(t, err, kafka.ErrOutOfOrderSequence, "seq %d", seq)
 			}
-			_, err := p.Append(idemBatch(7, 0, 12, 1, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrOutOfOrderSequence, "a batch overlapping the last one is no duplicate")
+			_, err := p.Append(idemBatch(7, 0, 12, 1, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrOutOfOrderSequence, "a batch overlapping the last one is no duplicate")
 			require.EqualValues(t, 14, l.LogEndOffset())
 
 			// A new epoch starts at 0; the old epoch is fenced from then on.
-			_, err = p.Append(idemBatch(7, 1, 5, 1, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrOutOfOrderSequence, "a new epoch starts at sequence 0")
+			_, err = p.Append(idemBatch(7, 1, 5, 1, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrOutOfOrderSequence, "a new epoch starts at sequence 0")
 			appendOK(idemBatch(7, 1, 0, 1, 1000), 14)
-			_, err = p.Append(idemBatch(7, 0, 14, 1, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrInvalidProducerEpoch)
-			_, err = p.Append(idemBatch(7, 0, 12, 2, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrInvalidProducerEpoch, "a retry from the fenced epoch is refused, not answered")
+			_, err = p.Append(idemBatch(7, 0, 14, 1, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch)
+			_, err = p.Append(idemBatch(7, 0, 12, 2, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch, "a retry from the fenced epoch is refused, not answered")
 
 			// A producer the partition does not know starts at 0.
-			_, err = p.Append(idemBatch(9, 3, math.MaxInt32-1, 2, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrUnknownProducerID)
+			_, err = p.Append(idemBatch(9, 3, math.MaxInt32-1, 2, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrUnknownProducerID)
 
 			appendOK(idemBatch(9, 3, 0, 2, 1000), 15)
 			appendOK(idemBatch(9, 3, 2, 3, 1000), 17)
@@ -166,9 +166,9 @@ func TestProducerStateAfterRestart(t *testing.T) {
 			opts := log.Options{SyncBeforeAck: true}
 			p, l := openPartition(t, fsys, opts, partition.Options{})
 			for i := range 8 {
-				_, err := p.Append(idemBatch(int64(i%3), 0, int32(i/3*2), 2, 1000), transport.AcksAll)
+				_, err := p.Append(idemBatch(int64(i%3), 0, int32(i/3*2), 2, 1000), kafka.AcksAll)
 				require.NoError(t, err)
-				_, err = p.Append(batch(1000, "plain"), transport.AcksAll)
+				_, err = p.Append(batch(1000, "plain"), kafka.AcksAll)
 				require.NoError(t, err)
 			}
 			before := states(t, p)
@@ -183,12 +183,12 @@ func TestProducerStateAfterRestart(t *testing.T) {
 			p2, l2 := openPartition(t, fsys, opts, partition.Options{})
 			require.EqualValues(t, 24, l2.LogEndOffset())
 			require.Equal(t, before, states(t, p2))
-			res, err := p2.Append(idemBatch(1, 0, 2, 2, 1000), transport.AcksAll)
+			res, err := p2.Append(idemBatch(1, 0, 2, 2, 1000), kafka.AcksAll)
 			require.NoError(t, err)
 			require.True(t, res.Duplicate)
 			require.EqualValues(t, 12, res.FirstOffset, "the original offsets of producer 1's second batch")
-			_, err = p2.Append(idemBatch(1, 0, 8, 2, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrOutOfOrderSequence)
+			_, err = p2.Append(idemBatch(1, 0, 8, 2, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrOutOfOrderSequence)
 			require.EqualValues(t, 24, l2.LogEndOffset())
 		})
 	}
@@ -200,11 +200,11 @@ func TestProducerStateAfterRestart(t *testing.T) {
 func TestSnapshotAboveLogEndIsDeleted(t *testing.T) {
 	fsys := vfs.NewMem()
 	p, l := openPartition(t, fsys, log.Options{}, partition.Options{})
-	_, err := p.Append(idemBatch(5, 0, 0, 3, 1000), transport.AcksAll)
+	_, err := p.Append(idemBatch(5, 0, 0, 3, 1000), kafka.AcksAll)
 	require.NoError(t, err)
 	require.NoError(t, l.Flush())
 	kept := states(t, p)
-	_, err = p.Append(idemBatch(5, 0, 3, 3, 1000), transport.AcksAll)
+	_, err = p.Append(idemBatch(5, 0, 3, 3, 1000), kafka.AcksAll)
 	require.NoError(t, err)
 	require.NoError(t, p.SnapshotProducerState())
 	require.Equal(t, []string{partition.SnapshotFileName(6)}, snapshots(t, fsys))
@@ -214,7 +214,7 @@ func TestSnapshotAboveLogEndIsDeleted(t *testing.T) {
 	require.EqualValues(t, 3, l2.LogEndOffset())
 	require.Equal(t, kept, states(t, p2))
 	require.Empty(t, snapshots(t, crashed))
-	res, err := p2.Append(idemBatch(5, 0, 3, 3, 1000), transport.AcksAll)
+	res, err := p2.Append(idemBatch(5, 0, 3, 3, 1000), kafka.AcksAll)
 	require.NoError(t, err)
 	require.False(t, res.Duplicate, "the batch the crash took is appended again, not answered from the lost snapshot")
 	require.EqualValues(t, 3, res.FirstOffset)
@@ -226,7 +226,7 @@ func TestTruncateToRebuildsProducerState(t *testing.T) {
 	fsys := vfs.NewMem()
 	p, _ := openPartition(t, fsys, log.Options{}, partition.Options{})
 	for i := range 4 {
-		_, err := p.Append(idemBatch(5, 0, int32(i), 1, 1000), transport.AcksAll)
+		_, err := p.Append(idemBatch(5, 0, int32(i), 1, 1000), kafka.AcksAll)
 		require.NoError(t, err)
 		if i == 1 {
 			require.NoError(t, p.SnapshotProducerState())
@@ -240,7 +240,7 @@ func TestTruncateToRebuildsProducerState(t *testing.T) {
 	require.Len(t, s, 1)
 	require.Len(t, s[0].Batches, 3)
 	require.EqualValues(t, 2, s[0].Batches[2].LastSequence)
-	res, err := p.Append(idemBatch(5, 0, 3, 1, 1000), transport.AcksAll)
+	res, err := p.Append(idemBatch(5, 0, 3, 1, 1000), kafka.AcksAll)
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
 	require.EqualValues(t, 3, res.FirstOffset)
@@ -261,7 +261,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 				)
 				for range 8 {
 					wg.Go(func() {
-						res, err := p.Append(idemBatch(1, 0, seq*3, 3, 1000), transport.AcksAll)
+						res, err := p.Append(idemBatch(1, 0, seq*3, 3, 1000), kafka.AcksAll)
 						require.NoError(t, err)
 						mu.Lock()
 						defer mu.Unlock()
@@ -293,14 +293,14 @@ func TestFailedWriteForgetsTheBatch(t *testing.T) {
 				return nil
 			}))
 			p, l := openPartition(t, fsys, mode.opts, partition.Options{})
-			_, err := p.Append(idemBatch(1, 0, 0, 2, 1000), transport.AcksAll)
+			_, err := p.Append(idemBatch(1, 0, 0, 2, 1000), kafka.AcksAll)
 			require.NoError(t, err)
 			fail.Store(true)
-			_, err = p.Append(idemBatch(1, 0, 2, 2, 1000), transport.AcksAll)
-			require.ErrorIs(t, err, transport.ErrKafkaStorage)
+			_, err = p.Append(idemBatch(1, 0, 2, 2, 1000), kafka.AcksAll)
+			require.ErrorIs(t, err, kafka.ErrKafkaStorage)
 			require.ErrorIs(t, err, log.ErrDiskFull)
 			fail.Store(false)
-			res, err := p.Append(idemBatch(1, 0, 2, 2, 1000), transport.AcksAll)
+			res, err := p.Append(idemBatch(1, 0, 2, 2, 1000), kafka.AcksAll)
 			require.NoError(t, err)
 			require.False(t, res.Duplicate)
 			require.EqualValues(t, 2, res.FirstOffset)
@@ -318,18 +318,18 @@ func TestProducerExpiration(t *testing.T) {
 	clock := func() time.Time { return now }
 	popts := partition.Options{Now: clock, ProducerIDExpiration: time.Second}
 	p, l := openPartition(t, fsys, log.Options{}, popts)
-	_, err := p.Append(idemBatch(1, 0, 0, 1, 9_500), transport.AcksAll)
+	_, err := p.Append(idemBatch(1, 0, 0, 1, 9_500), kafka.AcksAll)
 	require.NoError(t, err)
-	_, err = p.Append(idemBatch(2, 0, 0, 1, 9_900), transport.AcksAll)
+	_, err = p.Append(idemBatch(2, 0, 0, 1, 9_900), kafka.AcksAll)
 	require.NoError(t, err)
 	now = time.UnixMilli(10_600)
 	require.Equal(t, 1, p.RemoveExpiredProducers(now))
 	s := states(t, p)
 	require.Len(t, s, 1)
 	require.EqualValues(t, 2, s[0].ProducerID)
-	_, err = p.Append(idemBatch(1, 0, 1, 1, 10_600), transport.AcksAll)
-	require.ErrorIs(t, err, transport.ErrUnknownProducerID, "a forgotten producer's next batch is not recognised")
-	_, err = p.Append(idemBatch(1, 0, 0, 1, 10_600), transport.AcksAll)
+	_, err = p.Append(idemBatch(1, 0, 1, 1, 10_600), kafka.AcksAll)
+	require.ErrorIs(t, err, kafka.ErrUnknownProducerID, "a forgotten producer's next batch is not recognised")
+	_, err = p.Append(idemBatch(1, 0, 0, 1, 10_600), kafka.AcksAll)
 	require.NoError(t, err, "a forgotten producer starts over at 0")
 
 	p.Close()
@@ -350,7 +350,7 @@ func TestProducerExpiration(t *testing.T) {
 func TestFollowerKeepsProducerState(t *testing.T) {
 	leader, ll := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
 	for i := range 3 {
-		_, err := leader.Append(idemBatch(4, 0, int32(2*i), 2, 1000), transport.AcksAll)
+		_, err := leader.Append(idemBatch(4, 0, int32(2*i), 2, 1000), kafka.AcksAll)
 		require.NoError(t, err)
 	}
 	replicated, err := ll.Read(nil, 0, ll.LogEndOffset(), 1<<20)
@@ -363,7 +363,7 @@ func TestFollowerKeepsProducerState(t *testing.T) {
 		_, err := f.AppendAsFollower(replicated)
 		require.NoError(t, err)
 		require.Equal(t, states(t, leader), states(t, f))
-		res, err := f.Append(idemBatch(4, 0, 2, 2, 1000), transport.AcksAll)
+		res, err := f.Append(idemBatch(4, 0, 2, 2, 1000), kafka.AcksAll)
 		require.NoError(t, err)
 		require.True(t, res.Duplicate)
 		require.EqualValues(t, 2, res.FirstOffset)
@@ -379,7 +379,7 @@ func TestSnapshotOnRoll(t *testing.T) {
 	p, l := openPartition(t, fsys, log.Options{SegmentBytes: 1024, MaxIndexBytes: 4096}, partition.Options{})
 	seq := int32(0)
 	for len(l.Segments()) < 3 {
-		_, err := p.Append(idemBatch(3, 0, seq, 4, 1000), transport.AcksAll)
+		_, err := p.Append(idemBatch(3, 0, seq, 4, 1000), kafka.AcksAll)
 		require.NoError(t, err)
 		seq += 4
 	}

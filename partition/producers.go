@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -53,7 +53,7 @@ func (m *producers) ensureLoadedLocked() error {
 	}
 	s, err := m.load()
 	if err != nil {
-		return fmt.Errorf("%w: load producer state of %s: %w", transport.ErrKafkaStorage, m.log.Dir(), err)
+		return fmt.Errorf("%w: load producer state of %s: %w", kafka.ErrKafkaStorage, m.log.Dir(), err)
 	}
 	m.state = s
 	return nil
@@ -235,7 +235,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return kafkaError(err)
 	}
 	if err := p.producers.truncated(offset); err != nil {
-		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 // acknowledges — and is in the log: a duplicate may come while its original
 // is still in a write group, whose write can fail. An original the log
 // start offset has passed (retention) is taken as there. An original that
-// is not in the log is transport.ErrKafkaStorage, which the producer
+// is not in the log is kafka.ErrKafkaStorage, which the producer
 // retries.
 func (p *Partition) confirmDuplicate(h *record.Header, m BatchMetadata) error {
 	if p.options().DurableHighWatermark {
@@ -296,7 +296,7 @@ func (p *Partition) confirmDuplicate(h *record.Header, m BatchMetadata) error {
 	got, err := record.ParseHeader(data)
 	if err != nil || got.BaseOffset != m.FirstOffset || got.ProducerID != h.ProducerID ||
 		got.ProducerEpoch != h.ProducerEpoch || got.BaseSequence != h.BaseSequence {
-		return fmt.Errorf("%w: %s-%d: the original of a duplicate batch at offset %d is not in the log", transport.ErrKafkaStorage, p.topic, p.partition, m.FirstOffset)
+		return fmt.Errorf("%w: %s-%d: the original of a duplicate batch at offset %d is not in the log", kafka.ErrKafkaStorage, p.topic, p.partition, m.FirstOffset)
 	}
 	return nil
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // A replicated partition is driven by package replica: its leader's
@@ -18,7 +18,7 @@ import (
 
 // CheckAppend vets a batch a replicated leader is about to append at
 // baseOffset, as Append does before its write: its size against
-// max.message.bytes (transport.ErrMessageTooLarge), keys in a compacted topic,
+// max.message.bytes (kafka.ErrMessageTooLarge), keys in a compacted topic,
 // the LogAppendTime stamp (in place), and the idempotent producer's
 // sequence, which it records. (The replica stamps the leader epoch.) The batch is one whole batch
 // whose CRC the caller checked (replica.Replica.Propose does), so the CRC
@@ -30,7 +30,7 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	if max := p.log.MaxMessageBytes(); len(batch) > max {
 		// Refused here, not by the log write after the replica took it,
 		// which would stop the replica.
-		return fmt.Errorf("%w: %w: %d bytes, max.message.bytes is %d", transport.ErrMessageTooLarge, log.ErrRecordTooLarge, len(batch), max)
+		return fmt.Errorf("%w: %w: %d bytes, max.message.bytes is %d", kafka.ErrMessageTooLarge, log.ErrRecordTooLarge, len(batch), max)
 	}
 	var h record.Header
 	var err error
@@ -101,7 +101,7 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 		return kafkaError(err)
 	}
 	if err := p.producers.truncated(offset); err != nil {
-		return fmt.Errorf("%w: %w", transport.ErrKafkaStorage, err)
+		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	}
 	return nil
 }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -23,7 +23,7 @@ func TestCheckAppend(t *testing.T) {
 		p, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{Compacted: true, Replicated: true})
 		b := record.NewBuilder(record.DefaultBatchOptions())
 		b.Append(record.Record{Value: []byte("no key")})
-		require.ErrorIs(t, p.CheckAppend(b.Build(), 0), transport.ErrInvalidRecord)
+		require.ErrorIs(t, p.CheckAppend(b.Build(), 0), kafka.ErrInvalidRecord)
 	})
 	t.Run("LogAppendTime stamps the batch", func(t *testing.T) {
 		now := time.UnixMilli(123456)
@@ -48,6 +48,6 @@ func TestCheckAppend(t *testing.T) {
 		require.True(t, errors.As(err, &dup), "got %v", err)
 		require.Equal(t, int64(0), dup.Batch.FirstOffset)
 		require.Equal(t, int64(3), dup.Batch.LastOffset)
-		require.ErrorIs(t, p.CheckAppend(idemBatch(9, 0, 9, 1, 2), 4), transport.ErrOutOfOrderSequence)
+		require.ErrorIs(t, p.CheckAppend(idemBatch(9, 0, 9, 1, 2), 4), kafka.ErrOutOfOrderSequence)
 	})
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 func TestOffsetsContiguousPromisesInOrder(t *testing.T) {
@@ -251,7 +251,7 @@ func TestRecordTooLarge(t *testing.T) {
 	p.Produce(context.Background(), r, func(_ *producer.Record, err error) {
 		called = true
 		require.ErrorIs(t, err, producer.ErrRecordTooLarge)
-		require.ErrorIs(t, err, transport.ErrMessageTooLarge)
+		require.ErrorIs(t, err, kafka.ErrMessageTooLarge)
 	})
 	require.True(t, called, "the promise runs before Produce returns")
 	require.Empty(t, fetchValues(t, node, "t", 0))

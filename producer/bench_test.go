@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/transport"
 )
 
 // benchNode opens a node on the OS filesystem in a temporary directory with
@@ -50,12 +50,12 @@ func BenchmarkProduce(b *testing.B) {
 			name += fmt.Sprintf("/batch.size=%d/buffer.memory=%d", bc.batchSize, bc.bufferMemory)
 		}
 		b.Run(name, func(b *testing.B) {
-			benchProduce(b, bc.size, false, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize),
+			benchProduce(b, bc.size, false, producer.Acks(kafka.AcksLeader), producer.BatchSize(bc.batchSize),
 				producer.BufferMemory(bc.bufferMemory))
 		})
 		if bc.batchSize != 16384 {
 			b.Run(name+"/reuse", func(b *testing.B) {
-				benchProduce(b, bc.size, true, producer.Acks(transport.AcksLeader), producer.BatchSize(bc.batchSize),
+				benchProduce(b, bc.size, true, producer.Acks(kafka.AcksLeader), producer.BatchSize(bc.batchSize),
 					producer.BufferMemory(bc.bufferMemory))
 			})
 		}

@@ -89,8 +89,8 @@
 // Every record's promise runs exactly once: with its offset, or with the
 // error that failed it. Errors match with errors.Is: the producer's
 // sentinels (ErrBufferFull, ErrRecordTooLarge, ErrDeliveryTimeout,
-// ErrClosed) and the node's Kafka errors (transport.ErrMessageTooLarge,
-// transport.ErrNotEnoughReplicas, ...), which a delivery timeout also wraps.
+// ErrClosed) and the node's Kafka errors (kafka.ErrMessageTooLarge,
+// kafka.ErrNotEnoughReplicas, ...), which a delivery timeout also wraps.
 //
 // Ordering: records produced to a partition are appended in the order Produce
 // was called for them (from one goroutine; calls from several goroutines
@@ -111,12 +111,12 @@
 //
 // What an acknowledgement means is Kafka's acks:
 //
-//   - transport.AcksAll (the default): every in-sync replica has the batch,
+//   - kafka.AcksAll (the default): every in-sync replica has the batch,
 //     and there are at least the topic's min.insync.replicas. On a node
 //     that syncs before it acknowledges (partlog's default, flush.messages=1)
 //     the batch is on disk.
-//   - transport.AcksLeader: the leader has appended the batch to its log.
-//   - transport.AcksNone: nothing. The promise runs with offset -1 once the
+//   - kafka.AcksLeader: the leader has appended the batch to its log.
+//   - kafka.AcksNone: nothing. The promise runs with offset -1 once the
 //     request has been handed to the client, and a failure the node
 //     reports is not seen.
 //

@@ -3,7 +3,7 @@ package producer
 import (
 	"errors"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 var (
@@ -20,7 +20,7 @@ var (
 	// ErrRecordTooLarge means a record, encoded, is larger than
 	// max.request.size or buffer.memory allow, as Kafka's
 	// RecordTooLargeException. It is never sent; the error also matches
-	// transport.ErrMessageTooLarge, the broker's error for the same thing.
+	// kafka.ErrMessageTooLarge, the broker's error for the same thing.
 	ErrRecordTooLarge = errors.New("producer: record too large")
 
 	// ErrDeliveryTimeout means delivery.timeout.ms passed before the
@@ -33,7 +33,7 @@ var (
 	// ErrFatal means an idempotent producer can no longer keep its
 	// promise of order without duplicates, and has stopped: the leader
 	// refused a batch's sequence or epoch (the error also wraps why:
-	// transport.ErrOutOfOrderSequence, transport.ErrInvalidProducerEpoch),
+	// kafka.ErrOutOfOrderSequence, kafka.ErrInvalidProducerEpoch),
 	// the epoch could not be bumped any more, or InitProducerId failed.
 	// Every record not acknowledged by then, and every later Produce,
 	// fails with it; Close the producer and make a new one.
@@ -41,10 +41,10 @@ var (
 )
 
 // IsRetriable reports whether a failed produce may succeed if sent again:
-// err wraps one of Kafka's retriable errors (transport.IsRetriable), such
-// as transport.ErrNotLeaderOrFollower or ErrRequestTimedOut. The producer
+// err wraps one of Kafka's retriable errors (kafka.IsRetriable), such
+// as kafka.ErrNotLeaderOrFollower or ErrRequestTimedOut. The producer
 // retries exactly these, within Retries and DeliveryTimeout; it is the one
 // retry policy, for callers too.
 func IsRetriable(err error) bool {
-	return transport.IsRetriable(err)
+	return kafka.IsRetriable(err)
 }

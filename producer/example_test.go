@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -119,7 +120,7 @@ func ExampleIdempotent() {
 	}
 
 	resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
-		ReplicaID: transport.ConsumerReplicaID, MaxBytes: 1 << 20,
+		ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 1 << 20,
 		Topics: []transport.FetchTopic{{Topic: "study", Partitions: []transport.FetchPartition{{Partition: 0, MaxBytes: 1 << 20}}}},
 	})
 	if err != nil {

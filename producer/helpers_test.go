@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -54,7 +55,7 @@ func fetchBatches(t testing.TB, node *partlog.Node, topic string, partition int3
 	var out []fetched
 	for offset := int64(0); ; {
 		resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
-			ReplicaID: transport.ConsumerReplicaID, MaxBytes: 1 << 20,
+			ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 1 << 20,
 			Topics: []transport.FetchTopic{{Topic: topic, Partitions: []transport.FetchPartition{{
 				Partition: partition, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1,
 			}}}},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -151,15 +152,15 @@ func incrementSequence(seq, n int32) int32 {
 // sequenceError reports whether err is the leader refusing a batch for
 // its producer id, epoch or sequence.
 func sequenceError(err error) bool {
-	return errors.Is(err, transport.ErrOutOfOrderSequence) || errors.Is(err, transport.ErrUnknownProducerID) ||
-		errors.Is(err, transport.ErrInvalidProducerEpoch) || errors.Is(err, transport.ErrProducerFenced)
+	return errors.Is(err, kafka.ErrOutOfOrderSequence) || errors.Is(err, kafka.ErrUnknownProducerID) ||
+		errors.Is(err, kafka.ErrInvalidProducerEpoch) || errors.Is(err, kafka.ErrProducerFenced)
 }
 
 // mayHaveWritten reports whether a leader's answer leaves open that it
 // wrote the batch.
 func mayHaveWritten(err error) bool {
-	return errors.Is(err, transport.ErrRequestTimedOut) || errors.Is(err, transport.ErrNotEnoughReplicasAfter) ||
-		errors.Is(err, transport.ErrKafkaStorage) || errors.Is(err, transport.ErrUnknownServerError)
+	return errors.Is(err, kafka.ErrRequestTimedOut) || errors.Is(err, kafka.ErrNotEnoughReplicasAfter) ||
+		errors.Is(err, kafka.ErrKafkaStorage) || errors.Is(err, kafka.ErrUnknownServerError)
 }
 
 // overtaken reports whether err refuses an idempotent batch as out of
@@ -170,7 +171,7 @@ func mayHaveWritten(err error) bool {
 // is no gap; were there one, the next answer would say so again.
 func (p *Producer) overtaken(b *batch, err error) bool {
 	if p.idem == nil || !b.sequenced ||
-		!errors.Is(err, transport.ErrOutOfOrderSequence) && !errors.Is(err, transport.ErrUnknownProducerID) {
+		!errors.Is(err, kafka.ErrOutOfOrderSequence) && !errors.Is(err, kafka.ErrUnknownProducerID) {
 		return false
 	}
 	if p.idem.bumpPending.Load() {
@@ -189,7 +190,7 @@ func (p *Producer) overtaken(b *batch, err error) bool {
 // false, leaving the error to fail the producer, when it cannot: a later
 // batch is in a request with its old sequence.
 func (p *Producer) forgotten(b *batch, err error, now time.Time) bool {
-	if p.idem == nil || !b.sequenced || !errors.Is(err, transport.ErrUnknownProducerID) || !now.Before(b.deadline(p)) {
+	if p.idem == nil || !b.sequenced || !errors.Is(err, kafka.ErrUnknownProducerID) || !now.Before(b.deadline(p)) {
 		return false
 	}
 	ps := b.part

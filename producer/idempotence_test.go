@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -70,7 +71,7 @@ var errLost = errors.New("the answer was lost (injected)")
 
 // lost is the error of a call whose answer did not come back.
 func lost(err error) error {
-	return fmt.Errorf("%w: %w: %w", transport.ErrRequestTimedOut, errLost, err)
+	return fmt.Errorf("%w: %w: %w", kafka.ErrRequestTimedOut, errLost, err)
 }
 
 func (c *lossyClient) node() *partlog.Node { return c.cur.Load().node }
@@ -118,8 +119,8 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 	default:
 	}
 	switch {
-	case h.dead.Load() || errors.Is(err, transport.ErrClosed):
-		return nil, lost(transport.ErrClosed)
+	case h.dead.Load() || errors.Is(err, kafka.ErrClosed):
+		return nil, lost(kafka.ErrClosed)
 	case err != nil || !drop:
 		return resp, err
 	}
@@ -135,7 +136,7 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 
 func (c *lossyClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
 	resp, err := c.node().Metadata(ctx, req)
-	if errors.Is(err, transport.ErrClosed) {
+	if errors.Is(err, kafka.ErrClosed) {
 		return nil, lost(err)
 	}
 	return resp, err
@@ -151,7 +152,7 @@ func (c *lossyClient) ListOffsets(ctx context.Context, req *transport.ListOffset
 
 func (c *lossyClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
 	resp, err := c.node().InitProducerID(ctx, req)
-	if errors.Is(err, transport.ErrClosed) {
+	if errors.Is(err, kafka.ErrClosed) {
 		return nil, lost(err)
 	}
 	return resp, err
@@ -305,7 +306,7 @@ func TestIdempotentOptions(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
 	for _, opts := range [][]producer.Option{
-		{producer.Idempotent(true), producer.Acks(transport.AcksLeader)},
+		{producer.Idempotent(true), producer.Acks(kafka.AcksLeader)},
 		{producer.Idempotent(true), producer.Retries(0)},
 		{producer.Idempotent(true), producer.MaxInFlight(6)},
 	} {
@@ -324,7 +325,7 @@ func TestIdempotentOptions(t *testing.T) {
 		return bs[len(bs)-1].ProducerID
 	}
 	require.GreaterOrEqual(t, producerIDOf(), int64(0), "on by default")
-	require.EqualValues(t, -1, producerIDOf(producer.Acks(transport.AcksLeader)), "acks=1 turns the default off")
+	require.EqualValues(t, -1, producerIDOf(producer.Acks(kafka.AcksLeader)), "acks=1 turns the default off")
 	require.EqualValues(t, -1, producerIDOf(producer.Retries(0)))
 	require.EqualValues(t, -1, producerIDOf(producer.Idempotent(false)))
 	first, second := producerIDOf(), producerIDOf()
@@ -349,17 +350,17 @@ func TestFencedProducerFailsForGood(t *testing.T) {
 	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, 1, 0
 	b := record.NewBuilder(opts)
 	b.Append(record.Record{Value: []byte("fencer")})
-	resp, err := node.Produce(ctx, &transport.ProduceRequest{Acks: transport.AcksAll, Timeout: time.Second,
+	resp, err := node.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Timeout: time.Second,
 		Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 0, Records: b.Build()}}}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Partitions[0].Err)
 
 	err = p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("second")}).FirstErr()
 	require.ErrorIs(t, err, producer.ErrFatal)
-	require.ErrorIs(t, err, transport.ErrInvalidProducerEpoch, "the promise says why")
+	require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch, "the promise says why")
 	err = p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("third")}).FirstErr()
 	require.ErrorIs(t, err, producer.ErrFatal, "sticky")
-	require.ErrorIs(t, err, transport.ErrInvalidProducerEpoch)
+	require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch)
 	require.Equal(t, []string{"first", "fencer"}, fetchValues(t, node, "t", 0))
 }
 
@@ -376,7 +377,7 @@ func TestRecordTooLargeLeavesNoGap(t *testing.T) {
 		&producer.Record{Topic: "t", Value: make([]byte, 400)},
 		&producer.Record{Topic: "t", Value: []byte("b")})
 	require.NoError(t, results[0].Err)
-	require.ErrorIs(t, results[1].Err, transport.ErrMessageTooLarge)
+	require.ErrorIs(t, results[1].Err, kafka.ErrMessageTooLarge)
 	require.NotErrorIs(t, results[1].Err, producer.ErrFatal)
 	require.NoError(t, results[2].Err)
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("c")}).FirstErr())
@@ -422,7 +423,7 @@ func TestExpiredProducerStartsOver(t *testing.T) {
 type noIDClient struct{ *partlog.Node }
 
 func (c noIDClient) InitProducerID(context.Context, *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	return &transport.InitProducerIDResponse{Err: fmt.Errorf("%w: no ids today", transport.ErrInvalidRequest), ProducerID: -1, ProducerEpoch: -1}, nil
+	return &transport.InitProducerIDResponse{Err: fmt.Errorf("%w: no ids today", kafka.ErrInvalidRequest), ProducerID: -1, ProducerEpoch: -1}, nil
 }
 
 // TestInitProducerIDRefused: a producer that cannot get an id fails its
@@ -433,7 +434,7 @@ func TestInitProducerIDRefused(t *testing.T) {
 	p := newProducer(t, noIDClient{node})
 	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t", Value: []byte("x")}).FirstErr()
 	require.ErrorIs(t, err, producer.ErrFatal)
-	require.ErrorIs(t, err, transport.ErrInvalidRequest)
+	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
 	require.Empty(t, fetchValues(t, node, "t", 0))
 }
 
@@ -476,7 +477,7 @@ func TestDeliveryTimeoutBumpsEpoch(t *testing.T) {
 				if i == 0 {
 					require.ErrorIs(t, err, producer.ErrDeliveryTimeout)
 				} else {
-					require.True(t, errors.Is(err, producer.ErrDeliveryTimeout) || errors.Is(err, transport.ErrRequestTimedOut), "%v", err)
+					require.True(t, errors.Is(err, producer.ErrDeliveryTimeout) || errors.Is(err, kafka.ErrRequestTimedOut), "%v", err)
 				}
 			}
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -48,9 +49,9 @@ func (p *Producer) loadTopic(ctx context.Context, name string, deadline time.Tim
 			return t, nil
 		}
 		if lastErr == nil {
-			lastErr = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+			lastErr = fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 		}
-		if !IsRetriable(lastErr) && !errors.Is(lastErr, transport.ErrUnknownTopicOrPartition) {
+		if !IsRetriable(lastErr) && !errors.Is(lastErr, kafka.ErrUnknownTopicOrPartition) {
 			return nil, fmt.Errorf("producer: metadata for topic %q: %w", name, lastErr)
 		}
 		wait := min(p.cfg.retryBackoff, time.Until(deadline))
@@ -93,7 +94,7 @@ func (p *Producer) refreshMetadata(ctx context.Context, names []string) error {
 			}
 		case len(tm.Partitions) == 0:
 			if first == nil {
-				first = fmt.Errorf("%w: topic %q has no partitions", transport.ErrLeaderNotAvailable, tm.Topic)
+				first = fmt.Errorf("%w: topic %q has no partitions", kafka.ErrLeaderNotAvailable, tm.Topic)
 			}
 		default:
 			p.install(tm)

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // Option configures a Producer. Each option is one of Kafka's producer
@@ -19,7 +19,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config is the producer's configuration, defaults filled in.
 type config struct {
-	acks            transport.Acks
+	acks            kafka.Acks
 	linger          time.Duration
 	batchSize       int
 	bufferMemory    int64
@@ -47,7 +47,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		acks:            transport.AcksAll,
+		acks:            kafka.AcksAll,
 		linger:          5 * time.Millisecond,
 		batchSize:       16384,
 		bufferMemory:    32 << 20,
@@ -90,12 +90,12 @@ func OnRetry(fn func(Retry)) Option { return optionFunc(func(c *config) { c.onRe
 const maxIdempotentInFlight = 5
 
 // Acks sets how many replicas must have a batch before the leader answers
-// (acks): transport.AcksAll (-1, the default) waits for every in-sync
-// replica, transport.AcksLeader (1) for the leader's log, and
-// transport.AcksNone (0) for nothing — the producer reports success, with
+// (acks): kafka.AcksAll (-1, the default) waits for every in-sync
+// replica, kafka.AcksLeader (1) for the leader's log, and
+// kafka.AcksNone (0) for nothing — the producer reports success, with
 // offset -1, once the request has been handed over, and never learns what
 // became of it.
-func Acks(acks transport.Acks) Option {
+func Acks(acks kafka.Acks) Option {
 	return optionFunc(func(c *config) { c.acks = acks })
 }
 
@@ -119,7 +119,7 @@ func BufferMemory(bytes int64) Option { return optionFunc(func(c *config) { c.bu
 // MaxBlock sets how long Produce may block (max.block.ms): waiting for
 // buffer memory, or for the first metadata of a topic. When it passes,
 // the record fails with ErrBufferFull, or for a topic that does not exist
-// with transport.ErrUnknownTopicOrPartition. Zero never blocks: a full
+// with kafka.ErrUnknownTopicOrPartition. Zero never blocks: a full
 // buffer fails the record at once. The default is 60s. The context given
 // to Produce can end the wait sooner.
 func MaxBlock(d time.Duration) Option { return optionFunc(func(c *config) { c.maxBlock = d }) }
@@ -146,7 +146,7 @@ func DeliveryTimeout(d time.Duration) Option {
 // RequestTimeout bounds how long the producer waits for the answer to one
 // produce or metadata request (request.timeout.ms); it is also the timeout
 // the request asks the leader to keep for acks=all. A request that times
-// out fails with transport.ErrRequestTimedOut, which is retriable. The
+// out fails with kafka.ErrRequestTimedOut, which is retriable. The
 // default is 30s.
 func RequestTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.requestTimeout = d })
@@ -208,7 +208,7 @@ func MetadataMaxAge(d time.Duration) Option {
 // values. Errors name the option and its Kafka key.
 func (c *config) validate() error {
 	switch {
-	case c.acks != transport.AcksAll && c.acks != transport.AcksLeader && c.acks != transport.AcksNone:
+	case c.acks != kafka.AcksAll && c.acks != kafka.AcksLeader && c.acks != kafka.AcksNone:
 		return fmt.Errorf("producer: Acks (acks) %d is not AcksAll (-1), AcksNone (0) or AcksLeader (1)", c.acks)
 	case c.linger < 0:
 		return fmt.Errorf("producer: Linger (linger.ms) %v is negative", c.linger)
@@ -242,7 +242,7 @@ func (c *config) validate() error {
 	if c.idempotent {
 		var conflict string
 		switch {
-		case c.acks != transport.AcksAll:
+		case c.acks != kafka.AcksAll:
 			conflict = fmt.Sprintf("Acks (acks) %d; it needs AcksAll (-1)", c.acks)
 		case c.retries == 0:
 			conflict = "Retries (retries) 0; it needs at least 1"

@@ -25,7 +25,7 @@ type Partitioner interface {
 type TopicPartitioner interface {
 	// Partition returns the partition for r, in [0, partitions). It may
 	// be called from several goroutines at once. A choice outside the
-	// range fails the record with transport.ErrUnknownTopicOrPartition.
+	// range fails the record with kafka.ErrUnknownTopicOrPartition.
 	Partition(r *Record, partitions int) int
 }
 

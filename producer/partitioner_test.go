@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 )
@@ -36,7 +37,7 @@ func TestExplicitPartition(t *testing.T) {
 		r := &producer.Record{Topic: "t", Value: []byte("v")}
 		r.SetPartition(bad)
 		err := p.ProduceSync(context.Background(), r).FirstErr()
-		require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+		require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 		require.Equal(t, int64(-1), r.Offset)
 	}
 }
@@ -135,7 +136,7 @@ func TestCustomPartitioner(t *testing.T) {
 
 	bad := newProducer(t, node, producer.RecordPartitioner(producer.PartitionerFunc(func(*producer.Record, int) int { return 7 })))
 	err := bad.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
-	require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 }
 
 func TestUnknownTopic(t *testing.T) {
@@ -143,14 +144,14 @@ func TestUnknownTopic(t *testing.T) {
 		node := openNode(t)
 		p := newProducer(t, node, producer.MaxBlock(0))
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "nope"}).FirstErr()
-		require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+		require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 		require.ErrorContains(t, err, `topic "nope" not present in metadata`)
 	})
 	t.Run("no topic", func(t *testing.T) {
 		node := openNode(t)
 		p := newProducer(t, node)
 		err := p.ProduceSync(context.Background(), &producer.Record{Value: []byte("v")}).FirstErr()
-		require.ErrorIs(t, err, transport.ErrInvalidTopic)
+		require.ErrorIs(t, err, kafka.ErrInvalidTopic)
 	})
 	t.Run("fails after MaxBlock", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -158,7 +159,7 @@ func TestUnknownTopic(t *testing.T) {
 			p := newProducer(t, node, producer.MaxBlock(2*time.Second))
 			start := time.Now()
 			err := p.ProduceSync(context.Background(), &producer.Record{Topic: "nope"}).FirstErr()
-			require.ErrorIs(t, err, transport.ErrUnknownTopicOrPartition)
+			require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 			require.Equal(t, 2*time.Second, time.Since(start))
 		})
 	})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
@@ -115,7 +116,7 @@ func noPromise(*Record, error) {}
 // the producer while buffer.memory is used up. A record that fails before it joins a
 // batch — the producer is closed (ErrClosed), the record is too large
 // (ErrRecordTooLarge), the topic or explicit partition does not exist
-// (transport.ErrUnknownTopicOrPartition), no buffer memory freed in time
+// (kafka.ErrUnknownTopicOrPartition), no buffer memory freed in time
 // (ErrBufferFull), or an idempotent producer failed for good (ErrFatal) —
 // has its promise run before Produce returns, on the caller's goroutine.
 //
@@ -153,7 +154,7 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise func(*Record,
 	t := p.lookup(r.Topic)
 	if t == nil {
 		if r.Topic == "" {
-			return fmt.Errorf("%w: a record needs a topic", transport.ErrInvalidTopic)
+			return fmt.Errorf("%w: a record needs a topic", kafka.ErrInvalidTopic)
 		}
 		if p.cfg.maxBlock > 0 {
 			deadline = time.Now().Add(p.cfg.maxBlock)
@@ -166,19 +167,19 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise func(*Record,
 	parts := t.partitions.Load()
 	if explicit {
 		if r.Partition < 0 || int(r.Partition) >= len(parts) {
-			return fmt.Errorf("%w: %s-%d: the topic has %d partitions", transport.ErrUnknownTopicOrPartition, r.Topic, r.Partition, len(parts))
+			return fmt.Errorf("%w: %s-%d: the topic has %d partitions", kafka.ErrUnknownTopicOrPartition, r.Topic, r.Partition, len(parts))
 		}
 	} else {
 		i := t.partitioner.Partition(r, len(parts))
 		if i < 0 || i >= len(parts) {
-			return fmt.Errorf("%w: %s-%d: the partitioner chose a partition outside the topic's %d", transport.ErrUnknownTopicOrPartition, r.Topic, i, len(parts))
+			return fmt.Errorf("%w: %s-%d: the partitioner chose a partition outside the topic's %d", kafka.ErrUnknownTopicOrPartition, r.Topic, i, len(parts))
 		}
 		r.Partition = int32(i)
 	}
 	size := r.sizeBound()
 	if record.HeaderSize+size > p.cfg.maxRequestSize || int64(record.HeaderSize+size) > p.cfg.bufferMemory {
 		return fmt.Errorf("%w: %d bytes with its batch header, over max.request.size %d or buffer.memory %d (%w)",
-			ErrRecordTooLarge, record.HeaderSize+size, p.cfg.maxRequestSize, p.cfg.bufferMemory, transport.ErrMessageTooLarge)
+			ErrRecordTooLarge, record.HeaderSize+size, p.cfg.maxRequestSize, p.cfg.bufferMemory, kafka.ErrMessageTooLarge)
 	}
 	return p.append(ctx, parts[r.Partition], r, &rec, size, stamp, promise, &deadline)
 }

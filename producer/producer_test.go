@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 func TestProduceSyncResults(t *testing.T) {
@@ -28,9 +28,9 @@ func TestProduceSyncResults(t *testing.T) {
 	require.Len(t, res, 3)
 	require.Same(t, a, res[0].Record)
 	require.NoError(t, res[0].Err)
-	require.ErrorIs(t, res[1].Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, res[1].Err, kafka.ErrUnknownTopicOrPartition)
 	require.NoError(t, res[2].Err)
-	require.ErrorIs(t, res.FirstErr(), transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, res.FirstErr(), kafka.ErrUnknownTopicOrPartition)
 	require.Equal(t, int64(0), a.Offset)
 	require.Equal(t, int64(1), b.Offset)
 	r, err := res.First()

@@ -53,7 +53,7 @@ type Record struct {
 
 // SetPartition sends the record to partition p of its topic, bypassing the
 // partitioner. A partition the topic does not have fails the record with
-// transport.ErrUnknownTopicOrPartition.
+// kafka.ErrUnknownTopicOrPartition.
 func (r *Record) SetPartition(p int32) {
 	r.Partition, r.explicit = p, true
 }

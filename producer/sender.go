@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
@@ -320,12 +321,12 @@ func (p *Producer) send(req *request) {
 		berr := err
 		if berr == nil {
 			pr = findPartition(resp, b)
-			if pr == nil && p.cfg.acks != transport.AcksNone {
-				berr = fmt.Errorf("%w: no answer for %s-%d", transport.ErrUnknownServerError, b.part.topic.name, b.part.id)
+			if pr == nil && p.cfg.acks != kafka.AcksNone {
+				berr = fmt.Errorf("%w: no answer for %s-%d", kafka.ErrUnknownServerError, b.part.topic.name, b.part.id)
 			}
 		}
 		switch {
-		case berr == nil && p.cfg.acks == transport.AcksNone:
+		case berr == nil && p.cfg.acks == kafka.AcksNone:
 			p.settle(b, -1, -1, nil)
 		case berr == nil && pr.Err == nil:
 			p.settle(b, pr.BaseOffset, pr.LogAppendTime, nil)
@@ -401,7 +402,7 @@ func (p *Producer) requestError(ctx context.Context, err error) error {
 	case p.ctx.Err() != nil:
 		return fmt.Errorf("%w: request abandoned: %w", ErrClosed, err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: no answer in time (request.timeout.ms %v, or the delivery timeout): %w", transport.ErrRequestTimedOut, p.cfg.requestTimeout, err)
+		return fmt.Errorf("%w: no answer in time (request.timeout.ms %v, or the delivery timeout): %w", kafka.ErrRequestTimedOut, p.cfg.requestTimeout, err)
 	}
 	return err
 }
@@ -409,9 +410,9 @@ func (p *Producer) requestError(ctx context.Context, err error) error {
 // needsMetadata reports whether err says the producer's idea of the
 // partition's leader is stale, as Kafka's InvalidMetadataException.
 func needsMetadata(err error) bool {
-	return errors.Is(err, transport.ErrNotLeaderOrFollower) || errors.Is(err, transport.ErrUnknownTopicOrPartition) ||
-		errors.Is(err, transport.ErrLeaderNotAvailable) || errors.Is(err, transport.ErrFencedLeaderEpoch) ||
-		errors.Is(err, transport.ErrUnknownLeaderEpoch)
+	return errors.Is(err, kafka.ErrNotLeaderOrFollower) || errors.Is(err, kafka.ErrUnknownTopicOrPartition) ||
+		errors.Is(err, kafka.ErrLeaderNotAvailable) || errors.Is(err, kafka.ErrFencedLeaderEpoch) ||
+		errors.Is(err, kafka.ErrUnknownLeaderEpoch)
 }
 
 // failed handles a batch whose attempt failed: it goes back to the front of
@@ -422,7 +423,7 @@ func (p *Producer) failed(b *batch, err error) {
 	now := time.Now()
 	switch {
 	case p.stopped.Load() || errors.Is(err, ErrClosed):
-	case errors.Is(err, transport.ErrMessageTooLarge) && len(b.records) > 1:
+	case errors.Is(err, kafka.ErrMessageTooLarge) && len(b.records) > 1:
 		if p.split(b) {
 			return
 		}

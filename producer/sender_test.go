@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -24,7 +25,7 @@ func TestRetriesRecover(t *testing.T) {
 		createTopic(t, node, "t", 1, nil)
 		client := &faultClient{Client: node, fail: func(call int) error {
 			if call <= 3 {
-				return fmt.Errorf("%w: moved", transport.ErrNotLeaderOrFollower)
+				return fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)
 			}
 			return nil
 		}}
@@ -51,7 +52,7 @@ func TestOnRetry(t *testing.T) {
 		createTopic(t, node, "t", 1, nil)
 		client := &faultClient{Client: node, fail: func(call int) error {
 			if call <= 2 {
-				return fmt.Errorf("%w: disk full", transport.ErrKafkaStorage)
+				return fmt.Errorf("%w: disk full", kafka.ErrKafkaStorage)
 			}
 			return nil
 		}}
@@ -71,7 +72,7 @@ func TestOnRetry(t *testing.T) {
 			require.Zero(t, r.Partition)
 			require.Equal(t, 1, r.Records)
 			require.Equal(t, i+1, r.Attempt)
-			require.ErrorIs(t, r.Err, transport.ErrKafkaStorage)
+			require.ErrorIs(t, r.Err, kafka.ErrKafkaStorage)
 		}
 	})
 }
@@ -80,10 +81,10 @@ func TestRetriesRunOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return transport.ErrNotEnoughReplicas }}
+		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrNotEnoughReplicas }}
 		p := newProducer(t, client, producer.Retries(2))
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
-		require.ErrorIs(t, err, transport.ErrNotEnoughReplicas)
+		require.ErrorIs(t, err, kafka.ErrNotEnoughReplicas)
 		require.NotErrorIs(t, err, producer.ErrDeliveryTimeout)
 		produce, _ := client.counts()
 		require.Equal(t, 3, produce, "one attempt and two retries")
@@ -94,13 +95,13 @@ func TestDeliveryTimeoutEndsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return transport.ErrKafkaStorage }}
+		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrKafkaStorage }}
 		p := newProducer(t, client, producer.DeliveryTimeout(10*time.Second), producer.RequestTimeout(time.Second),
 			producer.RetryBackoff(time.Second))
 		start := time.Now()
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
 		require.ErrorIs(t, err, producer.ErrDeliveryTimeout)
-		require.ErrorIs(t, err, transport.ErrKafkaStorage, "the last attempt's error is kept")
+		require.ErrorIs(t, err, kafka.ErrKafkaStorage, "the last attempt's error is kept")
 		require.True(t, producer.IsRetriable(err))
 		require.LessOrEqual(t, time.Since(start), 10*time.Second)
 		produce, _ := client.counts()
@@ -117,7 +118,7 @@ func TestRequestTimeout(t *testing.T) {
 		p := newProducer(t, client, producer.RequestTimeout(10*time.Second), producer.DeliveryTimeout(25*time.Second))
 		start := time.Now()
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
-		require.ErrorIs(t, err, transport.ErrRequestTimedOut)
+		require.ErrorIs(t, err, kafka.ErrRequestTimedOut)
 		require.ErrorIs(t, err, producer.ErrDeliveryTimeout)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		// Attempts end at 10s and 20s; the third is cut short by the
@@ -171,11 +172,11 @@ func TestNonRetriableError(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
 	client := &faultClient{Client: node, fail: func(int) error {
-		return fmt.Errorf("%w: record 0 has a bad header", transport.ErrInvalidRecord)
+		return fmt.Errorf("%w: record 0 has a bad header", kafka.ErrInvalidRecord)
 	}}
 	p := newProducer(t, client)
 	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}, &producer.Record{Topic: "t"}).FirstErr()
-	require.ErrorIs(t, err, transport.ErrInvalidRecord)
+	require.ErrorIs(t, err, kafka.ErrInvalidRecord)
 	require.False(t, producer.IsRetriable(err))
 	produce, _ := client.counts()
 	require.Equal(t, 1, produce, "not retried")
@@ -189,7 +190,7 @@ func TestNoAnswerError(t *testing.T) {
 	require.NoError(t, p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr())
 	require.NoError(t, node.Close())
 	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
-	require.ErrorIs(t, err, transport.ErrClosed)
+	require.ErrorIs(t, err, kafka.ErrClosed)
 }
 
 func TestMessageTooLargeForTopic(t *testing.T) {
@@ -202,7 +203,7 @@ func TestMessageTooLargeForTopic(t *testing.T) {
 	p.Produce(context.Background(), &producer.Record{Topic: "t", Value: make([]byte, 3000)},
 		func(_ *producer.Record, e error) { err = e })
 	require.NoError(t, p.Flush(context.Background()))
-	require.ErrorIs(t, err, transport.ErrMessageTooLarge)
+	require.ErrorIs(t, err, kafka.ErrMessageTooLarge)
 
 	// A batch too large for the topic is split until its parts fit, as
 	// Kafka does, and keeps its order.
@@ -226,17 +227,17 @@ func TestMessageTooLargeForTopic(t *testing.T) {
 }
 
 func TestAcks(t *testing.T) {
-	for _, acks := range []transport.Acks{transport.AcksNone, transport.AcksLeader, transport.AcksAll} {
+	for _, acks := range []kafka.Acks{kafka.AcksNone, kafka.AcksLeader, kafka.AcksAll} {
 		t.Run(fmt.Sprint(acks), func(t *testing.T) {
 			node := openNode(t)
 			createTopic(t, node, "t", 1, nil)
-			seen := make(chan transport.Acks, 10)
+			seen := make(chan kafka.Acks, 10)
 			client := &acksClient{Client: node, seen: seen}
 			p := newProducer(t, client, producer.Acks(acks))
 			rs := []*producer.Record{{Topic: "t", Value: []byte("a")}, {Topic: "t", Value: []byte("b")}}
 			require.NoError(t, p.ProduceSync(context.Background(), rs...).FirstErr())
 			require.Equal(t, acks, <-seen)
-			if acks == transport.AcksNone {
+			if acks == kafka.AcksNone {
 				require.Equal(t, int64(-1), rs[0].Offset, "acks=0 learns no offset")
 				require.Equal(t, int64(-1), rs[1].Offset)
 			} else {
@@ -249,8 +250,8 @@ func TestAcks(t *testing.T) {
 	t.Run("acks=0 does not see errors in the answer", func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return transport.ErrInvalidRecord }}
-		p := newProducer(t, client, producer.Acks(transport.AcksNone))
+		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrInvalidRecord }}
+		p := newProducer(t, client, producer.Acks(kafka.AcksNone))
 		r := &producer.Record{Topic: "t"}
 		require.NoError(t, p.ProduceSync(context.Background(), r).FirstErr())
 		require.Equal(t, int64(-1), r.Offset)
@@ -260,7 +261,7 @@ func TestAcks(t *testing.T) {
 // acksClient reports the acks of each produce request.
 type acksClient struct {
 	transport.Client
-	seen chan transport.Acks
+	seen chan kafka.Acks
 }
 
 func (c *acksClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
@@ -362,7 +363,7 @@ func TestRetryKeepsOrder(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if call%3 == 0 {
-			return transport.ErrNotLeaderOrFollower
+			return kafka.ErrNotLeaderOrFollower
 		}
 		return nil
 	}}
@@ -411,7 +412,7 @@ type appendThenFail struct {
 func (c *appendThenFail) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
 	resp, err := c.Client.Produce(ctx, req)
 	if c.calls.Add(1) == 1 && err == nil {
-		resp.Topics[0].Partitions[0].Err = transport.ErrNotEnoughReplicasAfter
+		resp.Topics[0].Partitions[0].Err = kafka.ErrNotEnoughReplicasAfter
 	}
 	return resp, err
 }
@@ -423,7 +424,7 @@ func TestNoAnswerRetried(t *testing.T) {
 	createTopic(t, node, "t", 1, nil)
 	client := &faultClient{Client: node, failCall: func(call int) error {
 		if call == 1 {
-			return fmt.Errorf("connection lost: %w", transport.ErrRequestTimedOut)
+			return fmt.Errorf("connection lost: %w", kafka.ErrRequestTimedOut)
 		}
 		return nil
 	}}

@@ -3,10 +3,10 @@ package replica_test
 import (
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -74,7 +74,7 @@ func BenchmarkReplicateAcksAll(b *testing.B) {
 		for range 10 {
 			builder.Append(record.Record{Value: value})
 		}
-		if _, err := reps[1].Propose(builder.Build(), transport.AcksAll); err != nil {
+		if _, err := reps[1].Propose(builder.Build(), kafka.AcksAll); err != nil {
 			b.Fatal(err)
 		}
 		drive()

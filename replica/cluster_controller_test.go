@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // clusterSessionTicks is the session timeout replicatest gives its controller.
@@ -36,8 +36,8 @@ func tickUntil(c *replicatest.Cluster, limit int, what string, cond func() bool)
 // records exactly once.
 func TestKilledLeaderLeadsUntilSessionTimeout(t *testing.T) {
 	c := newCluster(t, 201, 3, testOptions(2))
-	a := produce(t, c, transport.AcksAll, "a")
-	b := produce(t, c, transport.AcksAll, "b")
+	a := produce(t, c, kafka.AcksAll, "a")
+	b := produce(t, c, kafka.AcksAll, "b")
 	c.Tick()
 	if !a.Acked() || !b.Acked() {
 		t.Fatalf("not acked: %+v %+v", a, b)
@@ -46,7 +46,7 @@ func TestKilledLeaderLeadsUntilSessionTimeout(t *testing.T) {
 	c.Kill(1, false)
 	took := tickUntil(c, 10, "fence the killed leader", func() bool {
 		if c.Leader() == 1 {
-			if _, err := c.Produce(1, transport.AcksAll, "lost"); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
+			if _, err := c.Produce(1, kafka.AcksAll, "lost"); !errors.Is(err, kafka.ErrNotLeaderOrFollower) {
 				c.Fatalf("produce at the dead leader: %v", err)
 			}
 			for _, id := range []int32{2, 3} {
@@ -63,7 +63,7 @@ func TestKilledLeaderLeadsUntilSessionTimeout(t *testing.T) {
 	if s := c.State; s.Leader != 2 || s.LeaderEpoch != 1 || !slices.Equal(s.ISR, []int32{2, 3}) {
 		c.Fatalf("controller after the fence: %+v", s)
 	}
-	p := produce(t, c, transport.AcksAll, "c")
+	p := produce(t, c, kafka.AcksAll, "c")
 	c.Restart(1)
 	if c.Nodes[1].BrokerEpoch() <= oldEpoch {
 		c.Fatalf("broker epoch %d after restart, was %d", c.Nodes[1].BrokerEpoch(), oldEpoch)
@@ -87,7 +87,7 @@ func TestKilledLeaderLeadsUntilSessionTimeout(t *testing.T) {
 // for the session timeout.
 func TestRestartBeforeSessionTimeoutFencesOldIncarnation(t *testing.T) {
 	c := newCluster(t, 202, 3, testOptions(2))
-	produce(t, c, transport.AcksAll, "a")
+	produce(t, c, kafka.AcksAll, "a")
 	c.Tick()
 	c.Kill(3, false)
 	c.Restart(3)
@@ -96,7 +96,7 @@ func TestRestartBeforeSessionTimeoutFencesOldIncarnation(t *testing.T) {
 	}
 	tickUntil(c, 20, "node 3 rejoins the ISR", func() bool { return len(c.State.ISR) == 3 })
 
-	b := produce(t, c, transport.AcksAll, "b")
+	b := produce(t, c, kafka.AcksAll, "b")
 	c.Tick()
 	c.Kill(1, false)
 	c.Restart(1)
@@ -106,7 +106,7 @@ func TestRestartBeforeSessionTimeoutFencesOldIncarnation(t *testing.T) {
 	if st := c.Nodes[1].Replica.Status(); st.Role != replica.RoleFollower || st.State.LeaderEpoch != 1 {
 		c.Fatalf("restarted node 1: %+v", st)
 	}
-	d := produce(t, c, transport.AcksAll, "d")
+	d := produce(t, c, kafka.AcksAll, "d")
 	tickUntil(c, 20, "node 1 rejoins the ISR", func() bool { return len(c.State.ISR) == 3 && d.Acked() })
 	if !b.Acked() {
 		c.Fatalf("b not acked: %+v", b)
@@ -130,7 +130,7 @@ func TestControllerFailoverKeepsPartitionState(t *testing.T) {
 	c.Net.Pause(3)
 	var acked []*replicatest.Produced
 	for range lagTicks + 2 {
-		acked = append(acked, produce(t, c, transport.AcksAll, "v"+itoa(len(acked))))
+		acked = append(acked, produce(t, c, kafka.AcksAll, "v"+itoa(len(acked))))
 		c.Tick()
 	}
 	if c.PendingAlters() != 1 || !slices.Equal(c.State.ISR, []int32{1, 2, 3}) {
@@ -153,7 +153,7 @@ func TestControllerFailoverKeepsPartitionState(t *testing.T) {
 	if took != clusterSessionTicks {
 		c.Fatalf("fenced after %d ticks, want %d", took, clusterSessionTicks)
 	}
-	last := produce(t, c, transport.AcksAll, "last")
+	last := produce(t, c, kafka.AcksAll, "last")
 	tickUntil(c, 20, "the last write is acked", last.Acked)
 	want := []string{}
 	for _, p := range append(acked, last) {

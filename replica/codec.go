@@ -6,7 +6,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // This file holds the binary encoding of Messages for a transport between
@@ -60,7 +60,7 @@ const (
 // AppendMessages appends the encoding of msgs to dst and returns the
 // extended buffer, as the append built-in does. Every field of each message
 // and of its payloads is kept, except that an Err keeps only its Kafka code
-// (transport.CodeOf) and its text, empty Records decode as nil, and a
+// (kafka.CodeOf) and its text, empty Records decode as nil, and a
 // topic or error text longer than 65535 bytes is cut to that length.
 func AppendMessages(dst []byte, msgs []Message) []byte {
 	dst = append(dst, MessageVersion)
@@ -162,7 +162,7 @@ func appendError(dst []byte, err error) []byte {
 }
 
 // errorCode returns the code err is sent with: the code it came with when
-// it was decoded (an unknown code stays itself), else transport.CodeOf.
+// it was decoded (an unknown code stays itself), else kafka.CodeOf.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
@@ -171,10 +171,10 @@ func errorCode(err error) int16 {
 	if errors.As(err, &re) {
 		return re.code
 	}
-	if code := transport.CodeOf(err); code != 0 {
+	if code := kafka.CodeOf(err); code != 0 {
 		return code
 	}
-	return transport.ErrUnknownServerError.Code
+	return kafka.ErrUnknownServerError.Code
 }
 
 // remoteError is an error decoded from a message: it reads as the sender's
@@ -183,7 +183,7 @@ func errorCode(err error) int16 {
 type remoteError struct {
 	code int16
 	text string
-	err  error // transport.ErrorForCode(code)
+	err  error // kafka.ErrorForCode(code)
 }
 
 func (e *remoteError) Error() string { return e.text }
@@ -193,7 +193,7 @@ func (e *remoteError) Unwrap() error { return e.err }
 // responses point into b, which must therefore stay unchanged while they
 // are in use; nothing else refers to b. An Err decodes to an error with the
 // sender's text that matches, with errors.Is and errors.As, the
-// *transport.Error of its code (an unknown code still decodes to a non-nil
+// *kafka.Error of its code (an unknown code still decodes to a non-nil
 // error). Anything else fails with an error matching ErrCorruptMessage,
 // and a corrupt length never makes DecodeMessages allocate more than b
 // justifies.
@@ -237,7 +237,7 @@ func (d *decoder) message(m *Message) {
 		return
 	}
 	if payloads&payloadFetch != 0 {
-		m.Fetch = &transport.ReplicaFetchPartition{
+		m.Fetch = &kafka.ReplicaFetchPartition{
 			Topic:              d.topicName(),
 			Partition:          d.i32(),
 			CurrentLeaderEpoch: d.i32(),
@@ -249,7 +249,7 @@ func (d *decoder) message(m *Message) {
 		}
 	}
 	if payloads&payloadFetchResponse != 0 {
-		r := &transport.ReplicaFetchPartitionResponse{
+		r := &kafka.ReplicaFetchPartitionResponse{
 			Topic:          d.topicName(),
 			Partition:      d.i32(),
 			Err:            d.error(),
@@ -261,7 +261,7 @@ func (d *decoder) message(m *Message) {
 		switch diverging := d.u8(); diverging {
 		case 0:
 		case 1:
-			r.DivergingEpoch = &transport.EpochEndOffset{LeaderEpoch: d.i32(), EndOffset: d.i64()}
+			r.DivergingEpoch = &kafka.EpochEndOffset{LeaderEpoch: d.i32(), EndOffset: d.i64()}
 		default:
 			d.fail("diverging flag %d", diverging)
 		}
@@ -269,7 +269,7 @@ func (d *decoder) message(m *Message) {
 		m.FetchResponse = r
 	}
 	if payloads&payloadEpochRequest != 0 {
-		m.EpochRequest = &transport.OffsetForLeaderEpochPartition{
+		m.EpochRequest = &kafka.OffsetForLeaderEpochPartition{
 			Topic:              d.topicName(),
 			Partition:          d.i32(),
 			CurrentLeaderEpoch: d.i32(),
@@ -277,7 +277,7 @@ func (d *decoder) message(m *Message) {
 		}
 	}
 	if payloads&payloadEpochResponse != 0 {
-		r := &transport.OffsetForLeaderEpochPartitionResponse{
+		r := &kafka.OffsetForLeaderEpochPartitionResponse{
 			Topic:     d.topicName(),
 			Partition: d.i32(),
 			Err:       d.error(),
@@ -339,5 +339,5 @@ func (d *decoder) error() error {
 	if d.err != nil {
 		return nil
 	}
-	return &remoteError{code: code, text: text, err: transport.ErrorForCode(code)}
+	return &remoteError{code: code, text: text, err: kafka.ErrorForCode(code)}
 }

@@ -8,38 +8,38 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // codecSamples are messages of every type with every field set, and the
 // corner cases of their payloads: no error, an error that is not Kafka's,
 // no diverging epoch, no records, and all payloads in one message.
 func codecSamples() []replica.Message {
-	fetch := &transport.ReplicaFetchPartition{Topic: "orders", Partition: 7, CurrentLeaderEpoch: 12,
+	fetch := &kafka.ReplicaFetchPartition{Topic: "orders", Partition: 7, CurrentLeaderEpoch: 12,
 		FetchOffset: 1 << 40, LastFetchedEpoch: 11, LogStartOffset: 1 << 33, MaxBytes: 1 << 20, ReplicaEpoch: 1<<50 + 3}
-	response := &transport.ReplicaFetchPartitionResponse{Topic: "orders", Partition: 7,
-		Err:         fmt.Errorf("%w: partition orders-7 moved to epoch 13", transport.ErrFencedLeaderEpoch),
+	response := &kafka.ReplicaFetchPartitionResponse{Topic: "orders", Partition: 7,
+		Err:         fmt.Errorf("%w: partition orders-7 moved to epoch 13", kafka.ErrFencedLeaderEpoch),
 		LeaderEpoch: 13, HighWatermark: 1<<40 - 5, LogStartOffset: 1 << 33, LogEndOffset: 1<<40 + 9,
-		DivergingEpoch: &transport.EpochEndOffset{LeaderEpoch: 11, EndOffset: 1<<40 - 2},
+		DivergingEpoch: &kafka.EpochEndOffset{LeaderEpoch: 11, EndOffset: 1<<40 - 2},
 		Records:        []byte("batch bytes as stored \x00\xff")}
-	epochRequest := &transport.OffsetForLeaderEpochPartition{Topic: "payments", Partition: 2, CurrentLeaderEpoch: 5, LeaderEpoch: 4}
-	epochResponse := &transport.OffsetForLeaderEpochPartitionResponse{Topic: "payments", Partition: 2,
-		Err: transport.ErrNotLeaderOrFollower, EpochEndOffset: transport.EpochEndOffset{LeaderEpoch: 4, EndOffset: 1 << 35}}
+	epochRequest := &kafka.OffsetForLeaderEpochPartition{Topic: "payments", Partition: 2, CurrentLeaderEpoch: 5, LeaderEpoch: 4}
+	epochResponse := &kafka.OffsetForLeaderEpochPartitionResponse{Topic: "payments", Partition: 2,
+		Err: kafka.ErrNotLeaderOrFollower, EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: 4, EndOffset: 1 << 35}}
 	return []replica.Message{
 		{Type: replica.MsgFetch, From: 2, To: 1, Seq: 1<<63 + 5, Fetch: fetch},
 		{Type: replica.MsgFetchResponse, From: 1, To: 2, Seq: 1<<63 + 5, FetchResponse: response},
 		{Type: replica.MsgOffsetsForLeaderEpoch, From: 3, To: 1, Seq: 9, EpochRequest: epochRequest},
 		{Type: replica.MsgOffsetsForLeaderEpochResponse, From: 1, To: 3, Seq: 9, EpochResponse: epochResponse},
 		// Negative values, no error, no diverging epoch, no records.
-		{Type: replica.MsgFetchResponse, From: -1, To: 0, FetchResponse: &transport.ReplicaFetchPartitionResponse{
+		{Type: replica.MsgFetchResponse, From: -1, To: 0, FetchResponse: &kafka.ReplicaFetchPartitionResponse{
 			Topic: "t", LeaderEpoch: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}},
-		{Type: replica.MsgFetch, Fetch: &transport.ReplicaFetchPartition{LastFetchedEpoch: transport.UndefinedEpoch}},
+		{Type: replica.MsgFetch, Fetch: &kafka.ReplicaFetchPartition{LastFetchedEpoch: kafka.UndefinedEpoch}},
 		// An error that is no Kafka error travels as UNKNOWN_SERVER_ERROR.
-		{Type: replica.MsgOffsetsForLeaderEpochResponse, From: 1, To: 3, EpochResponse: &transport.OffsetForLeaderEpochPartitionResponse{
+		{Type: replica.MsgOffsetsForLeaderEpochResponse, From: 1, To: 3, EpochResponse: &kafka.OffsetForLeaderEpochPartitionResponse{
 			Topic: "payments", Err: errors.New("disk on fire"),
-			EpochEndOffset: transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: -1}}},
+			EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: kafka.UndefinedEpoch, EndOffset: -1}}},
 		// The encoding keeps whatever payloads a message has.
 		{Type: replica.MsgFetch, From: 4, To: 5, Seq: 1, Fetch: fetch, FetchResponse: response,
 			EpochRequest: epochRequest, EpochResponse: epochResponse},
@@ -47,9 +47,9 @@ func codecSamples() []replica.Message {
 	}
 }
 
-// errorOf returns the *transport.Error err matches, or nil.
-func errorOf(err error) *transport.Error {
-	var e *transport.Error
+// errorOf returns the *kafka.Error err matches, or nil.
+func errorOf(err error) *kafka.Error {
+	var e *kafka.Error
 	if errors.As(err, &e) {
 		return e
 	}
@@ -68,7 +68,7 @@ func checkError(t testing.TB, got, want error) {
 	}
 	sentinel := errorOf(want)
 	if sentinel == nil {
-		sentinel = transport.ErrUnknownServerError
+		sentinel = kafka.ErrUnknownServerError
 	}
 	if !errors.Is(got, sentinel) || errorOf(got) != sentinel {
 		t.Fatalf("error %v does not match %v", got, sentinel)
@@ -168,7 +168,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 // the bytes cannot hold; none of them allocates for what it claims.
 func TestDecodeMessagesCorrupt(t *testing.T) {
 	fetchResponse := replica.AppendMessages(nil, []replica.Message{{Type: replica.MsgFetchResponse,
-		FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "t", Records: []byte("abc")}}})
+		FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "t", Records: []byte("abc")}}})
 	const headerEnd = 1 + 4 + 1 + 4 + 4 + 8 // version, count, type, from, to, seq
 	divergingAt := headerEnd + 1 + 2 + 1 + 4 + 2 + 4 + 3*8
 	if fetchResponse[divergingAt] != 0 {
@@ -210,8 +210,8 @@ func TestDecodeMessagesCorrupt(t *testing.T) {
 // the sender's text, and a node passing the message on sends the same
 // code.
 func TestMessagesUnknownErrorCode(t *testing.T) {
-	future := &transport.Error{Code: 4242, Name: "FUTURE_ERROR", Message: "an error from a later Kafka"}
-	msgs := []replica.Message{{Type: replica.MsgFetchResponse, FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "t", Err: future}}}
+	future := &kafka.Error{Code: 4242, Name: "FUTURE_ERROR", Message: "an error from a later Kafka"}
+	msgs := []replica.Message{{Type: replica.MsgFetchResponse, FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "t", Err: future}}}
 	b := replica.AppendMessages(nil, msgs)
 	got, err := replica.DecodeMessages(b)
 	if err != nil {
@@ -221,8 +221,8 @@ func TestMessagesUnknownErrorCode(t *testing.T) {
 	if e == nil || e.Error() != future.Error() {
 		t.Fatalf("decoded error %v, want one reading %q", e, future.Error())
 	}
-	if code := transport.CodeOf(e); code != transport.ErrUnknownServerError.Code {
-		t.Fatalf("decoded error has code %d here, want %d", code, transport.ErrUnknownServerError.Code)
+	if code := kafka.CodeOf(e); code != kafka.ErrUnknownServerError.Code {
+		t.Fatalf("decoded error has code %d here, want %d", code, kafka.ErrUnknownServerError.Code)
 	}
 	if again := replica.AppendMessages(nil, got); !bytes.Equal(again, b) {
 		t.Fatalf("relayed as %x, want %x", again, b)
@@ -234,8 +234,8 @@ func TestMessagesUnknownErrorCode(t *testing.T) {
 func TestDecodeMessagesRecordsAlias(t *testing.T) {
 	records := bytes.Repeat([]byte("0123456789abcdef"), 4096)
 	msgs := []replica.Message{
-		{Type: replica.MsgFetchResponse, FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "a", Records: records}},
-		{Type: replica.MsgFetchResponse, FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "b", Records: records[:100]}},
+		{Type: replica.MsgFetchResponse, FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "a", Records: records}},
+		{Type: replica.MsgFetchResponse, FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "b", Records: records[:100]}},
 	}
 	b := replica.AppendMessages(nil, msgs)
 	got, err := replica.DecodeMessages(b)
@@ -289,7 +289,7 @@ func TestMessagesRoundTripClusterTraffic(t *testing.T) {
 		return replicatest.Pass
 	})
 	for i := range 3 {
-		p := produce(t, c, transport.AcksAll, vals(fmt.Sprintf("round%d-", i), 5)...)
+		p := produce(t, c, kafka.AcksAll, vals(fmt.Sprintf("round%d-", i), 5)...)
 		c.Stabilize()
 		if !p.Acked() {
 			c.Fatalf("round %d: produce not acked: %+v", i, p)
@@ -298,7 +298,7 @@ func TestMessagesRoundTripClusterTraffic(t *testing.T) {
 		// crashes; back after a new leader took over, its log diverges.
 		leader := c.Leader()
 		c.Net.Isolate(leader, c.Cfg.Replicas...)
-		if _, err := c.Produce(leader, transport.AcksLeader, "lost"); err != nil {
+		if _, err := c.Produce(leader, kafka.AcksLeader, "lost"); err != nil {
 			t.Fatal(err)
 		}
 		c.Stabilize()
@@ -368,7 +368,7 @@ func BenchmarkMessagesCodec(b *testing.B) {
 	msgs := make([]replica.Message, 16)
 	for i := range msgs {
 		msgs[i] = replica.Message{Type: replica.MsgFetchResponse, From: 1, To: 2, Seq: uint64(i),
-			FetchResponse: &transport.ReplicaFetchPartitionResponse{Topic: "orders", Partition: int32(i),
+			FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "orders", Partition: int32(i),
 				LeaderEpoch: 3, HighWatermark: 1 << 20, LogEndOffset: 1 << 21, Records: records}}
 	}
 	buf := replica.AppendMessages(nil, msgs)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/transport"
 )
 
 // Controller owns a cluster's metadata, as Kafka's controller does: the
@@ -378,7 +378,7 @@ func partitionRecord(tp log.TopicPartition, s LeaderAndISR) MetadataRecord {
 func (c *LocalController) Partition(tp log.TopicPartition) (LeaderAndISR, error) {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-		return LeaderAndISR{}, fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, tp)
+		return LeaderAndISR{}, fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
 	}
 	return t.Partitions[tp.Partition].clone(), nil
 }

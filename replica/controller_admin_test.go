@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // Partitions added to a topic, its changed configs and a preferred-leader
@@ -23,10 +23,10 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			}
 			c.Updates()
 
-			if err := c.CreatePartitions("orders", 2); !errors.Is(err, transport.ErrInvalidPartitions) {
+			if err := c.CreatePartitions("orders", 2); !errors.Is(err, kafka.ErrInvalidPartitions) {
 				t.Fatalf("CreatePartitions to the same count: %v, want INVALID_PARTITIONS", err)
 			}
-			if err := c.CreatePartitions("nope", 3); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+			if err := c.CreatePartitions("nope", 3); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 				t.Fatalf("CreatePartitions of an unknown topic: %v", err)
 			}
 			if err := c.CreatePartitions("orders", 5); err != nil {
@@ -59,7 +59,7 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			}
 
 			tp := log.TopicPartition{Topic: "orders", Partition: 0}
-			if err := c.ElectPreferredLeader(tp); !errors.Is(err, transport.ErrElectionNotNeeded) {
+			if err := c.ElectPreferredLeader(tp); !errors.Is(err, kafka.ErrElectionNotNeeded) {
 				t.Fatalf("ElectPreferredLeader of a partition its preferred replica leads: %v", err)
 			}
 			ps, _ := c.Partition(tp)
@@ -72,7 +72,7 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			if got, _ := c.Partition(tp); got.Leader != ps.Replicas[0] || got.LeaderEpoch != ps.LeaderEpoch+2 {
 				t.Fatalf("after the preferred election: %+v; want leader %d in epoch %d", got, ps.Replicas[0], ps.LeaderEpoch+2)
 			}
-			if err := c.ElectPreferredLeader(log.TopicPartition{Topic: "orders", Partition: 9}); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+			if err := c.ElectPreferredLeader(log.TopicPartition{Topic: "orders", Partition: 9}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 				t.Fatalf("ElectPreferredLeader of a partition the topic lacks: %v", err)
 			}
 

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -109,12 +109,12 @@ func TestControllerTopicConfigsRefused(t *testing.T) {
 		cfg  replica.TopicConfig
 		want error
 	}{
-		{"another topic's id", replica.TopicConfig{ID: id}, transport.ErrInvalidRequest},
-		{"an id of 4097 bytes", replica.TopicConfig{ID: strings.Repeat("x", 4097)}, transport.ErrInvalidRequest},
-		{"an empty key", replica.TopicConfig{Configs: map[string]string{"": "x"}}, transport.ErrInvalidConfig},
-		{"a key of 4097 bytes", replica.TopicConfig{Configs: map[string]string{strings.Repeat("k", 4097): "x"}}, transport.ErrInvalidConfig},
-		{"a value of 4097 bytes", replica.TopicConfig{Configs: map[string]string{"k": strings.Repeat("v", 4097)}}, transport.ErrInvalidConfig},
-		{"4097 configs", replica.TopicConfig{Configs: many}, transport.ErrInvalidConfig},
+		{"another topic's id", replica.TopicConfig{ID: id}, kafka.ErrInvalidRequest},
+		{"an id of 4097 bytes", replica.TopicConfig{ID: strings.Repeat("x", 4097)}, kafka.ErrInvalidRequest},
+		{"an empty key", replica.TopicConfig{Configs: map[string]string{"": "x"}}, kafka.ErrInvalidConfig},
+		{"a key of 4097 bytes", replica.TopicConfig{Configs: map[string]string{strings.Repeat("k", 4097): "x"}}, kafka.ErrInvalidConfig},
+		{"a value of 4097 bytes", replica.TopicConfig{Configs: map[string]string{"k": strings.Repeat("v", 4097)}}, kafka.ErrInvalidConfig},
+		{"4097 configs", replica.TopicConfig{Configs: many}, kafka.ErrInvalidConfig},
 	} {
 		records := store.Len()
 		if err := c.CreateTopic("b", 1, 1, tc.cfg); !errors.Is(err, tc.want) {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/transport"
 )
 
 // ElectReplica moves the leadership of tp to node id, which must be an
@@ -13,7 +13,7 @@ import (
 // controlled shutdown or a reassignment makes, which ElectPreferredLeaders
 // makes only for the first replica. The leader epoch grows even when id
 // already leads, so that its followers start over from a new epoch. It
-// refuses any other node with transport.ErrIneligibleReplica.
+// refuses any other node with kafka.ErrIneligibleReplica.
 func (c *LocalController) ElectReplica(tp log.TopicPartition, id int32) (LeaderAndISR, error) {
 	cur, err := c.Partition(tp)
 	if err != nil {
@@ -21,7 +21,7 @@ func (c *LocalController) ElectReplica(tp log.TopicPartition, id int32) (LeaderA
 	}
 	if !c.live(id) || !slices.Contains(cur.ISR, id) {
 		return LeaderAndISR{}, fmt.Errorf("%w: %s: node %d is fenced or outside the ISR %v",
-			transport.ErrIneligibleReplica, tp, id, cur.ISR)
+			kafka.ErrIneligibleReplica, tp, id, cur.ISR)
 	}
 	s := cur.clone()
 	s.Leader = id

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // ElectReplica moves leadership to a live ISR member in a new leader and
@@ -40,15 +40,15 @@ func TestControllerElectReplica(t *testing.T) {
 
 	shrinkTo(t, c, tp, 1, 2) // node 0 leaves the ISR
 	want.ISR, want.PartitionEpoch = []int32{1, 2}, 3
-	if _, err := c.ElectReplica(tp, 0); !errors.Is(err, transport.ErrIneligibleReplica) {
+	if _, err := c.ElectReplica(tp, 0); !errors.Is(err, kafka.ErrIneligibleReplica) {
 		t.Fatalf("electing node 0 outside the ISR: %v", err)
 	}
 	tickBeating(t, c, sessionTicks, 0, 2) // node 1 fenced, leaves the ISR
 	want.ISR, want.PartitionEpoch = []int32{2}, 4
-	if _, err := c.ElectReplica(tp, 1); !errors.Is(err, transport.ErrIneligibleReplica) {
+	if _, err := c.ElectReplica(tp, 1); !errors.Is(err, kafka.ErrIneligibleReplica) {
 		t.Fatalf("electing fenced node 1: %v", err)
 	}
-	if _, err := c.ElectReplica(log.TopicPartition{Topic: "t", Partition: 1}, 2); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if _, err := c.ElectReplica(log.TopicPartition{Topic: "t", Partition: 1}, 2); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("electing in an unknown partition: %v", err)
 	}
 	sameState(t, mustPartition(t, c, "t", 0), want)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // newCtlCluster starts replicatest's cluster of nodes 0..n-1 under a
@@ -56,10 +56,10 @@ func TestControllerDrivesReplicasThroughLeaderKill(t *testing.T) {
 	}
 	var acked []*replicatest.Produced
 	for i := range 5 {
-		acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprintf("a%d", i)))
+		acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprintf("a%d", i)))
 		c.RunTicks(2)
 	}
-	inflight := produce(t, c, transport.AcksAll, "unacked") // its fate is not known when the leader dies
+	inflight := produce(t, c, kafka.AcksAll, "unacked") // its fate is not known when the leader dies
 	for _, p := range acked {
 		if !p.Acked() {
 			t.Fatalf("produce %v before the kill: done=%v err=%v", p.Values, p.Done, p.Err)
@@ -79,7 +79,7 @@ func TestControllerDrivesReplicasThroughLeaderKill(t *testing.T) {
 		t.Fatalf("after the leader's session expired: %+v, want leader 1 in epoch 1 with ISR [1 2]", s)
 	}
 	for i := range 5 {
-		acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprintf("b%d", i)))
+		acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprintf("b%d", i)))
 		c.RunTicks(2)
 	}
 
@@ -95,7 +95,7 @@ func TestControllerDrivesReplicasThroughLeaderKill(t *testing.T) {
 		t.Fatalf("preferred leader not restored: %+v", s)
 	}
 	for i := range 3 {
-		acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprintf("c%d", i)))
+		acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprintf("c%d", i)))
 		c.RunTicks(2)
 	}
 
@@ -120,7 +120,7 @@ func TestControllerDrivesReplicasThroughLeaderKill(t *testing.T) {
 	if inflight.Acked() {
 		t.Fatal("a write in flight on a crashed leader was acknowledged")
 	}
-	if inflight.Done && !errors.Is(inflight.Err, transport.ErrNotLeaderOrFollower) {
+	if inflight.Done && !errors.Is(inflight.Err, kafka.ErrNotLeaderOrFollower) {
 		t.Fatalf("in-flight write failed with %v", inflight.Err)
 	}
 	c.Check()
@@ -136,13 +136,13 @@ func TestControllerKeepsPartitionOfflineWithoutISR(t *testing.T) {
 	c := newCtlCluster(t, 3)
 	var acked []*replicatest.Produced
 	for i := range 3 {
-		acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprintf("a%d", i)))
+		acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprintf("a%d", i)))
 		c.RunTicks(2)
 	}
 	c.Net.Isolate(0, 1, 2)
 	// Written by the lone leader, never committed: the followers do not
 	// get it, and min.insync.replicas is 2.
-	lone := produce(t, c, transport.AcksAll, "lone")
+	lone := produce(t, c, kafka.AcksAll, "lone")
 	c.RunTicks(40) // past replica.lag.time.max.ms (30 ticks)
 	s := c.State
 	if s.Leader != 0 || !slices.Equal(s.ISR, []int32{0}) {

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/transport"
 )
 
 // RegisterNode implements Controller.
 func (c *LocalController) RegisterNode(id int32) (int64, error) {
 	if id < 0 {
-		return 0, fmt.Errorf("%w: node id %d is negative", transport.ErrInvalidRequest, id)
+		return 0, fmt.Errorf("%w: node id %d is negative", kafka.ErrInvalidRequest, id)
 	}
 	if n, ok := c.nodes[id]; ok && !n.Fenced {
 		if err := c.commit(c.fenceRecords(id)); err != nil {
@@ -48,10 +48,10 @@ func (c *LocalController) registered(id int32, brokerEpoch int64, doing string) 
 	n, ok := c.nodes[id]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%w: node %d", transport.ErrBrokerIDNotRegistered, id)
+		return nil, fmt.Errorf("%w: node %d", kafka.ErrBrokerIDNotRegistered, id)
 	case n.BrokerEpoch != brokerEpoch:
 		return nil, fmt.Errorf("%w: node %d %s in broker epoch %d, registered in %d",
-			transport.ErrStaleBrokerEpoch, id, doing, brokerEpoch, n.BrokerEpoch)
+			kafka.ErrStaleBrokerEpoch, id, doing, brokerEpoch, n.BrokerEpoch)
 	}
 	return n, nil
 }
@@ -155,7 +155,7 @@ func (c *LocalController) ElectPreferredLeaders() error {
 func (c *LocalController) ElectPreferredLeader(tp log.TopicPartition) error {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, tp)
+		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
 	}
 	rec, err := c.preferredLeaderRecord(tp, &t.Partitions[tp.Partition])
 	if err != nil {
@@ -168,15 +168,15 @@ func (c *LocalController) ElectPreferredLeader(tp log.TopicPartition) error {
 // replica its leader, or why there is none to write.
 func (c *LocalController) preferredLeaderRecord(tp log.TopicPartition, cur *LeaderAndISR) (MetadataRecord, error) {
 	if len(cur.Replicas) == 0 {
-		return MetadataRecord{}, fmt.Errorf("%w: %s has no replicas", transport.ErrPreferredLeaderNotAvailable, tp)
+		return MetadataRecord{}, fmt.Errorf("%w: %s has no replicas", kafka.ErrPreferredLeaderNotAvailable, tp)
 	}
 	p := cur.Replicas[0]
 	switch {
 	case cur.Leader == p:
-		return MetadataRecord{}, fmt.Errorf("%w: %s is led by its preferred replica %d", transport.ErrElectionNotNeeded, tp, p)
+		return MetadataRecord{}, fmt.Errorf("%w: %s is led by its preferred replica %d", kafka.ErrElectionNotNeeded, tp, p)
 	case !c.live(p) || !slices.Contains(cur.ISR, p):
 		return MetadataRecord{}, fmt.Errorf("%w: %s's preferred replica %d is not alive and in the ISR %v",
-			transport.ErrPreferredLeaderNotAvailable, tp, p, cur.ISR)
+			kafka.ErrPreferredLeaderNotAvailable, tp, p, cur.ISR)
 	}
 	s := cur.clone()
 	s.Leader = p
@@ -192,7 +192,7 @@ func (c *LocalController) preferredLeaderRecord(tp log.TopicPartition, cur *Lead
 func (c *LocalController) CreatePartitions(name string, total int) error {
 	t, ok := c.topics[name]
 	if !ok {
-		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	have := len(t.Partitions)
 	rf := 1
@@ -202,11 +202,11 @@ func (c *LocalController) CreatePartitions(name string, total int) error {
 	live := c.liveNodes()
 	switch {
 	case total <= have:
-		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, have, total)
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", kafka.ErrInvalidPartitions, name, have, total)
 	case total > maxMetadataList:
-		return fmt.Errorf("%w: %d partitions, at most %d", transport.ErrInvalidPartitions, total, maxMetadataList)
+		return fmt.Errorf("%w: %d partitions, at most %d", kafka.ErrInvalidPartitions, total, maxMetadataList)
 	case rf > len(live):
-		return fmt.Errorf("%w: replication factor %d with %d live nodes", transport.ErrInvalidReplicationFactor, rf, len(live))
+		return fmt.Errorf("%w: replication factor %d with %d live nodes", kafka.ErrInvalidReplicationFactor, rf, len(live))
 	}
 	var recs []MetadataRecord
 	for p, replicas := range assignReplicas(live, total, rf, c.placements) {
@@ -221,7 +221,7 @@ func (c *LocalController) CreatePartitions(name string, total int) error {
 // AlterTopicConfig implements Controller.
 func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
 	if _, ok := c.topics[name]; !ok {
-		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	cfg.ID = ""
 	if err := c.checkTopicConfig(cfg); err != nil {
@@ -264,13 +264,13 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 	live := c.liveNodes()
 	switch {
 	case !validTopicName(name):
-		return fmt.Errorf("%w: %q", transport.ErrInvalidTopic, name)
+		return fmt.Errorf("%w: %q", kafka.ErrInvalidTopic, name)
 	case c.topics[name] != nil:
-		return fmt.Errorf("%w: %s", transport.ErrTopicAlreadyExists, name)
+		return fmt.Errorf("%w: %s", kafka.ErrTopicAlreadyExists, name)
 	case partitions <= 0 || partitions > maxMetadataList:
-		return fmt.Errorf("%w: %d", transport.ErrInvalidPartitions, partitions)
+		return fmt.Errorf("%w: %d", kafka.ErrInvalidPartitions, partitions)
 	case replicationFactor <= 0 || replicationFactor > len(live):
-		return fmt.Errorf("%w: %d with %d live nodes", transport.ErrInvalidReplicationFactor, replicationFactor, len(live))
+		return fmt.Errorf("%w: %d with %d live nodes", kafka.ErrInvalidReplicationFactor, replicationFactor, len(live))
 	}
 	if err := c.checkTopicConfig(cfg); err != nil {
 		return fmt.Errorf("topic %s: %w", name, err)
@@ -288,21 +288,21 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 // configs a metadata record cannot hold (INVALID_CONFIG).
 func (c *LocalController) checkTopicConfig(cfg TopicConfig) error {
 	if len(cfg.ID) > maxMetadataList {
-		return fmt.Errorf("%w: topic id of %d bytes", transport.ErrInvalidRequest, len(cfg.ID))
+		return fmt.Errorf("%w: topic id of %d bytes", kafka.ErrInvalidRequest, len(cfg.ID))
 	}
 	if cfg.ID != "" {
 		for name, t := range c.topics {
 			if t.ID == cfg.ID {
-				return fmt.Errorf("%w: topic id %s is topic %s's", transport.ErrInvalidRequest, cfg.ID, name)
+				return fmt.Errorf("%w: topic id %s is topic %s's", kafka.ErrInvalidRequest, cfg.ID, name)
 			}
 		}
 	}
 	if len(cfg.Configs) > maxMetadataList {
-		return fmt.Errorf("%w: %d configs", transport.ErrInvalidConfig, len(cfg.Configs))
+		return fmt.Errorf("%w: %d configs", kafka.ErrInvalidConfig, len(cfg.Configs))
 	}
 	for k, v := range cfg.Configs {
 		if k == "" || len(k) > maxMetadataList || len(v) > maxMetadataList {
-			return fmt.Errorf("%w: config %.64q of %d bytes, value of %d bytes", transport.ErrInvalidConfig, k, len(k), len(v))
+			return fmt.Errorf("%w: config %.64q of %d bytes, value of %d bytes", kafka.ErrInvalidConfig, k, len(k), len(v))
 		}
 	}
 	return nil
@@ -336,7 +336,7 @@ func assignReplicas(nodes []int32, partitions, rf, rotation int) [][]int32 {
 // DeleteTopic implements Controller.
 func (c *LocalController) DeleteTopic(name string) error {
 	if c.topics[name] == nil {
-		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	return c.commit([]MetadataRecord{{Type: RecordRemoveTopic, Topic: name}})
 }
@@ -358,24 +358,24 @@ func (c *LocalController) AlterPartition(from int32, tp log.TopicPartition, a IS
 	}
 	switch {
 	case a.LeaderEpoch < cur.LeaderEpoch:
-		return refuse(transport.ErrFencedLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
+		return refuse(kafka.ErrFencedLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
 	case a.LeaderEpoch > cur.LeaderEpoch:
-		return refuse(transport.ErrUnknownLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
+		return refuse(kafka.ErrUnknownLeaderEpoch, "leader epoch %d, current %d", a.LeaderEpoch, cur.LeaderEpoch)
 	case from != cur.Leader:
-		return refuse(transport.ErrNotLeaderOrFollower, "the leader is %d", cur.Leader)
+		return refuse(kafka.ErrNotLeaderOrFollower, "the leader is %d", cur.Leader)
 	case a.PartitionEpoch != cur.PartitionEpoch:
-		return refuse(transport.ErrInvalidUpdateVersion, "partition epoch %d, current %d", a.PartitionEpoch, cur.PartitionEpoch)
+		return refuse(kafka.ErrInvalidUpdateVersion, "partition epoch %d, current %d", a.PartitionEpoch, cur.PartitionEpoch)
 	case len(a.ISR) == 0 || len(a.BrokerEpochs) != len(a.ISR) || !slices.Contains(a.ISR, from):
-		return refuse(transport.ErrInvalidRequest, "ISR %v with broker epochs %v", a.ISR, a.BrokerEpochs)
+		return refuse(kafka.ErrInvalidRequest, "ISR %v with broker epochs %v", a.ISR, a.BrokerEpochs)
 	}
 	for i, id := range a.ISR {
 		if !slices.Contains(cur.Replicas, id) || slices.Index(a.ISR, id) != i {
-			return refuse(transport.ErrInvalidRequest, "ISR %v against replicas %v", a.ISR, cur.Replicas)
+			return refuse(kafka.ErrInvalidRequest, "ISR %v against replicas %v", a.ISR, cur.Replicas)
 		}
 		n := c.nodes[id]
 		if id == from {
 			if n != nil && a.BrokerEpochs[i] != -1 && a.BrokerEpochs[i] != n.BrokerEpoch {
-				return refuse(transport.ErrStaleBrokerEpoch, "leader in broker epoch %d, registered in %d", a.BrokerEpochs[i], n.BrokerEpoch)
+				return refuse(kafka.ErrStaleBrokerEpoch, "leader in broker epoch %d, registered in %d", a.BrokerEpochs[i], n.BrokerEpoch)
 			}
 			continue
 		}
@@ -384,9 +384,9 @@ func (c *LocalController) AlterPartition(from int32, tp log.TopicPartition, a IS
 		}
 		switch {
 		case n == nil || n.Fenced:
-			return refuse(transport.ErrIneligibleReplica, "node %d is fenced", id)
+			return refuse(kafka.ErrIneligibleReplica, "node %d is fenced", id)
 		case a.BrokerEpochs[i] != n.BrokerEpoch:
-			return refuse(transport.ErrIneligibleReplica, "node %d is in broker epoch %d, not %d", id, n.BrokerEpoch, a.BrokerEpochs[i])
+			return refuse(kafka.ErrIneligibleReplica, "node %d is in broker epoch %d, not %d", id, n.BrokerEpoch, a.BrokerEpochs[i])
 		}
 	}
 	s := cur.clone()

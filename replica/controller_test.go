@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // ctlOptions: 100 ms ticks, so the 9 s session is 90 ticks; the
@@ -118,10 +118,10 @@ func TestControllerFencesSilentNode(t *testing.T) {
 		t.Fatalf("updates %+v, want node 0's partition", u)
 	}
 	sameState(t, u[0].State, want)
-	if err := c.Heartbeat(0, 7); !errors.Is(err, transport.ErrStaleBrokerEpoch) {
+	if err := c.Heartbeat(0, 7); !errors.Is(err, kafka.ErrStaleBrokerEpoch) {
 		t.Fatalf("heartbeat in a wrong epoch: %v", err)
 	}
-	if err := c.Heartbeat(9, 1); !errors.Is(err, transport.ErrBrokerIDNotRegistered) {
+	if err := c.Heartbeat(9, 1); !errors.Is(err, kafka.ErrBrokerIDNotRegistered) {
 		t.Fatalf("heartbeat of an unknown node: %v", err)
 	}
 }
@@ -218,17 +218,17 @@ func TestControllerAlterPartition(t *testing.T) {
 		change replica.ISRChange
 		want   error
 	}{
-		{"old leader epoch", 0, replica.ISRChange{LeaderEpoch: -1, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrFencedLeaderEpoch},
-		{"not the leader", 1, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, transport.ErrNotLeaderOrFollower},
-		{"old partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrInvalidUpdateVersion},
-		{"newer partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 2, ISR: []int32{0}, BrokerEpochs: []int64{1}}, transport.ErrInvalidUpdateVersion},
-		{"empty ISR", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1}, transport.ErrInvalidRequest},
-		{"ISR without the leader", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, transport.ErrInvalidRequest},
-		{"not a replica", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 7}, BrokerEpochs: []int64{1, 1}}, transport.ErrInvalidRequest},
-		{"duplicate member", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 0}, BrokerEpochs: []int64{1, 1}}, transport.ErrInvalidRequest},
-		{"leader restarted", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{9}}, transport.ErrStaleBrokerEpoch},
-		{"joiner in another broker epoch (KIP-903)", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, 2}}, transport.ErrIneligibleReplica},
-		{"joiner epoch unknown", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, -1}}, transport.ErrIneligibleReplica},
+		{"old leader epoch", 0, replica.ISRChange{LeaderEpoch: -1, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{1}}, kafka.ErrFencedLeaderEpoch},
+		{"not the leader", 1, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, kafka.ErrNotLeaderOrFollower},
+		{"old partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{0}, BrokerEpochs: []int64{1}}, kafka.ErrInvalidUpdateVersion},
+		{"newer partition epoch", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 2, ISR: []int32{0}, BrokerEpochs: []int64{1}}, kafka.ErrInvalidUpdateVersion},
+		{"empty ISR", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1}, kafka.ErrInvalidRequest},
+		{"ISR without the leader", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}, BrokerEpochs: []int64{2}}, kafka.ErrInvalidRequest},
+		{"not a replica", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 7}, BrokerEpochs: []int64{1, 1}}, kafka.ErrInvalidRequest},
+		{"duplicate member", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 0}, BrokerEpochs: []int64{1, 1}}, kafka.ErrInvalidRequest},
+		{"leader restarted", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0}, BrokerEpochs: []int64{9}}, kafka.ErrStaleBrokerEpoch},
+		{"joiner in another broker epoch (KIP-903)", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, 2}}, kafka.ErrIneligibleReplica},
+		{"joiner epoch unknown", 0, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, -1}}, kafka.ErrIneligibleReplica},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,14 +248,14 @@ func TestControllerAlterPartition(t *testing.T) {
 		c := setup(t)
 		tickBeating(t, c, sessionTicks, 0, 1)
 		_, err := c.AlterPartition(0, tp, replica.ISRChange{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{0, 1, 2}, BrokerEpochs: []int64{1, 2, 3}})
-		if !errors.Is(err, transport.ErrIneligibleReplica) {
+		if !errors.Is(err, kafka.ErrIneligibleReplica) {
 			t.Fatalf("AlterPartition adding a fenced node: %v", err)
 		}
 	})
 	t.Run("unknown partition", func(t *testing.T) {
 		c := setup(t)
 		_, err := c.AlterPartition(0, log.TopicPartition{Topic: "t", Partition: 1}, replica.ISRChange{ISR: []int32{0}, BrokerEpochs: []int64{1}})
-		if !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+		if !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 			t.Fatalf("AlterPartition of an unknown partition: %v", err)
 		}
 	})
@@ -335,10 +335,10 @@ func TestControllerPlacementSpread(t *testing.T) {
 		rf         int
 		want       error
 	}{
-		{"a", 1, 1, transport.ErrTopicAlreadyExists},
-		{"bad/name", 1, 1, transport.ErrInvalidTopic},
-		{"c", 0, 1, transport.ErrInvalidPartitions},
-		{"c", 1, 5, transport.ErrInvalidReplicationFactor},
+		{"a", 1, 1, kafka.ErrTopicAlreadyExists},
+		{"bad/name", 1, 1, kafka.ErrInvalidTopic},
+		{"c", 0, 1, kafka.ErrInvalidPartitions},
+		{"c", 1, 5, kafka.ErrInvalidReplicationFactor},
 	} {
 		if err := c.CreateTopic(tc.name, tc.partitions, tc.rf, replica.TopicConfig{}); !errors.Is(err, tc.want) {
 			t.Fatalf("CreateTopic(%q, %d, %d): %v, want %v", tc.name, tc.partitions, tc.rf, err, tc.want)
@@ -352,10 +352,10 @@ func TestControllerPlacementSpread(t *testing.T) {
 	if len(u) != 24 || !u[0].Deleted {
 		t.Fatalf("delete pushed %d updates (%+v), want 24 deletions", len(u), u[:min(len(u), 2)])
 	}
-	if _, err := c.Partition(log.TopicPartition{Topic: "a"}); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if _, err := c.Partition(log.TopicPartition{Topic: "a"}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("deleted topic: %v", err)
 	}
-	if err := c.DeleteTopic("a"); !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if err := c.DeleteTopic("a"); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("deleting twice: %v", err)
 	}
 }

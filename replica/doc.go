@@ -67,7 +67,7 @@
 //
 // Apply the controller's LeaderAndISR to every replica of the partition,
 // leader first or not: a replica answers requests from other epochs with
-// transport.ErrFencedLeaderEpoch or ErrUnknownLeaderEpoch, and followers
+// kafka.ErrFencedLeaderEpoch or ErrUnknownLeaderEpoch, and followers
 // retry. Give each start of a node a new Options.BrokerEpoch: answers to
 // fetches sent before a restart may still arrive after it.
 //
@@ -88,7 +88,7 @@
 // Ready.AlterPartition for a controller to commit. Until it does, the high
 // watermark waits for the larger of the two ISRs. While the committed ISR is
 // below MinInsyncReplicas the high watermark stands still and acks=all
-// appends fail with transport.ErrNotEnoughReplicas.
+// appends fail with kafka.ErrNotEnoughReplicas.
 //
 // ElectLeader is the controller's election rule: the first live ISR member
 // in assignment order, and outside the ISR only with AllowUnclean.

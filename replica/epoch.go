@@ -1,6 +1,6 @@
 package replica
 
-import "github.com/partlog/partlog/transport"
+import "github.com/partlog/partlog/kafka"
 
 // leaderEpochEndOffset answers OffsetsForLeaderEpoch for a leader in epoch
 // current whose epoch began at start, with leo its written log end: the
@@ -12,8 +12,8 @@ func leaderEpochEndOffset(s Storage, epoch, current int32, start, leo int64) (in
 	switch {
 	case epoch == current:
 		return current, leo
-	case epoch > current || epoch == transport.UndefinedEpoch:
-		return transport.UndefinedEpoch, -1
+	case epoch > current || epoch == kafka.UndefinedEpoch:
+		return kafka.UndefinedEpoch, -1
 	}
 	latest := s.LatestEpoch()
 	got, end := s.EndOffsetForEpoch(epoch)
@@ -23,11 +23,11 @@ func leaderEpochEndOffset(s Storage, epoch, current int32, start, leo int64) (in
 	// The cache lacks the current epoch: it ends every epoch it knows at
 	// start.
 	switch {
-	case latest == transport.UndefinedEpoch:
+	case latest == kafka.UndefinedEpoch:
 		// Below the first entry: the epoch itself, ending where the first
 		// known epoch starts.
 		return epoch, start
-	case got == transport.UndefinedEpoch || got == latest:
+	case got == kafka.UndefinedEpoch || got == latest:
 		return latest, start
 	}
 	return got, end
@@ -40,16 +40,16 @@ func leaderEpochEndOffset(s Storage, epoch, current int32, start, leo int64) (in
 // for the largest epoch below, and it fetches again to go on comparing. A
 // leader that knows no end offset leaves the follower its high watermark hw,
 // Kafka's fallback.
-func followerTruncationOffset(s Storage, d transport.EpochEndOffset, leo, hw int64) int64 {
+func followerTruncationOffset(s Storage, d kafka.EpochEndOffset, leo, hw int64) int64 {
 	switch {
 	case d.EndOffset < 0:
 		return min(hw, leo)
-	case d.LeaderEpoch == transport.UndefinedEpoch:
+	case d.LeaderEpoch == kafka.UndefinedEpoch:
 		return min(d.EndOffset, leo)
 	}
 	epoch, end := s.EndOffsetForEpoch(d.LeaderEpoch)
 	switch {
-	case epoch == transport.UndefinedEpoch:
+	case epoch == kafka.UndefinedEpoch:
 		return min(d.EndOffset, leo)
 	case epoch != d.LeaderEpoch:
 		return min(end, leo)

@@ -3,8 +3,8 @@ package replica
 import "errors"
 
 // Errors of the replica state machine. Protocol errors a peer or a
-// producer sees are transport's Kafka errors (transport.ErrNotEnoughReplicas,
-// transport.ErrNotLeaderOrFollower, transport.ErrFencedLeaderEpoch, ...),
+// producer sees are transport's Kafka errors (kafka.ErrNotEnoughReplicas,
+// kafka.ErrNotLeaderOrFollower, kafka.ErrFencedLeaderEpoch, ...),
 // wrapped with the details.
 var (
 	// ErrStaleLeaderEpoch means a LeaderAndISR command is older than what

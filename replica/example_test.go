@@ -3,10 +3,10 @@ package replica_test
 import (
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -39,7 +39,7 @@ func Example() {
 
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	b.Append(record.Record{Value: []byte("first order")})
-	p, err := replicas[1].Propose(b.Build(), transport.AcksAll)
+	p, err := replicas[1].Propose(b.Build(), kafka.AcksAll)
 	if err != nil {
 		panic(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // Test 14a (shouldSurviveFastLeaderChange): five times over, produce,
@@ -19,7 +19,7 @@ func TestKIP279FastLeaderChange(t *testing.T) {
 	c := newCluster(t, 141, 2, testOptions(1))
 	written := 0
 	for i := range 5 {
-		p := produce(t, c, transport.AcksAll, vals(fmt.Sprintf("r%d-", i), i+1)...)
+		p := produce(t, c, kafka.AcksAll, vals(fmt.Sprintf("r%d-", i), i+1)...)
 		c.Stabilize()
 		if !p.Acked() {
 			c.Fatalf("round %d: produce not acked: %+v", i, p)
@@ -82,7 +82,7 @@ func uncleanAlternation(t *testing.T, seed int64, wrap func(replica.Options) rep
 	c.Crash(2, false)
 	for round := range 6 {
 		for b := range round%3 + 1 {
-			produce(t, c, transport.AcksLeader, vals(fmt.Sprintf("s%d-r%d-b%d-", seed, round, b), b+round+1)...)
+			produce(t, c, kafka.AcksLeader, vals(fmt.Sprintf("s%d-r%d-b%d-", seed, round, b), b+round+1)...)
 		}
 		c.Stabilize()
 		// Stop the live one and start the other, which is elected
@@ -126,14 +126,14 @@ func TestNoUncleanElectionByDefault(t *testing.T) {
 		t.Run(map[replica.Unclean]string{replica.CleanOnly: "clean-only", replica.AllowUnclean: "allow-unclean"}[mode], func(t *testing.T) {
 			c := replicatest.NewCluster(t, replicatest.Config{Seed: 15, Replicas: []int32{1, 2, 3}, Options: testOptions(1), Unclean: mode})
 			c.Stabilize()
-			produce(t, c, transport.AcksAll, "before")
+			produce(t, c, kafka.AcksAll, "before")
 			c.Stabilize()
 			// Node 3 stops while writes go on, and falls out of the ISR
 			// (an idle partition would keep it: its log would still end
 			// where the leader's does).
 			c.Net.Pause(3)
 			for i := range lagTicks + 2 {
-				produce(t, c, transport.AcksLeader, fmt.Sprint("lag", i))
+				produce(t, c, kafka.AcksLeader, fmt.Sprint("lag", i))
 				c.Tick()
 			}
 			if !slices.Equal(c.State.ISR, []int32{1, 2}) {
@@ -141,7 +141,7 @@ func TestNoUncleanElectionByDefault(t *testing.T) {
 			}
 			var acked []*replicatest.Produced
 			for i := range 3 {
-				acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprint("after", i)))
+				acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprint("after", i)))
 			}
 			c.Stabilize()
 			c.Crash(1, false)
@@ -152,7 +152,7 @@ func TestNoUncleanElectionByDefault(t *testing.T) {
 				if c.Leader() != replica.NoLeader {
 					c.Fatalf("leader %d elected from outside the ISR %v", c.Leader(), c.State.ISR)
 				}
-				if _, err := c.Produce(3, transport.AcksAll, "x"); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
+				if _, err := c.Produce(3, kafka.AcksAll, "x"); !errors.Is(err, kafka.ErrNotLeaderOrFollower) {
 					c.Fatalf("produce to the out-of-ISR replica: %v, want NOT_LEADER_OR_FOLLOWER", err)
 				}
 				c.Restart(2)
@@ -231,15 +231,15 @@ func TestShrinkToLeaderThenIsolate(t *testing.T) {
 		t.Run(fmt.Sprint("min-isr-", minISR), func(t *testing.T) {
 			c := replicatest.NewCluster(t, replicatest.Config{Seed: 9, Replicas: []int32{1, 2, 3}, Options: testOptions(minISR)})
 			c.Stabilize()
-			before := produce(t, c, transport.AcksAll, "before")
+			before := produce(t, c, kafka.AcksAll, "before")
 			c.Stabilize()
 			c.Net.Isolate(1, 2, 3)
 			var during []*replicatest.Produced
 			var refused int
 			for i := range lagTicks + 5 {
-				p, err := c.Produce(1, transport.AcksAll, fmt.Sprint("during", i))
+				p, err := c.Produce(1, kafka.AcksAll, fmt.Sprint("during", i))
 				switch {
-				case errors.Is(err, transport.ErrNotEnoughReplicas):
+				case errors.Is(err, kafka.ErrNotEnoughReplicas):
 					refused++
 				case err != nil:
 					c.Fatalf("produce: %v", err)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // followerState is what a follower keeps: its one fetch in flight.
@@ -42,9 +42,9 @@ func (r *Replica) maybeFetch() {
 	f.deadline = r.now + r.timeoutTicks
 	lastEpoch := r.storage.LatestEpoch()
 	if r.opts.truncateToHighWatermark {
-		lastEpoch = transport.UndefinedEpoch
+		lastEpoch = kafka.UndefinedEpoch
 	}
-	r.send(Message{Type: MsgFetch, From: r.id, To: r.state.Leader, Seq: f.seq, Fetch: &transport.ReplicaFetchPartition{
+	r.send(Message{Type: MsgFetch, From: r.id, To: r.state.Leader, Seq: f.seq, Fetch: &kafka.ReplicaFetchPartition{
 		Topic: r.tp.Topic, Partition: r.tp.Partition,
 		CurrentLeaderEpoch: r.state.LeaderEpoch,
 		FetchOffset:        r.logEnd,
@@ -73,7 +73,7 @@ func (r *Replica) stepFetchResponse(m Message) {
 	f.fetching = false
 	switch {
 	case resp.Err == nil:
-	case errors.Is(resp.Err, transport.ErrOffsetOutOfRange) && resp.LogEndOffset >= 0:
+	case errors.Is(resp.Err, kafka.ErrOffsetOutOfRange) && resp.LogEndOffset >= 0:
 		switch {
 		case r.logEnd > resp.LogEndOffset:
 			r.truncateTo(resp.LogEndOffset)

@@ -3,10 +3,10 @@ package replica_test
 import (
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -62,7 +62,7 @@ func FuzzFetchResponse(f *testing.F) {
 			t.Fatal(err)
 		}
 		if err := r.Step(replica.Message{Type: replica.MsgFetchResponse, From: 2, To: 1, Seq: seq,
-			FetchResponse: &transport.ReplicaFetchPartitionResponse{LeaderEpoch: 1, HighWatermark: hw, LogEndOffset: -1, Records: records}}); err != nil {
+			FetchResponse: &kafka.ReplicaFetchPartitionResponse{LeaderEpoch: 1, HighWatermark: hw, LogEndOffset: -1, Records: records}}); err != nil {
 			t.Fatal(err)
 		}
 		rd = r.Ready()

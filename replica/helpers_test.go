@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // testOptions are the replica options of the scenario tests: 100 ms ticks,
@@ -35,7 +35,7 @@ func newCluster(t *testing.T, seed int64, n int, opts replica.Options) *replicat
 }
 
 // produce appends values at the leader with acks and fails the test on error.
-func produce(t *testing.T, c *replicatest.Cluster, acks transport.Acks, values ...string) *replicatest.Produced {
+func produce(t *testing.T, c *replicatest.Cluster, acks kafka.Acks, values ...string) *replicatest.Produced {
 	t.Helper()
 	p, err := c.Produce(c.Leader(), acks, values...)
 	if err != nil {

@@ -3,7 +3,7 @@ package replica
 import (
 	"testing"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 func TestHighWatermarkMath(t *testing.T) {
@@ -77,15 +77,15 @@ func (f *fakeEpochs) Read(dst []byte, offset, maxOffset int64, maxBytes int) ([]
 }
 func (f *fakeEpochs) LatestEpoch() int32 {
 	if len(f.entries) == 0 {
-		return transport.UndefinedEpoch
+		return kafka.UndefinedEpoch
 	}
 	return f.entries[len(f.entries)-1].epoch
 }
 func (f *fakeEpochs) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	n := len(f.entries)
 	switch {
-	case n == 0 || epoch == transport.UndefinedEpoch || epoch > f.entries[n-1].epoch:
-		return transport.UndefinedEpoch, -1
+	case n == 0 || epoch == kafka.UndefinedEpoch || epoch > f.entries[n-1].epoch:
+		return kafka.UndefinedEpoch, -1
 	case epoch == f.entries[n-1].epoch:
 		return epoch, f.leo
 	}
@@ -128,7 +128,7 @@ func TestLeaderEpochEndOffset(t *testing.T) {
 		{"follower epoch the leader never had", epochs(15, 0, 0, 2, 10), 4, 5, 15, 2, 15},
 		{"epoch between known ones", epochs(15, 0, 0, 2, 10), 1, 5, 15, 0, 10},
 		{"empty cache", epochs(0), 2, 5, 0, 2, 0},
-		{"future epoch", epochs(15, 0, 0), 6, 5, 15, transport.UndefinedEpoch, -1},
+		{"future epoch", epochs(15, 0, 0), 6, 5, 15, kafka.UndefinedEpoch, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			epoch, end := leaderEpochEndOffset(tc.s, tc.ask, tc.current, tc.start, tc.s.leo)
@@ -146,15 +146,15 @@ func TestFollowerTruncationOffset(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		s    *fakeEpochs
-		d    transport.EpochEndOffset
+		d    kafka.EpochEndOffset
 		hw   int64
 		want int64
 	}{
-		{"leader's end is smaller", epochs(10, 0, 0), transport.EpochEndOffset{LeaderEpoch: 0, EndOffset: 5}, 8, 5},
-		{"own end is smaller", epochs(20, 0, 0, 2, 7), transport.EpochEndOffset{LeaderEpoch: 0, EndOffset: 9}, 3, 7},
-		{"follower lacks the epoch: own end below it, compare again", epochs(20, 0, 0, 3, 12), transport.EpochEndOffset{LeaderEpoch: 2, EndOffset: 15}, 3, 12},
-		{"undefined epoch: leader's end", epochs(20, 0, 0), transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: 11}, 3, 11},
-		{"no end at all: high watermark", epochs(20, 0, 0), transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: -1}, 3, 3},
+		{"leader's end is smaller", epochs(10, 0, 0), kafka.EpochEndOffset{LeaderEpoch: 0, EndOffset: 5}, 8, 5},
+		{"own end is smaller", epochs(20, 0, 0, 2, 7), kafka.EpochEndOffset{LeaderEpoch: 0, EndOffset: 9}, 3, 7},
+		{"follower lacks the epoch: own end below it, compare again", epochs(20, 0, 0, 3, 12), kafka.EpochEndOffset{LeaderEpoch: 2, EndOffset: 15}, 3, 12},
+		{"undefined epoch: leader's end", epochs(20, 0, 0), kafka.EpochEndOffset{LeaderEpoch: kafka.UndefinedEpoch, EndOffset: 11}, 3, 11},
+		{"no end at all: high watermark", epochs(20, 0, 0), kafka.EpochEndOffset{LeaderEpoch: kafka.UndefinedEpoch, EndOffset: -1}, 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := followerTruncationOffset(tc.s, tc.d, tc.s.leo, tc.hw); got != tc.want {

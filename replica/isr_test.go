@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 const lagTicks = 30 // testOptions' ReplicaLagTimeMax of 3 s in 100 ms ticks
@@ -55,7 +55,7 @@ func TestSlowFollowerPausedShrinksThenRejoins(t *testing.T) {
 	var acked []*replicatest.Produced
 	shrunkAt := -1
 	for tick := 1; tick <= lagTicks+10; tick++ {
-		acked = append(acked, produce(t, c, transport.AcksAll, "v"+itoa(tick)))
+		acked = append(acked, produce(t, c, kafka.AcksAll, "v"+itoa(tick)))
 		c.Tick()
 		w.see(c, tick)
 		if shrunkAt < 0 && !slices.Contains(c.State.ISR, 3) {
@@ -95,7 +95,7 @@ func TestSlowFollowerAlwaysBehindShrinks(t *testing.T) {
 	c.Net.AddRule(replicatest.Rule{From: 1, To: 3, Type: replica.MsgFetchResponse, Faults: replicatest.Faults{MinDelay: 2, MaxDelay: 2}})
 	shrunkAt := -1
 	for tick := 1; tick <= lagTicks+20; tick++ {
-		produce(t, c, transport.AcksLeader, "a"+itoa(tick))
+		produce(t, c, kafka.AcksLeader, "a"+itoa(tick))
 		c.Tick()
 		if shrunkAt < 0 && !slices.Contains(c.State.ISR, 3) {
 			shrunkAt = tick
@@ -122,7 +122,7 @@ func TestSlowFollowerBurstStaysInISR(t *testing.T) {
 	c.Net.AddRule(replicatest.Rule{From: replicatest.Any, To: replicatest.Any, Faults: replicatest.Faults{MinDelay: 1, MaxDelay: 1}})
 	var burst []*replicatest.Produced
 	for i := range 300 {
-		burst = append(burst, produce(t, c, transport.AcksAll, vals("burst"+itoa(i)+"-", 10)...))
+		burst = append(burst, produce(t, c, kafka.AcksAll, vals("burst"+itoa(i)+"-", 10)...))
 	}
 	behind := c.Nodes[1].Replica.Status().LogEndOffset
 	if behind != 3000 {
@@ -165,7 +165,7 @@ func TestRefusedFollowerDoesNotBlockExpansion(t *testing.T) {
 		if i > 10*lagTicks {
 			t.Fatalf("node %d never left the ISR: %v", live, c.State.ISR)
 		}
-		produce(t, c, transport.AcksLeader, "v"+itoa(i))
+		produce(t, c, kafka.AcksLeader, "v"+itoa(i))
 		c.Tick()
 	}
 	// The other follower crashes caught up: fenced, out of the ISR; the

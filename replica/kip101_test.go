@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // protocols are the two truncation rules: leader epochs (what replica
@@ -32,7 +32,7 @@ func kip101Scenario1(t *testing.T, wrap func(replica.Options) replica.Options) (
 	c := replicatest.NewCluster(t, replicatest.Config{Seed: 11, Replicas: []int32{1, 2}, Options: testOptions(1),
 		TruncateToHighWatermark: wrap})
 	c.Stabilize()
-	m1 := produce(t, c, transport.AcksAll, "m1")
+	m1 := produce(t, c, kafka.AcksAll, "m1")
 	c.Stabilize()
 	c.RunTicks(1)
 	if !m1.Acked() || c.Nodes[2].Replica.HighWatermark() != 1 {
@@ -44,7 +44,7 @@ func kip101Scenario1(t *testing.T, wrap func(replica.Options) replica.Options) (
 		}
 		return replicatest.Pass
 	})
-	m2 := produce(t, c, transport.AcksAll, "m2")
+	m2 := produce(t, c, kafka.AcksAll, "m2")
 	c.Stabilize()
 	if !m2.Acked() || c.Nodes[2].Replica.HighWatermark() != 1 || c.Nodes[2].Log.LogEndOffset() != 2 {
 		c.Fatalf("m2 %+v; B high watermark %d, log end %d; want acked, 1, 2", m2,
@@ -99,7 +99,7 @@ func kip101Scenario2(t *testing.T, wrap func(replica.Options) replica.Options, f
 	c.Stabilize()
 	total := 0
 	for i, n := range first {
-		p := produce(t, c, transport.AcksAll, vals(fmt.Sprintf("old%d-", i), n)...)
+		p := produce(t, c, kafka.AcksAll, vals(fmt.Sprintf("old%d-", i), n)...)
 		c.Stabilize()
 		if !p.Acked() {
 			c.Fatalf("first write %d not acked: %+v", i, p)
@@ -126,7 +126,7 @@ func kip101Scenario2(t *testing.T, wrap func(replica.Options) replica.Options, f
 		c.Fatalf("leader %d, want 1", c.Leader())
 	}
 	for i, n := range second {
-		p := produce(t, c, transport.AcksAll, vals(fmt.Sprintf("new%d-", i), n)...)
+		p := produce(t, c, kafka.AcksAll, vals(fmt.Sprintf("new%d-", i), n)...)
 		c.Stabilize()
 		if !p.Acked() {
 			c.Fatalf("second write %d not acked: %+v", i, p)

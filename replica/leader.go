@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // leaderState is what a leader keeps: its view of each follower and the
@@ -41,7 +41,7 @@ type peer struct {
 // something to say or FetchWaitMax passes.
 type parkedFetch struct {
 	seq      uint64
-	req      transport.ReplicaFetchPartition
+	req      kafka.ReplicaFetchPartition
 	deadline int64
 }
 
@@ -63,25 +63,25 @@ type Proposal struct {
 // calls Advance after the Ready that carries it (or a truncation drops
 // it): the caller must not change it before then (Node.Propose waits so). With acks=1 the append completes
 // once written; with acks=all once the high watermark passes it. acks=all
-// fails at once with transport.ErrNotEnoughReplicas while the ISR is below
+// fails at once with kafka.ErrNotEnoughReplicas while the ISR is below
 // MinInsyncReplicas; a replica that does not lead fails with
-// transport.ErrNotLeaderOrFollower; a malformed batch with
-// transport.ErrCorruptMessage.
-func (r *Replica) Propose(batch []byte, acks transport.Acks) (Proposal, error) {
+// kafka.ErrNotLeaderOrFollower; a malformed batch with
+// kafka.ErrCorruptMessage.
+func (r *Replica) Propose(batch []byte, acks kafka.Acks) (Proposal, error) {
 	if r.role != RoleLeader {
 		return Proposal{}, fmt.Errorf("%w: replica %d of %s is %s (leader %d, epoch %d)",
-			transport.ErrNotLeaderOrFollower, r.id, r.tp, r.role, r.state.Leader, r.state.LeaderEpoch)
+			kafka.ErrNotLeaderOrFollower, r.id, r.tp, r.role, r.state.Leader, r.state.LeaderEpoch)
 	}
-	if acks != transport.AcksAll && acks != transport.AcksLeader && acks != transport.AcksNone {
-		return Proposal{}, fmt.Errorf("%w: %d", transport.ErrInvalidRequiredAcks, acks)
+	if acks != kafka.AcksAll && acks != kafka.AcksLeader && acks != kafka.AcksNone {
+		return Proposal{}, fmt.Errorf("%w: %d", kafka.ErrInvalidRequiredAcks, acks)
 	}
 	h, err := record.Validate(batch)
 	if err != nil || h.Size() != len(batch) {
-		return Proposal{}, fmt.Errorf("%w: %s: one whole batch expected: %v", transport.ErrCorruptMessage, r.tp, err)
+		return Proposal{}, fmt.Errorf("%w: %s: one whole batch expected: %v", kafka.ErrCorruptMessage, r.tp, err)
 	}
-	if acks == transport.AcksAll && len(r.state.ISR) < r.opts.MinInsyncReplicas {
+	if acks == kafka.AcksAll && len(r.state.ISR) < r.opts.MinInsyncReplicas {
 		return Proposal{}, fmt.Errorf("%w: %s has ISR %v, min.insync.replicas is %d",
-			transport.ErrNotEnoughReplicas, r.tp, r.state.ISR, r.opts.MinInsyncReplicas)
+			kafka.ErrNotEnoughReplicas, r.tp, r.state.ISR, r.opts.MinInsyncReplicas)
 	}
 	base := r.logEnd
 	if r.opts.CheckAppend != nil {
@@ -93,14 +93,14 @@ func (r *Replica) Propose(batch []byte, acks transport.Acks) (Proposal, error) {
 	record.SetPartitionLeaderEpoch(batch, r.state.LeaderEpoch)
 	p := Proposal{BaseOffset: base, LastOffset: base + int64(h.LastOffsetDelta)}
 	b := unstableBatch{base: p.BaseOffset, last: p.LastOffset, data: batch}
-	if acks != transport.AcksNone {
+	if acks != kafka.AcksNone {
 		r.leader.nextID++
 		p.ID = r.leader.nextID
 	}
 	switch acks {
-	case transport.AcksLeader:
+	case kafka.AcksLeader:
 		b.proposal = p.ID
-	case transport.AcksAll:
+	case kafka.AcksAll:
 		r.leader.waiting = append(r.leader.waiting, waitingAppend{id: p.ID, base: p.BaseOffset, last: p.LastOffset})
 	}
 	r.appends = append(r.appends, b)
@@ -127,7 +127,7 @@ func (r *Replica) becomeLeader() {
 // new to send.
 func (r *Replica) stepFetch(m Message) {
 	req := *m.Fetch
-	resp := &transport.ReplicaFetchPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
+	resp := &kafka.ReplicaFetchPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
 		LeaderEpoch: r.state.LeaderEpoch, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
 	answer := func() {
 		r.send(Message{Type: MsgFetchResponse, From: r.id, To: m.From, Seq: m.Seq, FetchResponse: resp})
@@ -139,7 +139,7 @@ func (r *Replica) stepFetch(m Message) {
 	}
 	p, ok := r.leader.followers[m.From]
 	if !ok {
-		resp.Err = fmt.Errorf("%w: node %d is not a replica of %s", transport.ErrNotLeaderOrFollower, m.From, r.tp)
+		resp.Err = fmt.Errorf("%w: node %d is not a replica of %s", kafka.ErrNotLeaderOrFollower, m.From, r.tp)
 		answer()
 		return
 	}
@@ -147,22 +147,22 @@ func (r *Replica) stepFetch(m Message) {
 		// A fetch from before the follower restarted, perhaps with its
 		// disk wiped: its offset says nothing about the log it has now.
 		resp.Err = fmt.Errorf("%w: node %d fetched in broker epoch %d, already seen %d",
-			transport.ErrStaleBrokerEpoch, m.From, req.ReplicaEpoch, seen)
+			kafka.ErrStaleBrokerEpoch, m.From, req.ReplicaEpoch, seen)
 		answer()
 		return
 	}
 	r.brokerEpochs[m.From] = req.ReplicaEpoch
 	resp.HighWatermark, resp.LogStartOffset, resp.LogEndOffset = r.hw, r.storage.LogStartOffset(), r.stableEnd
-	if !r.opts.truncateToHighWatermark && req.LastFetchedEpoch != transport.UndefinedEpoch {
+	if !r.opts.truncateToHighWatermark && req.LastFetchedEpoch != kafka.UndefinedEpoch {
 		epoch, end := r.endOffsetForEpoch(req.LastFetchedEpoch)
 		if epoch < req.LastFetchedEpoch || end < req.FetchOffset {
-			resp.DivergingEpoch = &transport.EpochEndOffset{LeaderEpoch: epoch, EndOffset: end}
+			resp.DivergingEpoch = &kafka.EpochEndOffset{LeaderEpoch: epoch, EndOffset: end}
 			answer()
 			return
 		}
 	}
 	if req.FetchOffset < resp.LogStartOffset || req.FetchOffset > r.stableEnd {
-		resp.Err = fmt.Errorf("%w: fetch offset %d, %s holds [%d, %d)", transport.ErrOffsetOutOfRange,
+		resp.Err = fmt.Errorf("%w: fetch offset %d, %s holds [%d, %d)", kafka.ErrOffsetOutOfRange,
 			req.FetchOffset, r.tp, resp.LogStartOffset, r.stableEnd)
 		answer()
 		return
@@ -178,8 +178,8 @@ func (r *Replica) stepFetch(m Message) {
 }
 
 // answerFetch sends a follower the batches from its fetch offset.
-func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req transport.ReplicaFetchPartition) {
-	resp := &transport.ReplicaFetchPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
+func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req kafka.ReplicaFetchPartition) {
+	resp := &kafka.ReplicaFetchPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
 		LeaderEpoch: r.state.LeaderEpoch, HighWatermark: r.hw, LogStartOffset: r.storage.LogStartOffset(), LogEndOffset: r.stableEnd}
 	maxBytes := r.opts.FetchMaxBytes
 	if req.MaxBytes > 0 {
@@ -188,9 +188,9 @@ func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req transport.Repli
 	records, err := r.storage.Read(nil, req.FetchOffset, r.stableEnd, maxBytes)
 	switch {
 	case errors.Is(err, log.ErrOffsetOutOfRange):
-		resp.Err = fmt.Errorf("%w: %v", transport.ErrOffsetOutOfRange, err)
+		resp.Err = fmt.Errorf("%w: %v", kafka.ErrOffsetOutOfRange, err)
 	case err != nil:
-		resp.Err = fmt.Errorf("%w: %v", transport.ErrKafkaStorage, err)
+		resp.Err = fmt.Errorf("%w: %v", kafka.ErrKafkaStorage, err)
 	default:
 		resp.Records = records
 	}
@@ -218,13 +218,13 @@ func (r *Replica) answerParked() {
 func (r *Replica) checkLeaderEpoch(epoch int32) error {
 	switch {
 	case r.role != RoleLeader:
-		return fmt.Errorf("%w: replica %d of %s is %s", transport.ErrNotLeaderOrFollower, r.id, r.tp, r.role)
-	case epoch == transport.UndefinedEpoch:
+		return fmt.Errorf("%w: replica %d of %s is %s", kafka.ErrNotLeaderOrFollower, r.id, r.tp, r.role)
+	case epoch == kafka.UndefinedEpoch:
 		return nil
 	case epoch < r.state.LeaderEpoch:
-		return fmt.Errorf("%w: request in epoch %d, leader in %d", transport.ErrFencedLeaderEpoch, epoch, r.state.LeaderEpoch)
+		return fmt.Errorf("%w: request in epoch %d, leader in %d", kafka.ErrFencedLeaderEpoch, epoch, r.state.LeaderEpoch)
 	case epoch > r.state.LeaderEpoch:
-		return fmt.Errorf("%w: request in epoch %d, leader in %d", transport.ErrUnknownLeaderEpoch, epoch, r.state.LeaderEpoch)
+		return fmt.Errorf("%w: request in epoch %d, leader in %d", kafka.ErrUnknownLeaderEpoch, epoch, r.state.LeaderEpoch)
 	}
 	return nil
 }
@@ -352,8 +352,8 @@ func (r *Replica) proposeISR(isr []int32) {
 // stepEpochRequest answers OffsetsForLeaderEpoch.
 func (r *Replica) stepEpochRequest(m Message) {
 	req := m.EpochRequest
-	resp := &transport.OffsetForLeaderEpochPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
-		EpochEndOffset: transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: -1}}
+	resp := &kafka.OffsetForLeaderEpochPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
+		EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: kafka.UndefinedEpoch, EndOffset: -1}}
 	if err := r.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		resp.Err = err
 	} else {

@@ -3,7 +3,7 @@ package replica
 import (
 	"fmt"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // MessageType says which of a Message's payloads it carries.
@@ -41,7 +41,7 @@ func (t MessageType) String() string {
 // Message is what replicas of one partition say to each other: one
 // partition's part of a transport request or answer, addressed by node id.
 // A driver may gather the messages of many partitions bound for one node
-// into one transport.ReplicaFetchRequest, as Kafka's fetcher threads do.
+// into one kafka.ReplicaFetchRequest, as Kafka's fetcher threads do.
 //
 // Exactly the payload that Type names is set.
 type Message struct {
@@ -53,10 +53,10 @@ type Message struct {
 	// sent before it restarted: see Options.BrokerEpoch).
 	Seq uint64
 
-	Fetch         *transport.ReplicaFetchPartition
-	FetchResponse *transport.ReplicaFetchPartitionResponse
-	EpochRequest  *transport.OffsetForLeaderEpochPartition
-	EpochResponse *transport.OffsetForLeaderEpochPartitionResponse
+	Fetch         *kafka.ReplicaFetchPartition
+	FetchResponse *kafka.ReplicaFetchPartitionResponse
+	EpochRequest  *kafka.OffsetForLeaderEpochPartition
+	EpochResponse *kafka.OffsetForLeaderEpochPartitionResponse
 }
 
 // String describes m briefly, for logs and failing tests.

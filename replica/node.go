@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // Transport carries a replica's messages to the other nodes: the only
@@ -65,7 +65,7 @@ type Node struct {
 
 type proposal struct {
 	batch []byte
-	acks  transport.Acks
+	acks  kafka.Acks
 	res   chan Completion
 	// released is closed once the loop no longer reads batch: it was
 	// refused, written, or dropped by a truncation or by the loop's end.
@@ -114,7 +114,7 @@ func (n *Node) run() {
 	var held []proposal
 	defer func() {
 		for _, res := range waiting {
-			res <- Completion{Err: fmt.Errorf("%w: %w", transport.ErrNotLeaderOrFollower, ErrClosed)}
+			res <- Completion{Err: fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, ErrClosed)}
 		}
 		release(held, n.err)
 	}()
@@ -171,7 +171,7 @@ func (n *Node) run() {
 // before writing them.
 func release(ps []proposal, err error) {
 	for _, p := range ps {
-		if p.acks == transport.AcksNone {
+		if p.acks == kafka.AcksNone {
 			if err != nil {
 				p.res <- Completion{Err: err}
 			} else {
@@ -240,7 +240,7 @@ func (n *Node) Step(ctx context.Context, m Message) error { return send(ctx, n, 
 // bytes. Propose does not return, not even when ctx ends, while the
 // Node may still read them; once it has returned, the caller may reuse
 // batch.
-func (n *Node) Propose(ctx context.Context, batch []byte, acks transport.Acks) (Completion, error) {
+func (n *Node) Propose(ctx context.Context, batch []byte, acks kafka.Acks) (Completion, error) {
 	p := proposal{batch: batch, acks: acks, res: make(chan Completion, 1), released: make(chan struct{})}
 	if err := send(ctx, n, n.propc, p); err != nil {
 		return Completion{}, err

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -91,11 +91,11 @@ func requireWaiting(t *testing.T, done chan error) {
 func TestProposeBorrowsUntilWritten(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		acks   transport.Acks
+		acks   kafka.Acks
 		cancel bool // the caller's context ends while the batch is written
 	}{
-		{"acks=0", transport.AcksNone, false},
-		{"cancelled", transport.AcksAll, true},
+		{"acks=0", kafka.AcksNone, false},
+		{"cancelled", kafka.AcksAll, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestProposeReusedBuffers(t *testing.T) {
 		}
 		buf = b.AppendTo(buf[:0])
 		want = append(want, bytes.Clone(buf))
-		acks := []transport.Acks{transport.AcksNone, transport.AcksLeader, transport.AcksAll}[i%3]
+		acks := []kafka.Acks{kafka.AcksNone, kafka.AcksLeader, kafka.AcksAll}[i%3]
 		if _, err := n.Propose(context.Background(), buf, acks); err != nil {
 			t.Fatal(err)
 		}

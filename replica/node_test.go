@@ -10,10 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -106,7 +106,7 @@ func TestNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		nodes, logs, tr := startNodes(t, []int32{1, 2, 3}, testOptions(2))
-		c, err := nodes[1].Propose(ctx, oneBatch("a", "b"), transport.AcksAll)
+		c, err := nodes[1].Propose(ctx, oneBatch("a", "b"), kafka.AcksAll)
 		if err != nil || c.BaseOffset != 0 || c.LastOffset != 1 {
 			t.Fatalf("Propose = %+v, %v", c, err)
 		}
@@ -116,13 +116,13 @@ func TestNode(t *testing.T) {
 				t.Fatalf("node %d: log end %d, high watermark %d", id, l.LogEndOffset(), nodes[id].HighWatermark())
 			}
 		}
-		if _, err := nodes[2].Propose(ctx, oneBatch("x"), transport.AcksAll); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
+		if _, err := nodes[2].Propose(ctx, oneBatch("x"), kafka.AcksAll); !errors.Is(err, kafka.ErrNotLeaderOrFollower) {
 			t.Fatalf("Propose at a follower: %v", err)
 		}
 
 		tr.setCut(3, true)
 		start := time.Now()
-		c, err = nodes[1].Propose(ctx, oneBatch("c"), transport.AcksAll)
+		c, err = nodes[1].Propose(ctx, oneBatch("c"), kafka.AcksAll)
 		if err != nil || c.BaseOffset != 2 {
 			t.Fatalf("Propose with node 3 cut off = %+v, %v", c, err)
 		}
@@ -152,7 +152,7 @@ func TestNodeClose(t *testing.T) {
 		tr.setCut(2, true)
 		done := make(chan error, 1)
 		go func() {
-			_, err := nodes[1].Propose(ctx, oneBatch("never"), transport.AcksAll)
+			_, err := nodes[1].Propose(ctx, oneBatch("never"), kafka.AcksAll)
 			done <- err
 		}()
 		synctest.Wait()
@@ -162,7 +162,7 @@ func TestNodeClose(t *testing.T) {
 		if err := <-done; !errors.Is(err, replica.ErrClosed) {
 			t.Fatalf("waiting Propose after Close: %v", err)
 		}
-		if _, err := nodes[1].Propose(ctx, oneBatch("late"), transport.AcksLeader); !errors.Is(err, replica.ErrClosed) {
+		if _, err := nodes[1].Propose(ctx, oneBatch("late"), kafka.AcksLeader); !errors.Is(err, replica.ErrClosed) {
 			t.Fatalf("Propose after Close: %v", err)
 		}
 		if err := nodes[1].Err(); !errors.Is(err, replica.ErrClosed) {
@@ -192,7 +192,7 @@ func TestNodeStopsOnWriteFailure(t *testing.T) {
 		}
 		nodes, _, _ := startNodesOn(t, []int32{1, 2}, testOptions(1), fsFor)
 		armed.Store(true)
-		c, err := nodes[1].Propose(ctx, oneBatch("a"), transport.AcksAll)
+		c, err := nodes[1].Propose(ctx, oneBatch("a"), kafka.AcksAll)
 		if err != nil || c.BaseOffset != 0 {
 			t.Fatalf("Propose = %+v, %v; want acked once node 2 left the ISR", c, err)
 		}

@@ -19,7 +19,7 @@ type Options struct {
 	// the leader's log end offset for this long. Zero means 30 s.
 	ReplicaLagTimeMax time.Duration
 	// MinInsyncReplicas is min.insync.replicas: acks=all appends fail with
-	// transport.ErrNotEnoughReplicas, and the high watermark stands still,
+	// kafka.ErrNotEnoughReplicas, and the high watermark stands still,
 	// while fewer replicas are in sync. Zero means 1.
 	MinInsyncReplicas int
 	// FetchMaxBytes is replica.fetch.max.bytes: how many bytes of batches

@@ -87,7 +87,7 @@ type Completion struct {
 	// records.
 	BaseOffset, LastOffset int64
 	// Err is nil when the append is acknowledged; otherwise it matches
-	// transport.ErrNotLeaderOrFollower (leadership moved before it was
+	// kafka.ErrNotLeaderOrFollower (leadership moved before it was
 	// committed) and the producer should retry with the new leader.
 	Err error
 }

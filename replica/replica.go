@@ -5,8 +5,8 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/transport"
 )
 
 // Replica is one replica of one partition as a deterministic state machine,
@@ -307,7 +307,7 @@ func (r *Replica) Advance() error {
 		r.completed = append(r.completed, in.written...)
 	} else {
 		for _, c := range in.written {
-			c.Err = fmt.Errorf("%w: replica %d stopped leading %s before the append was written", transport.ErrNotLeaderOrFollower, r.id, r.tp)
+			c.Err = fmt.Errorf("%w: replica %d stopped leading %s before the append was written", kafka.ErrNotLeaderOrFollower, r.id, r.tp)
 			r.completed = append(r.completed, c)
 		}
 	}
@@ -366,7 +366,7 @@ func (r *Replica) failTruncated(bs []unstableBatch) {
 	for _, b := range bs {
 		if b.proposal != 0 {
 			r.completed = append(r.completed, Completion{ID: b.proposal, BaseOffset: b.base, LastOffset: b.last,
-				Err: fmt.Errorf("%w: append to %s truncated before it was written", transport.ErrNotLeaderOrFollower, r.tp)})
+				Err: fmt.Errorf("%w: append to %s truncated before it was written", kafka.ErrNotLeaderOrFollower, r.tp)})
 		}
 	}
 }
@@ -376,14 +376,14 @@ func (r *Replica) failTruncated(bs []unstableBatch) {
 func (r *Replica) failPending() {
 	for _, p := range r.leader.waiting {
 		r.completed = append(r.completed, Completion{ID: p.id, BaseOffset: p.base, LastOffset: p.last,
-			Err: fmt.Errorf("%w: replica %d stopped leading %s in epoch %d", transport.ErrNotLeaderOrFollower, r.id, r.tp, r.state.LeaderEpoch)})
+			Err: fmt.Errorf("%w: replica %d stopped leading %s in epoch %d", kafka.ErrNotLeaderOrFollower, r.id, r.tp, r.state.LeaderEpoch)})
 	}
 	r.leader.waiting = nil
 	for i := range r.appends {
 		p := &r.appends[i]
 		if p.proposal != 0 {
 			r.completed = append(r.completed, Completion{ID: p.proposal, BaseOffset: p.base, LastOffset: p.last,
-				Err: fmt.Errorf("%w: replica %d stopped leading %s in epoch %d", transport.ErrNotLeaderOrFollower, r.id, r.tp, r.state.LeaderEpoch)})
+				Err: fmt.Errorf("%w: replica %d stopped leading %s in epoch %d", kafka.ErrNotLeaderOrFollower, r.id, r.tp, r.state.LeaderEpoch)})
 			p.proposal = 0
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -17,7 +17,7 @@ import (
 // watermark and every follower's log then hold it.
 func TestAcksAllWaitsForISR(t *testing.T) {
 	c := newCluster(t, 1, 3, testOptions(2))
-	p := produce(t, c, transport.AcksAll, "a", "b")
+	p := produce(t, c, kafka.AcksAll, "a", "b")
 	if p.Done {
 		t.Fatalf("acks=all completed before any follower fetched")
 	}
@@ -47,18 +47,18 @@ func TestAcksAllWaitsForISR(t *testing.T) {
 // NOT_ENOUGH_REPLICAS and the high watermark does not move even for acks=1.
 func TestStrictMinISR(t *testing.T) {
 	c := newCluster(t, 2, 3, testOptions(2))
-	produce(t, c, transport.AcksAll, "a")
+	produce(t, c, kafka.AcksAll, "a")
 	c.Stabilize()
 	c.Crash(2, false)
 	c.Crash(3, false)
 	if isr := c.State.ISR; !slices.Equal(isr, []int32{1}) {
 		t.Fatalf("ISR %v after fencing both followers", isr)
 	}
-	_, err := c.Produce(1, transport.AcksAll, "b")
-	if !errors.Is(err, transport.ErrNotEnoughReplicas) {
+	_, err := c.Produce(1, kafka.AcksAll, "b")
+	if !errors.Is(err, kafka.ErrNotEnoughReplicas) {
 		t.Fatalf("acks=all with ISR {1} and min ISR 2: err %v", err)
 	}
-	p := produce(t, c, transport.AcksLeader, "c")
+	p := produce(t, c, kafka.AcksLeader, "c")
 	c.RunTicks(3)
 	if !p.Acked() {
 		t.Fatalf("acks=1 produce not acked: %+v", p)
@@ -82,13 +82,13 @@ func TestStrictMinISR(t *testing.T) {
 // epoch refused.
 func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	c := newCluster(t, 3, 3, testOptions(1))
-	if _, err := c.Produce(2, transport.AcksAll, "x"); !errors.Is(err, transport.ErrNotLeaderOrFollower) {
+	if _, err := c.Produce(2, kafka.AcksAll, "x"); !errors.Is(err, kafka.ErrNotLeaderOrFollower) {
 		t.Fatalf("produce at follower: %v", err)
 	}
 	r := c.Nodes[1].Replica
 	epoch2 := c.Nodes[2].BrokerEpoch()
-	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 99, Fetch: &transport.ReplicaFetchPartition{
-		CurrentLeaderEpoch: transport.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: epoch2}}); err != nil {
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 99, Fetch: &kafka.ReplicaFetchPartition{
+		CurrentLeaderEpoch: kafka.UndefinedEpoch, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: epoch2}}); err != nil {
 		t.Fatal(err)
 	}
 	rd := r.Ready()
@@ -100,12 +100,12 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	}
 	c.ElectPreferring(1) // epoch 1
 	c.Stabilize()
-	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 100, Fetch: &transport.ReplicaFetchPartition{
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 100, Fetch: &kafka.ReplicaFetchPartition{
 		CurrentLeaderEpoch: 0, FetchOffset: 0, LastFetchedEpoch: -1, ReplicaEpoch: epoch2}}); err != nil {
 		t.Fatal(err)
 	}
 	rd = r.Ready()
-	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, transport.ErrFencedLeaderEpoch) {
+	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, kafka.ErrFencedLeaderEpoch) {
 		t.Fatalf("fetch in epoch 0 from leader in epoch 1: %v", rd.Messages)
 	}
 	if err := r.Advance(); err != nil {
@@ -113,12 +113,12 @@ func TestNotLeaderAndFencedEpoch(t *testing.T) {
 	}
 	// A fetch from an earlier incarnation of node 2 (its broker epoch is
 	// epoch2 now) is refused: its offset says nothing about the log it has.
-	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 101, Fetch: &transport.ReplicaFetchPartition{
+	if err := r.Step(replica.Message{Type: replica.MsgFetch, From: 2, To: 1, Seq: 101, Fetch: &kafka.ReplicaFetchPartition{
 		CurrentLeaderEpoch: 1, FetchOffset: 50, LastFetchedEpoch: -1, ReplicaEpoch: epoch2 - 1}}); err != nil {
 		t.Fatal(err)
 	}
 	rd = r.Ready()
-	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, transport.ErrStaleBrokerEpoch) {
+	if len(rd.Messages) != 1 || !errors.Is(rd.Messages[0].FetchResponse.Err, kafka.ErrStaleBrokerEpoch) {
 		t.Fatalf("fetch from an old incarnation: %v", rd.Messages)
 	}
 	if err := r.Advance(); err != nil {
@@ -141,7 +141,7 @@ func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
 	c.Stabilize()
 	c.Net.Pause(3)
 	for i := range lagTicks + 25 { // past the lag limit, and the controller's delay
-		produce(t, c, transport.AcksLeader, "p"+itoa(i))
+		produce(t, c, kafka.AcksLeader, "p"+itoa(i))
 		c.Tick()
 	}
 	if !slices.Equal(c.State.ISR, []int32{1, 2}) {
@@ -162,7 +162,7 @@ func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
 		t.Fatalf("rejecting an older proposal dropped the pending one")
 	}
 	c.Net.Pause(3)
-	p := produce(t, c, transport.AcksAll, "needs-3")
+	p := produce(t, c, kafka.AcksAll, "needs-3")
 	c.RunTicks(5)
 	if p.Done {
 		t.Fatalf("acks=all completed without the replica joining the ISR: %+v", p)
@@ -182,15 +182,15 @@ func TestPendingExpansionHoldsHighWatermark(t *testing.T) {
 // own epoch from where it began; a replica that does not lead refuses.
 func TestOffsetsForLeaderEpoch(t *testing.T) {
 	c := newCluster(t, 6, 2, testOptions(1))
-	produce(t, c, transport.AcksAll, "a", "b", "c")
+	produce(t, c, kafka.AcksAll, "a", "b", "c")
 	c.Stabilize()
 	c.ElectPreferring(2) // epoch 1 begins at 3 on node 2, which has written nothing in it
 	c.Stabilize()
-	ask := func(id int32, current, epoch int32) *transport.OffsetForLeaderEpochPartitionResponse {
+	ask := func(id int32, current, epoch int32) *kafka.OffsetForLeaderEpochPartitionResponse {
 		t.Helper()
 		r := c.Nodes[id].Replica
 		if err := r.Step(replica.Message{Type: replica.MsgOffsetsForLeaderEpoch, From: 9, To: id, Seq: 1,
-			EpochRequest: &transport.OffsetForLeaderEpochPartition{CurrentLeaderEpoch: current, LeaderEpoch: epoch}}); err != nil {
+			EpochRequest: &kafka.OffsetForLeaderEpochPartition{CurrentLeaderEpoch: current, LeaderEpoch: epoch}}); err != nil {
 			t.Fatal(err)
 		}
 		rd := r.Ready()
@@ -209,10 +209,10 @@ func TestOffsetsForLeaderEpoch(t *testing.T) {
 	if got := ask(2, 1, 1); got.Err != nil || got.LeaderEpoch != 1 || got.EndOffset != 3 {
 		t.Fatalf("epoch 1 at the new leader: %+v, want 1@3", got)
 	}
-	if got := ask(2, 2, 1); !errors.Is(got.Err, transport.ErrUnknownLeaderEpoch) {
+	if got := ask(2, 2, 1); !errors.Is(got.Err, kafka.ErrUnknownLeaderEpoch) {
 		t.Fatalf("asking in a future epoch: %+v", got)
 	}
-	if got := ask(1, -1, 0); !errors.Is(got.Err, transport.ErrNotLeaderOrFollower) {
+	if got := ask(1, -1, 0); !errors.Is(got.Err, kafka.ErrNotLeaderOrFollower) {
 		t.Fatalf("asking a follower: %+v", got)
 	}
 }
@@ -224,7 +224,7 @@ func TestFollowerBelowLeaderLogStart(t *testing.T) {
 	c := newCluster(t, 7, 2, testOptions(1))
 	c.Crash(2, false)
 	for i := range 5 {
-		produce(t, c, transport.AcksAll, vals("d"+itoa(i)+"-", 2)...)
+		produce(t, c, kafka.AcksAll, vals("d"+itoa(i)+"-", 2)...)
 	}
 	c.Stabilize()
 	if err := c.Nodes[1].Log.DeleteRecordsBefore(6); err != nil {
@@ -283,8 +283,8 @@ func TestFetchAnswerFromBeforeRestartIgnored(t *testing.T) {
 		t.Fatalf("fetches of two incarnations share Seq %d", before.Seq)
 	}
 	stale := replica.Message{Type: replica.MsgFetchResponse, From: 2, To: 1, Seq: before.Seq,
-		FetchResponse: &transport.ReplicaFetchPartitionResponse{LeaderEpoch: 1, HighWatermark: 0, LogEndOffset: 0,
-			DivergingEpoch: &transport.EpochEndOffset{LeaderEpoch: 0, EndOffset: 0}}}
+		FetchResponse: &kafka.ReplicaFetchPartitionResponse{LeaderEpoch: 1, HighWatermark: 0, LogEndOffset: 0,
+			DivergingEpoch: &kafka.EpochEndOffset{LeaderEpoch: 0, EndOffset: 0}}}
 	if err := r.Step(stale); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/scripts")
@@ -126,7 +126,7 @@ func runCommand(t *testing.T, cp **replicatest.Cluster, line string) []string {
 		(*cp).Stabilize()
 		return status(*cp)
 	case "produce":
-		acks := map[string]transport.Acks{"all": transport.AcksAll, "1": transport.AcksLeader, "0": transport.AcksNone}[args["acks"]]
+		acks := map[string]kafka.Acks{"all": kafka.AcksAll, "1": kafka.AcksLeader, "0": kafka.AcksNone}[args["acks"]]
 		p, err := c.Produce(c.Leader(), acks, pos...)
 		if err != nil {
 			return []string{"error: " + shortErr(err)}
@@ -242,8 +242,8 @@ func status(c *replicatest.Cluster) []string {
 
 // shortErr is an error's Kafka name, or its text.
 func shortErr(err error) string {
-	var e *transport.Error
-	for _, k := range []*transport.Error{transport.ErrNotEnoughReplicas, transport.ErrNotLeaderOrFollower, transport.ErrLeaderNotAvailable} {
+	var e *kafka.Error
+	for _, k := range []*kafka.Error{kafka.ErrNotEnoughReplicas, kafka.ErrNotLeaderOrFollower, kafka.ErrLeaderNotAvailable} {
 		if errorsIs(err, k) {
 			e = k
 		}

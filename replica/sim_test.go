@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 var (
@@ -88,7 +88,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		leader := c.Leader()
 		if rng.Float64() < ch.produce && leader != replica.NoLeader && !c.Net.Paused(leader) {
 			n := 1 + rng.IntN(5)
-			c.Produce(leader, transport.AcksAll, vals(fmt.Sprintf("s%d-t%d-", seed, tick), n)...) // errors are expected
+			c.Produce(leader, kafka.AcksAll, vals(fmt.Sprintf("s%d-t%d-", seed, tick), n)...) // errors are expected
 		}
 		if rng.Float64() < ch.crashLeader && leader != replica.NoLeader {
 			crash(leader, ch.keepUnsyncedOK && rng.IntN(2) == 0)
@@ -163,7 +163,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 	}
 	// A last write proves the partition works; then wait until every
 	// replica has everything and the ISR is whole.
-	last := produce(t, c, transport.AcksAll, fmt.Sprintf("s%d-final", seed))
+	last := produce(t, c, kafka.AcksAll, fmt.Sprintf("s%d-final", seed))
 	settled := func() bool {
 		if !last.Acked() || len(c.State.ISR) < len(ids) || c.PendingAlters() > 0 {
 			return false
@@ -177,10 +177,10 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		return true
 	}
 	for i := 0; !settled(); i++ {
-		if last.Done && errors.Is(last.Err, transport.ErrNotLeaderOrFollower) {
+		if last.Done && errors.Is(last.Err, kafka.ErrNotLeaderOrFollower) {
 			// The controller moved leadership back to the preferred
 			// replica: retry there, as a producer does.
-			last = produce(t, c, transport.AcksAll, fmt.Sprintf("s%d-final-retry%d", seed, i))
+			last = produce(t, c, kafka.AcksAll, fmt.Sprintf("s%d-final-retry%d", seed, i))
 		}
 		if i == 1000 {
 			for _, id := range ids {

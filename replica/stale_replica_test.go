@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
-	"github.com/partlog/partlog/transport"
 )
 
 // Test 16 (KIP-966, last replica standing): node 3 leads alone after the
@@ -34,7 +34,7 @@ func TestLastReplicaStanding(t *testing.T) {
 			c.Stabilize()
 			var committed []*replicatest.Produced
 			for i := range 3 {
-				committed = append(committed, produce(t, c, transport.AcksAll, fmt.Sprint("c", i)))
+				committed = append(committed, produce(t, c, kafka.AcksAll, fmt.Sprint("c", i)))
 			}
 			c.RunTicks(1)
 			hw := c.Nodes[3].Replica.HighWatermark()
@@ -44,20 +44,20 @@ func TestLastReplicaStanding(t *testing.T) {
 			for _, cut := range []int32{1, 2} {
 				c.Net.Isolate(cut, 1, 2, 3)
 				for i := range lagTicks + 2 {
-					produce(t, c, transport.AcksLeader, fmt.Sprintf("lone-%d-%d", cut, i))
+					produce(t, c, kafka.AcksLeader, fmt.Sprintf("lone-%d-%d", cut, i))
 					c.Tick()
 				}
 			}
 			if !slices.Equal(c.State.ISR, []int32{3}) {
 				c.Fatalf("ISR %v, want node 3 alone", c.State.ISR)
 			}
-			if _, err := c.Produce(3, transport.AcksAll, "refused"); !errors.Is(err, transport.ErrNotEnoughReplicas) {
+			if _, err := c.Produce(3, kafka.AcksAll, "refused"); !errors.Is(err, kafka.ErrNotEnoughReplicas) {
 				c.Fatalf("acks=all below min ISR: %v", err)
 			}
 			// The ISR was {2,3} for a while (at min ISR): records written
 			// then may be committed. Below it, nothing is.
 			hw = c.Nodes[3].Replica.HighWatermark()
-			produce(t, c, transport.AcksLeader, "after-shrink")
+			produce(t, c, kafka.AcksLeader, "after-shrink")
 			c.RunTicks(3)
 			if got := c.Nodes[3].Replica.HighWatermark(); got != hw {
 				c.Fatalf("high watermark moved from %d to %d with the ISR below min ISR", hw, got)
@@ -110,7 +110,7 @@ func TestWipedReplicaCannotRejoinThroughStaleState(t *testing.T) {
 			c.Net.Pause(3)
 			var acked []*replicatest.Produced
 			for i := range lagTicks + 15 {
-				acked = append(acked, produce(t, c, transport.AcksAll, fmt.Sprint("v", i)))
+				acked = append(acked, produce(t, c, kafka.AcksAll, fmt.Sprint("v", i)))
 				c.Tick()
 			}
 			if !slices.Equal(c.State.ISR, []int32{1, 2}) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // AdminClient is what Kafka's admin tools need of a node beyond Client:
@@ -29,7 +31,7 @@ type AdminClient interface {
 // consumer that fetched from an old leader finds whether its position is
 // still in the log. A *partlog.Node implements it.
 type EpochClient interface {
-	OffsetsForLeaderEpoch(ctx context.Context, req *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error)
+	OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error)
 }
 
 // CreateTopicsRequest asks to create topics (Kafka's CreateTopics).
@@ -44,10 +46,10 @@ type CreateTopicsRequest struct {
 type CreatableTopic struct {
 	Name string
 	// Partitions is the number of partitions; -1 means the default, 1.
-	// Zero is refused with ErrInvalidPartitions, as Kafka refuses it.
+	// Zero is refused with kafka.ErrInvalidPartitions, as Kafka refuses it.
 	Partitions int32
 	// ReplicationFactor is the number of replicas; -1 means the default,
-	// 1. Zero is refused with ErrInvalidReplicationFactor, as in Kafka.
+	// 1. Zero is refused with kafka.ErrInvalidReplicationFactor, as in Kafka.
 	ReplicationFactor int16
 	// Configs overrides topic configs, by Kafka's names.
 	Configs map[string]string
@@ -240,9 +242,9 @@ type DeleteRecordsResult struct {
 	TopicPartition
 	// LowWatermark is the partition's log start offset after the call.
 	LowWatermark int64
-	// Err is nil or one of ErrUnknownTopicOrPartition,
-	// ErrNotLeaderOrFollower, ErrOffsetOutOfRange (above the high
-	// watermark), ErrRequestTimedOut.
+	// Err is nil or one of kafka.ErrUnknownTopicOrPartition,
+	// kafka.ErrNotLeaderOrFollower, kafka.ErrOffsetOutOfRange (above the high
+	// watermark), kafka.ErrRequestTimedOut.
 	Err error
 }
 
@@ -260,7 +262,7 @@ type DescribeLogDirsResponse struct {
 // LogDir is one log directory and the partitions in it.
 type LogDir struct {
 	Path string
-	// Err is nil or ErrKafkaStorage for a directory that failed.
+	// Err is nil or kafka.ErrKafkaStorage for a directory that failed.
 	Err        error
 	Partitions []LogDirPartition
 	// TotalBytes and UsableBytes are the filesystem's size and free space,
@@ -305,8 +307,8 @@ type ElectLeadersResponse struct {
 }
 
 // ElectionResult is the outcome for one partition: nil, or
-// ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
-// ErrEligibleLeadersNotAvailable, ErrUnknownTopicOrPartition.
+// kafka.ErrElectionNotNeeded, kafka.ErrPreferredLeaderNotAvailable,
+// kafka.ErrEligibleLeadersNotAvailable, kafka.ErrUnknownTopicOrPartition.
 type ElectionResult struct {
 	TopicPartition
 	Err error
@@ -326,7 +328,7 @@ type DescribeProducersResponse struct {
 // PartitionProducers is the producers' state of one partition.
 type PartitionProducers struct {
 	TopicPartition
-	// Err is nil or ErrUnknownTopicOrPartition, ErrNotLeaderOrFollower.
+	// Err is nil or kafka.ErrUnknownTopicOrPartition, kafka.ErrNotLeaderOrFollower.
 	Err       error
 	Producers []ProducerState
 }

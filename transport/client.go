@@ -7,7 +7,7 @@ import "context"
 // hosts, in process; a network client implements it by sending each
 // request to the node that leads the partitions it names.
 //
-// A method returns an error only when there is no answer (ErrClosed, a
+// A method returns an error only when there is no answer (kafka.ErrClosed, a
 // network failure, ctx done); what happened to each partition is in the
 // answer.
 type Client interface {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // ClusterClient is a Client for a cluster of nodes, as a Kafka client is:
@@ -91,7 +93,7 @@ func (c *ClusterClient) node(ctx context.Context, addr string) (NodeClient, erro
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClosed
+		return nil, kafka.ErrClosed
 	}
 	if n, ok := c.nodes[addr]; ok {
 		c.mu.Unlock()
@@ -106,7 +108,7 @@ func (c *ClusterClient) node(ctx context.Context, addr string) (NodeClient, erro
 	defer c.mu.Unlock()
 	if c.closed {
 		n.Close()
-		return nil, ErrClosed
+		return nil, kafka.ErrClosed
 	}
 	if old, ok := c.nodes[addr]; ok { // another caller dialled meanwhile
 		n.Close()
@@ -135,12 +137,12 @@ func (c *ClusterClient) anyNode(ctx context.Context, fn func(NodeClient) error) 
 				return nil
 			}
 		}
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		if ctx.Err() != nil || errors.Is(err, kafka.ErrClosed) {
 			return err
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("%w: no node answered: %w", ErrNetwork, errors.Join(errs...))
+	return fmt.Errorf("%w: no node answered: %w", kafka.ErrNetwork, errors.Join(errs...))
 }
 
 // Metadata asks any node, and learns the nodes and leaders it answers.
@@ -235,8 +237,8 @@ func (c *ClusterClient) noteAnswer(err error) {
 	if err == nil {
 		return
 	}
-	for _, stale := range []error{ErrNotLeaderOrFollower, ErrLeaderNotAvailable, ErrUnknownTopicOrPartition,
-		ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrNetwork, ErrNotEnoughReplicas} {
+	for _, stale := range []error{kafka.ErrNotLeaderOrFollower, kafka.ErrLeaderNotAvailable, kafka.ErrUnknownTopicOrPartition,
+		kafka.ErrFencedLeaderEpoch, kafka.ErrUnknownLeaderEpoch, kafka.ErrNetwork, kafka.ErrNotEnoughReplicas} {
 		if errors.Is(err, stale) {
 			c.mu.Lock()
 			c.stale = true
@@ -373,13 +375,13 @@ func gather[R any](c *ClusterClient, topics []string, route map[slot]string, err
 			var r R
 			switch {
 			case addr == "":
-				r = failed(n, fmt.Errorf("%w: no known leader for %s-%d", ErrLeaderNotAvailable, t, n))
+				r = failed(n, fmt.Errorf("%w: no known leader for %s-%d", kafka.ErrLeaderNotAvailable, t, n))
 			case errs[addr] != nil:
 				r = failed(n, errs[addr])
 			default:
 				var ok bool
 				if r, ok = answer(addr, t, n); !ok {
-					r = failed(n, fmt.Errorf("%w: the leader did not answer for %s-%d", ErrNetwork, t, n))
+					r = failed(n, fmt.Errorf("%w: the leader did not answer for %s-%d", kafka.ErrNetwork, t, n))
 				}
 			}
 			c.noteAnswer(errOf(r))
@@ -530,7 +532,7 @@ func (c *ClusterClient) DeleteRecords(ctx context.Context, req *DeleteRecordsReq
 	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*DeleteRecordsResponse, error) {
 		admin, ok := n.(AdminClient)
 		if !ok {
-			return nil, fmt.Errorf("%w: node %s does not answer admin calls", ErrInvalidRequest, addr)
+			return nil, fmt.Errorf("%w: node %s does not answer admin calls", kafka.ErrInvalidRequest, addr)
 		}
 		return admin.DeleteRecords(ctx, &DeleteRecordsRequest{Partitions: by[addr], Timeout: req.Timeout})
 	})
@@ -540,7 +542,7 @@ func (c *ClusterClient) DeleteRecords(ctx context.Context, req *DeleteRecordsReq
 	out := &DeleteRecordsResponse{}
 	for i, p := range req.Partitions {
 		res := DeleteRecordsResult{TopicPartition: p.TopicPartition, LowWatermark: -1,
-			Err: fmt.Errorf("%w: %s-%d has no known leader", ErrLeaderNotAvailable, p.Topic, p.Partition)}
+			Err: fmt.Errorf("%w: %s-%d has no known leader", kafka.ErrLeaderNotAvailable, p.Topic, p.Partition)}
 		addr := route[i]
 		if err := errs[addr]; err != nil {
 			res.Err = err

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,7 +58,7 @@ func TestClusterClientSplitsByLeader(t *testing.T) {
 	require.NoError(t, err, "an unreachable bootstrap address is skipped")
 	defer c.Close()
 
-	req := &ProduceRequest{Acks: AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{
+	req := &ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{
 		{Partition: 0, Records: []byte("a")}, {Partition: 1, Records: []byte("bb")}, {Partition: 2, Records: []byte("ccc")}, {Partition: 3, Records: []byte("d")},
 	}}}}
 	resp, err := c.Produce(ctx, req)
@@ -68,8 +69,8 @@ func TestClusterClientSplitsByLeader(t *testing.T) {
 		require.NoError(t, parts[i].Err)
 		require.Equal(t, want, parts[i].BaseOffset, "the fake answers a batch's length")
 	}
-	require.ErrorIs(t, parts[3].Err, ErrLeaderNotAvailable)
-	require.True(t, IsRetriable(parts[3].Err))
+	require.ErrorIs(t, parts[3].Err, kafka.ErrLeaderNotAvailable)
+	require.True(t, kafka.IsRetriable(parts[3].Err))
 	got := func(f *leaderFake) []int32 {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -86,13 +87,13 @@ func TestClusterClientSplitsByLeader(t *testing.T) {
 
 	// Node 2 goes away: its partition fails, retriably; the others go on.
 	servers[1].Close()
-	resp, err = c.Produce(ctx, &ProduceRequest{Acks: AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{
+	resp, err = c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{
 		{Partition: 0, Records: []byte("a")}, {Partition: 1, Records: []byte("b")},
 	}}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Partitions[0].Err)
-	require.ErrorIs(t, resp.Topics[0].Partitions[1].Err, ErrNetwork)
-	require.True(t, IsRetriable(resp.Topics[0].Partitions[1].Err))
+	require.ErrorIs(t, resp.Topics[0].Partitions[1].Err, kafka.ErrNetwork)
+	require.True(t, kafka.IsRetriable(resp.Topics[0].Partitions[1].Err))
 }
 
 // bufferFiller is a node whose Fetch reads, as a Node does, into the

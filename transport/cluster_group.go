@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // A ClusterClient is a GroupClient as a Kafka client is: FindCoordinator
@@ -63,7 +65,7 @@ func (c *ClusterClient) coordinator(ctx context.Context, group string) (NodeClie
 		c.mu.Unlock()
 		if addr == "" {
 			return nil, "", fmt.Errorf("%w: the coordinator of group %q is node %d, whose address the client does not know",
-				ErrCoordinatorNotAvailable, group, resp.NodeID)
+				kafka.ErrCoordinatorNotAvailable, group, resp.NodeID)
 		}
 	}
 	n, err := c.node(ctx, addr)
@@ -86,7 +88,7 @@ func (c *ClusterClient) forgetCoordinator(group, addr string) {
 // coordinatorMoved reports whether err says that the group's coordinator
 // is not (or not yet) where the client thought.
 func coordinatorMoved(err error) bool {
-	return errors.Is(err, ErrNotCoordinator) || errors.Is(err, ErrCoordinatorNotAvailable) || errors.Is(err, ErrCoordinatorLoadInProgress)
+	return errors.Is(err, kafka.ErrNotCoordinator) || errors.Is(err, kafka.ErrCoordinatorNotAvailable) || errors.Is(err, kafka.ErrCoordinatorLoadInProgress)
 }
 
 // toCoordinator sends a group's request to its coordinator with call, and
@@ -255,7 +257,7 @@ func perCoordinator[A any](ctx context.Context, c *ClusterClient, groups []strin
 		if !ok {
 			err := errOf[g]
 			if err == nil {
-				err = fmt.Errorf("%w: the coordinator did not answer for group %q", ErrNetwork, g)
+				err = fmt.Errorf("%w: the coordinator did not answer for group %q", kafka.ErrNetwork, g)
 			}
 			c.forgetCoordinators(g)
 			a = failed(g, err)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +38,7 @@ func (f coordFake) FindCoordinator(_ context.Context, req *FindCoordinatorReques
 	defer f.c.mu.Unlock()
 	f.c.finds++
 	if f.c.coord == 0 {
-		return &FindCoordinatorResponse{NodeID: -1, Port: -1, Err: ErrCoordinatorNotAvailable}, nil
+		return &FindCoordinatorResponse{NodeID: -1, Port: -1, Err: kafka.ErrCoordinatorNotAvailable}, nil
 	}
 	return &FindCoordinatorResponse{NodeID: f.c.coord, Host: "n", Port: f.c.coord}, nil
 }
@@ -46,11 +47,11 @@ func (f coordFake) Heartbeat(_ context.Context, req *HeartbeatRequest) (*Heartbe
 	f.c.mu.Lock()
 	defer f.c.mu.Unlock()
 	if f.c.down[f.id] {
-		return nil, fmt.Errorf("%w: node %d is down", ErrNetwork, f.id)
+		return nil, fmt.Errorf("%w: node %d is down", kafka.ErrNetwork, f.id)
 	}
 	f.c.beats[f.id]++
 	if f.id != f.c.coord {
-		return &HeartbeatResponse{Err: ErrNotCoordinator}, nil
+		return &HeartbeatResponse{Err: kafka.ErrNotCoordinator}, nil
 	}
 	return &HeartbeatResponse{}, nil
 }
@@ -64,7 +65,7 @@ func TestClusterClientFollowsCoordinator(t *testing.T) {
 	c, err := NewClusterClient(ctx, []string{"n:1"}, func(_ context.Context, addr string) (NodeClient, error) {
 		var id int32
 		if _, err := fmt.Sscanf(addr, "n:%d", &id); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrNetwork, addr)
+			return nil, fmt.Errorf("%w: %s", kafka.ErrNetwork, addr)
 		}
 		return coordFake{c: fakes, id: id}, nil
 	})
@@ -92,7 +93,7 @@ func TestClusterClientFollowsCoordinator(t *testing.T) {
 	fakes.mu.Lock()
 	fakes.coord = 2
 	fakes.mu.Unlock()
-	require.ErrorIs(t, beat(), ErrNotCoordinator)
+	require.ErrorIs(t, beat(), kafka.ErrNotCoordinator)
 	require.NoError(t, beat(), "found again after NOT_COORDINATOR")
 	finds, beats = state()
 	require.Equal(t, 2, finds)
@@ -101,10 +102,10 @@ func TestClusterClientFollowsCoordinator(t *testing.T) {
 	fakes.mu.Lock()
 	fakes.down[2], fakes.coord = true, 0
 	fakes.mu.Unlock()
-	require.ErrorIs(t, beat(), ErrNetwork)
+	require.ErrorIs(t, beat(), kafka.ErrNetwork)
 	err = beat()
-	require.ErrorIs(t, err, ErrCoordinatorNotAvailable, "found again after a failed call; none is available")
-	require.True(t, IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrCoordinatorNotAvailable, "found again after a failed call; none is available")
+	require.True(t, kafka.IsRetriable(err))
 	fakes.mu.Lock()
 	fakes.down[2], fakes.coord = false, 2
 	fakes.mu.Unlock()

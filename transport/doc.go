@@ -35,6 +35,6 @@
 // answer at all (the node is closed, the connection failed, the context
 // ended). An answer's per-partition Err says what happened to that
 // partition; it matches one of this package's Kafka errors (ErrNotLeader,
-// ErrUnknownTopicOrPartition, ...) with errors.Is, and IsRetriable says
+// kafka.ErrUnknownTopicOrPartition, ...) with errors.Is, and kafka.IsRetriable says
 // whether sending again may succeed.
 package transport

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -13,11 +14,11 @@ import (
 func FuzzServerRequest(f *testing.F) {
 	fmt := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
 	seeds := []kmsg.Request{
-		produceToWire(&ProduceRequest{Acks: AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{{Partition: 1, Records: []byte("batch")}}}}}, 9),
+		produceToWire(&ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{{Partition: 1, Records: []byte("batch")}}}}}, 9),
 		fetchToWire(&FetchRequest{MaxBytes: 100, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{{FetchOffset: 4}}}}}, 12),
 		listOffsetsToWire(&ListOffsetsRequest{Topics: []ListOffsetsTopic{{Topic: "t", Partitions: []ListOffsetsPartition{{Timestamp: -1}}}}}, 7),
 		metadataToWire(&MetadataRequest{Topics: []string{"a", "b"}}, 12),
-		produceToWire(&ProduceRequest{Acks: AcksLeader}, 3),
+		produceToWire(&ProduceRequest{Acks: kafka.AcksLeader}, 3),
 		fetchToWire(&FetchRequest{}, 4),
 		findCoordinatorToWire(&FindCoordinatorRequest{Key: "g"}, 5),
 		findCoordinatorToWire(&FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction}, 3),

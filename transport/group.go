@@ -142,7 +142,7 @@ type SyncGroupResponse struct {
 }
 
 // HeartbeatRequest keeps a member's session alive (Kafka's Heartbeat).
-// ErrRebalanceInProgress in the answer tells it to rejoin.
+// kafka.ErrRebalanceInProgress in the answer tells it to rejoin.
 type HeartbeatRequest struct {
 	Group           string
 	GenerationID    int32
@@ -185,7 +185,7 @@ type LeaveGroupResponse struct {
 
 // OffsetCommitRequest commits offsets for a group (Kafka's OffsetCommit).
 // A member of the group sends its generation and member id, and a commit
-// from an older generation is rejected (ErrIllegalGeneration); a client
+// from an older generation is rejected (kafka.ErrIllegalGeneration); a client
 // outside group membership sends NoGeneration and no member id, which only
 // a group without members accepts.
 type OffsetCommitRequest struct {
@@ -337,8 +337,8 @@ type DeleteGroupsResponse struct {
 	Results []DeletedGroup
 }
 
-// DeletedGroup is the outcome for one group: nil, ErrGroupIDNotFound or
-// ErrNonEmptyGroup.
+// DeletedGroup is the outcome for one group: nil, kafka.ErrGroupIDNotFound or
+// kafka.ErrNonEmptyGroup.
 type DeletedGroup struct {
 	Group string
 	Err   error

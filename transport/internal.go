@@ -26,6 +26,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -54,7 +55,7 @@ const (
 type InternalHandler interface {
 	// HandleInternal answers one call with API key key. body is the
 	// caller's bytes, which the handler owns and may keep. An error is
-	// sent back as its Kafka code (CodeOf) and text, and the TCPClient
+	// sent back as its Kafka code (kafka.CodeOf) and text, and the TCPClient
 	// returns it as that code's sentinel, so errors.Is works across the
 	// network; with an error, the answer bytes are not sent.
 	HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error)
@@ -95,9 +96,9 @@ func requestForKey(key int16) kmsg.Request {
 //
 // The error is the node's answer when its handler failed — the sentinel
 // of the code it sent, wrapped with its message, so that errors.Is(err,
-// ErrNotLeaderOrFollower) works — or, with no answer, ErrNetwork
+// kafka.ErrNotLeaderOrFollower) works — or, with no answer, kafka.ErrNetwork
 // (retriable: the connection is dialled again by the next call),
-// ErrClosed, ctx's error, or ErrUnsupportedVersion when the node does not
+// kafka.ErrClosed, ctx's error, or kafka.ErrUnsupportedVersion when the node does not
 // advertise the key.
 func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
 	kind := connController
@@ -106,7 +107,7 @@ func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([
 		kind = connReplica
 	case APIController:
 	default:
-		return nil, fmt.Errorf("%w: api key %d is not an internal one", ErrInvalidRequest, key)
+		return nil, fmt.Errorf("%w: api key %d is not an internal one", kafka.ErrInvalidRequest, key)
 	}
 	if _, err := c.version(key); err != nil {
 		return nil, err
@@ -126,18 +127,18 @@ func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([
 func (s *Server) answerInternal(req *internalRequest) (kmsg.Response, error) {
 	h, ok := s.handler.(InternalHandler)
 	if !ok { // not advertised either: answer checks that first
-		return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, apiName(req.key))
+		return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, apiName(req.key))
 	}
 	answer, err := h.HandleInternal(s.ctx, req.key, req.body)
 	if err != nil && s.ctx.Err() != nil {
 		// The server is closing: the call ended with it and was not
-		// answered. The client sees the connection close (ErrNetwork,
+		// answered. The client sees the connection close (kafka.ErrNetwork,
 		// retriable), not a failure of the call.
 		return nil, fmt.Errorf("%s: %w", apiName(req.key), err)
 	}
 	resp := &internalResponse{key: req.key}
 	if err != nil {
-		resp.code, resp.msg = CodeOf(err), errorMessage(err)
+		resp.code, resp.msg = kafka.CodeOf(err), errorMessage(err)
 	} else {
 		resp.body = answer
 	}

@@ -1,37 +1,10 @@
 package transport
 
-import "time"
+import (
+	"time"
 
-// Acks is how many replicas must have a produced batch before the leader
-// answers (Kafka's acks).
-type Acks int16
-
-// The acks settings.
-const (
-	// AcksNone: the producer does not wait for an answer.
-	AcksNone Acks = 0
-	// AcksLeader: the leader has written the batch to its log.
-	AcksLeader Acks = 1
-	// AcksAll: every in-sync replica has the batch, and there are at least
-	// min.insync.replicas of them.
-	AcksAll Acks = -1
+	"github.com/partlog/partlog/kafka"
 )
-
-// IsolationLevel says which records a fetch may return.
-type IsolationLevel int8
-
-// The isolation levels.
-const (
-	// ReadUncommitted returns every record below the high watermark.
-	ReadUncommitted IsolationLevel = 0
-	// ReadCommitted stops at the last stable offset and leaves out
-	// aborted transactions.
-	ReadCommitted IsolationLevel = 1
-)
-
-// ConsumerReplicaID is the replica id of a fetch or list offsets request
-// sent by a consumer rather than a follower.
-const ConsumerReplicaID int32 = -1
 
 // ProduceRequest asks leaders to append record batches (Kafka's Produce).
 //
@@ -43,7 +16,7 @@ const ConsumerReplicaID int32 = -1
 // once Produce has returned, and the caller may then reuse the slices —
 // a retry re-encodes its header first.
 type ProduceRequest struct {
-	Acks    Acks
+	Acks    kafka.Acks
 	Timeout time.Duration
 	Topics  []ProduceTopic
 }
@@ -86,14 +59,14 @@ type ProducePartitionResponse struct {
 // FetchRequest asks for record batches from several partitions (Kafka's
 // Fetch). The node answers as soon as it has MinBytes, or after MaxWait.
 type FetchRequest struct {
-	// ReplicaID is the fetching follower's node id, or ConsumerReplicaID.
+	// ReplicaID is the fetching follower's node id, or kafka.ConsumerReplicaID.
 	ReplicaID int32
 	MaxWait   time.Duration
 	MinBytes  int32
 	// MaxBytes bounds the whole answer; at least one batch is returned
 	// even when it is larger.
 	MaxBytes  int32
-	Isolation IsolationLevel
+	Isolation kafka.IsolationLevel
 	Topics    []FetchTopic
 	// FileRecords lets the node answer with FetchPartitionResponse.File
 	// rather than Records where it can: a network server asks so, to send
@@ -164,19 +137,10 @@ type FileRange struct {
 	Pos, Size int64
 }
 
-// Special timestamps of a ListOffsetsPartition.
-const (
-	// LatestTimestamp asks for the offset the next record will get (the
-	// high watermark for consumers).
-	LatestTimestamp int64 = -1
-	// EarliestTimestamp asks for the log start offset.
-	EarliestTimestamp int64 = -2
-)
-
 // ListOffsetsRequest asks for offsets by time (Kafka's ListOffsets).
 type ListOffsetsRequest struct {
 	ReplicaID int32
-	Isolation IsolationLevel
+	Isolation kafka.IsolationLevel
 	Topics    []ListOffsetsTopic
 }
 
@@ -187,7 +151,7 @@ type ListOffsetsTopic struct {
 }
 
 // ListOffsetsPartition asks for the first offset whose record timestamp is
-// at or after Timestamp (ms), or for LatestTimestamp or EarliestTimestamp.
+// at or after Timestamp (ms), or for kafka.LatestTimestamp or kafka.EarliestTimestamp.
 type ListOffsetsPartition struct {
 	Partition          int32
 	CurrentLeaderEpoch int32

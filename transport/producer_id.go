@@ -21,7 +21,7 @@ type ProducerIDClient interface {
 // ProducerID -1: it gets a producer id no other producer of the cluster
 // has had or will have, with epoch 0. A transactional producer names its
 // transactional id, and the coordinator of that id answers (not yet
-// supported: the node answers ErrInvalidRequest).
+// supported: the node answers kafka.ErrInvalidRequest).
 type InitProducerIDRequest struct {
 	// TransactionalID is the producer's transactional.id, or "" for an
 	// idempotent producer without transactions.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/partlog/partlog/kafka"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 		dst = appendLen(dst, len(t.Partitions), flexible)
 		for _, p := range t.Partitions {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(p.Partition))
-			dst = binary.BigEndian.AppendUint16(dst, uint16(CodeOf(p.Err)))
+			dst = binary.BigEndian.AppendUint16(dst, uint16(kafka.CodeOf(p.Err)))
 			dst = binary.BigEndian.AppendUint64(dst, uint64(p.HighWatermark))
 			dst = binary.BigEndian.AppendUint64(dst, uint64(p.LastStableOffset))
 			if version >= 5 {

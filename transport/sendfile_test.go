@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +43,7 @@ func randomFetchResponse(rng *rand.Rand) *FetchResponse {
 					p.Records[i] = byte(rng.Uint32())
 				}
 			case 1:
-				p.Err = ErrOffsetOutOfRange
+				p.Err = kafka.ErrOffsetOutOfRange
 			}
 			t.Partitions = append(t.Partitions, p)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,8 +64,8 @@ func (f *fakeAdminNode) DescribeProducers(ctx context.Context, req *DescribeProd
 	return f.take("DescribeProducers", req).(*DescribeProducersResponse), nil
 }
 
-func (f *fakeAdminNode) OffsetsForLeaderEpoch(ctx context.Context, req *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error) {
-	return f.take("OffsetsForLeaderEpoch", req).(*OffsetsForLeaderEpochResponse), nil
+func (f *fakeAdminNode) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error) {
+	return f.take("OffsetsForLeaderEpoch", req).(*kafka.OffsetsForLeaderEpochResponse), nil
 }
 
 // TestTCPAdminRoundTrip sends each admin call through a TCPClient, Kafka's
@@ -85,12 +86,12 @@ func TestTCPAdminRoundTrip(t *testing.T) {
 	}{
 		{"CreatePartitions",
 			&CreatePartitionsRequest{Topics: []PartitionCount{{"orders", 6}, {"audit", 2}}, Timeout: 3 * time.Second, ValidateOnly: true},
-			&CreatePartitionsResponse{Topics: []TopicResult{{Name: "orders"}, {Name: "audit", Err: ErrInvalidPartitions}}}, nil},
+			&CreatePartitionsResponse{Topics: []TopicResult{{Name: "orders"}, {Name: "audit", Err: kafka.ErrInvalidPartitions}}}, nil},
 		{"AlterConfigs", // incremental
 			&AlterConfigsRequest{Resources: []ConfigAlteration{{ConfigResource: orders, Changes: []ConfigChange{
 				{Name: "retention.ms", Op: ConfigSet, Value: "1000"}, {Name: "segment.ms", Op: ConfigDelete},
 				{Name: "cleanup.policy", Op: ConfigAppend, Value: "compact"}}}}},
-			&AlterConfigsResponse{Resources: []ConfigResult{{ConfigResource: orders, Err: ErrInvalidConfig}}}, nil},
+			&AlterConfigsResponse{Resources: []ConfigResult{{ConfigResource: orders, Err: kafka.ErrInvalidConfig}}}, nil},
 		{"AlterConfigs", // Kafka's older call: the whole set
 			&AlterConfigsRequest{ValidateOnly: true, Resources: []ConfigAlteration{{ConfigResource: orders, Replace: true,
 				Changes: []ConfigChange{{Name: "retention.ms", Op: ConfigSet, Value: "1000"}}}}},
@@ -103,23 +104,23 @@ func TestTCPAdminRoundTrip(t *testing.T) {
 		{"DeleteRecords",
 			&DeleteRecordsRequest{Timeout: time.Second, Partitions: []DeleteRecordsPartition{{tp("orders", 0), 4}, {tp("audit", 1), -1}, {tp("orders", 2), 7}}},
 			&DeleteRecordsResponse{Partitions: []DeleteRecordsResult{{TopicPartition: tp("orders", 0), LowWatermark: 4},
-				{TopicPartition: tp("orders", 2), LowWatermark: -1, Err: ErrOffsetOutOfRange}, {TopicPartition: tp("audit", 1), LowWatermark: 9}}}, nil},
+				{TopicPartition: tp("orders", 2), LowWatermark: -1, Err: kafka.ErrOffsetOutOfRange}, {TopicPartition: tp("audit", 1), LowWatermark: 9}}}, nil},
 		{"DescribeLogDirs",
 			&DescribeLogDirsRequest{Partitions: []TopicPartition{tp("orders", 0), tp("orders", 1)}},
 			&DescribeLogDirsResponse{Dirs: []LogDir{{Path: "/d", TotalBytes: 100, UsableBytes: 50,
 				Partitions: []LogDirPartition{{TopicPartition: tp("orders", 0), Size: 42, OffsetLag: 1}}}}}, nil},
 		{"DescribeLogDirs", // nil: every partition
-			&DescribeLogDirsRequest{}, &DescribeLogDirsResponse{Dirs: []LogDir{{Path: "/d", Err: ErrKafkaStorage, TotalBytes: -1, UsableBytes: -1}}}, nil},
+			&DescribeLogDirsRequest{}, &DescribeLogDirsResponse{Dirs: []LogDir{{Path: "/d", Err: kafka.ErrKafkaStorage, TotalBytes: -1, UsableBytes: -1}}}, nil},
 		{"ElectLeaders",
 			&ElectLeadersRequest{Type: PreferredElection, Partitions: []TopicPartition{tp("orders", 0)}, Timeout: time.Second},
-			&ElectLeadersResponse{Partitions: []ElectionResult{{tp("orders", 0), ErrElectionNotNeeded}}}, nil},
+			&ElectLeadersResponse{Partitions: []ElectionResult{{tp("orders", 0), kafka.ErrElectionNotNeeded}}}, nil},
 		{"DescribeProducers",
 			&DescribeProducersRequest{Partitions: []TopicPartition{tp("orders", 0)}},
 			&DescribeProducersResponse{Partitions: []PartitionProducers{{TopicPartition: tp("orders", 0), Producers: []ProducerState{
 				{ProducerID: 7, ProducerEpoch: 1, LastSequence: 9, LastTimestamp: 1700, CurrentTxnStartOffset: -1}}}}}, nil},
 		{"OffsetsForLeaderEpoch",
-			&OffsetsForLeaderEpochRequest{ReplicaID: ConsumerReplicaID, Partitions: []OffsetForLeaderEpochPartition{{Topic: "orders", Partition: 0, CurrentLeaderEpoch: 3, LeaderEpoch: 2}}},
-			&OffsetsForLeaderEpochResponse{Partitions: []OffsetForLeaderEpochPartitionResponse{{Topic: "orders", Partition: 0, EpochEndOffset: EpochEndOffset{LeaderEpoch: 2, EndOffset: 40}}}}, nil},
+			&kafka.OffsetsForLeaderEpochRequest{ReplicaID: kafka.ConsumerReplicaID, Partitions: []kafka.OffsetForLeaderEpochPartition{{Topic: "orders", Partition: 0, CurrentLeaderEpoch: 3, LeaderEpoch: 2}}},
+			&kafka.OffsetsForLeaderEpochResponse{Partitions: []kafka.OffsetForLeaderEpochPartitionResponse{{Topic: "orders", Partition: 0, EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: 2, EndOffset: 40}}}}, nil},
 	} {
 		f.answr[tc.name] = tc.resp
 		var got any
@@ -139,7 +140,7 @@ func TestTCPAdminRoundTrip(t *testing.T) {
 			got, err = c.ElectLeaders(ctx, req)
 		case *DescribeProducersRequest:
 			got, err = c.DescribeProducers(ctx, req)
-		case *OffsetsForLeaderEpochRequest:
+		case *kafka.OffsetsForLeaderEpochRequest:
 			got, err = c.OffsetsForLeaderEpoch(ctx, req)
 		}
 		require.NoError(t, err, tc.name)
@@ -204,9 +205,9 @@ func errorCodes(resp any) any {
 
 // codeErr is the sentinel an error's code stands for.
 func codeErr(err error) error {
-	var e *Error
+	var e *kafka.Error
 	if errors.As(err, &e) {
-		return ErrorForCode(e.Code)
+		return kafka.ErrorForCode(e.Code)
 	}
 	return err
 }

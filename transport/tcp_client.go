@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,12 +20,12 @@ type DialOptions struct {
 	// DialTimeout bounds setting a connection up: dialling, and, on the
 	// client's first connection, agreeing on versions (ApiVersions), so
 	// that a peer that accepts but never answers — not a Kafka server —
-	// fails the dial with ErrNetwork rather than hanging it. Kafka's
+	// fails the dial with kafka.ErrNetwork rather than hanging it. Kafka's
 	// socket.connection.setup.timeout.ms. Zero means 10 seconds.
 	DialTimeout time.Duration
 	// ReconnectBackoff is how long a failed connection waits before it
 	// is tried again: Kafka's reconnect.backoff.ms. Requests in that time
-	// fail at once with ErrNetwork. Zero means 50 ms.
+	// fail at once with kafka.ErrNetwork. Zero means 50 ms.
 	ReconnectBackoff time.Duration
 	// MaxResponseBytes bounds a response frame. Zero means 1 GiB.
 	MaxResponseBytes int
@@ -65,11 +66,11 @@ const (
 // AdminClient, GroupClient and ProducerIDClient, so a producer (idempotent
 // or not) or a consumer (in a group or not) in another process than the
 // node uses it as it would the node itself. A call the node does not
-// speak fails with ErrUnsupportedVersion.
+// speak fails with kafka.ErrUnsupportedVersion.
 //
 // Requests are pipelined: many may be in flight on a connection, and are
 // answered in the order sent. A broken connection fails its requests in
-// flight with ErrNetwork (retriable) and is dialled again by the next
+// flight with kafka.ErrNetwork (retriable) and is dialled again by the next
 // request. TCPClient is safe for concurrent use.
 type TCPClient struct {
 	addr string
@@ -100,7 +101,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*TCPClient, error
 }
 
 // Close closes the client's connections; requests in flight fail with
-// ErrClosed.
+// kafka.ErrClosed.
 func (c *TCPClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,11 +111,11 @@ func (c *TCPClient) Close() error {
 	c.closed = true
 	for _, wc := range c.conns {
 		if wc != nil {
-			wc.fail(ErrClosed)
+			wc.fail(kafka.ErrClosed)
 		}
 	}
 	for wc := range c.groupConns {
-		wc.fail(ErrClosed)
+		wc.fail(kafka.ErrClosed)
 	}
 	return nil
 }
@@ -124,7 +125,7 @@ func (c *TCPClient) conn(ctx context.Context, kind int) (*wireConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, kafka.ErrClosed
 	}
 	if wc := c.conns[kind]; wc != nil && !wc.dead() {
 		return wc, nil
@@ -163,7 +164,7 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(setup, "tcp", c.addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial %s: %w", ErrNetwork, c.addr, err)
+		return nil, fmt.Errorf("%w: dial %s: %w", kafka.ErrNetwork, c.addr, err)
 	}
 	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
 	if c.versions == nil {
@@ -171,7 +172,7 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 		if err != nil {
 			if ctx.Err() == nil && setup.Err() != nil {
 				err = fmt.Errorf("%w: %s accepted the connection but did not answer ApiVersions within %v: is it a Kafka server?",
-					ErrNetwork, c.addr, c.opts.DialTimeout)
+					kafka.ErrNetwork, c.addr, c.opts.DialTimeout)
 			}
 			wc.fail(err)
 			return nil, err
@@ -199,7 +200,7 @@ func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, error) {
 		}
 		av = resp.(*kmsg.ApiVersionsResponse)
 	}
-	if err := ErrorForCode(av.ErrorCode); err != nil {
+	if err := kafka.ErrorForCode(av.ErrorCode); err != nil {
 		return nil, fmt.Errorf("transport: ApiVersions: %w", err)
 	}
 	theirs := map[int16]kmsg.ApiVersionsResponseApiKey{}
@@ -210,7 +211,7 @@ func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, error) {
 	for _, ours := range supportedAPIs {
 		k, ok := theirs[ours.key]
 		if !ok || k.MaxVersion < ours.min || k.MinVersion > ours.max {
-			continue // requests of this kind fail with ErrUnsupportedVersion
+			continue // requests of this kind fail with kafka.ErrUnsupportedVersion
 		}
 		versions[ours.key] = min(ours.max, k.MaxVersion)
 	}
@@ -223,7 +224,7 @@ func (c *TCPClient) version(key int16) (int16, error) {
 	defer c.mu.Unlock()
 	v, ok := c.versions[key]
 	if !ok {
-		return 0, fmt.Errorf("%w: the node does not speak %s in versions partlog sends", ErrUnsupportedVersion, apiName(key))
+		return 0, fmt.Errorf("%w: the node does not speak %s in versions partlog sends", kafka.ErrUnsupportedVersion, apiName(key))
 	}
 	return v, nil
 }
@@ -261,7 +262,7 @@ func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceR
 		return nil, err
 	}
 	w := produceToWire(req, v)
-	if req.Acks == AcksNone {
+	if req.Acks == kafka.AcksNone {
 		wc, err := c.conn(ctx, connProduce)
 		if err != nil {
 			return nil, err
@@ -343,7 +344,7 @@ func (c *TCPClient) AlterConfigs(ctx context.Context, req *AlterConfigsRequest) 
 	case replace == len(req.Resources):
 		return roundTrip(ctx, c, connOther, 33, req, alterConfigsToWire, alterConfigsResponseFromWire)
 	}
-	return nil, fmt.Errorf("%w: an AlterConfigs request either replaces every resource's configs or changes them incrementally", ErrInvalidRequest)
+	return nil, fmt.Errorf("%w: an AlterConfigs request either replaces every resource's configs or changes them incrementally", kafka.ErrInvalidRequest)
 }
 
 // DeleteRecords sends a DeleteRecords request. The node it is sent to must
@@ -371,7 +372,7 @@ func (c *TCPClient) DescribeProducers(ctx context.Context, req *DescribeProducer
 
 // OffsetsForLeaderEpoch sends an OffsetForLeaderEpoch request to the
 // partitions' leader.
-func (c *TCPClient) OffsetsForLeaderEpoch(ctx context.Context, req *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error) {
+func (c *TCPClient) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error) {
 	return roundTrip(ctx, c, connOther, 23, req, offsetsForLeaderEpochToWire, offsetsForLeaderEpochResponseFromWire)
 }
 
@@ -444,7 +445,7 @@ func (wc *wireConn) writeLocked(f *kmsg.RequestFormatter, req kmsg.Request, cl *
 	// The whole request is in buf: write it at once, without copying it
 	// through a buffered writer first.
 	if _, err := wc.nc.Write(wc.buf); err != nil {
-		wc.failLocked(fmt.Errorf("%w: write: %v", ErrNetwork, err))
+		wc.failLocked(fmt.Errorf("%w: write: %v", kafka.ErrNetwork, err))
 		return wc.err
 	}
 	if cl != nil {
@@ -485,7 +486,7 @@ func (wc *wireConn) requestAs(ctx context.Context, f *kmsg.RequestFormatter, req
 			return nil, err
 		}
 		if err := cl.resp.ReadFrom(body); err != nil {
-			return nil, fmt.Errorf("%w: %s response: %v", ErrCorruptMessage, kmsg.NameForKey(req.Key()), err)
+			return nil, fmt.Errorf("%w: %s response: %v", kafka.ErrCorruptMessage, kmsg.NameForKey(req.Key()), err)
 		}
 		return cl.resp, nil
 	case <-ctx.Done():
@@ -501,17 +502,17 @@ func (wc *wireConn) readLoop() {
 	for {
 		frame, err := readFrame(r, nil, wc.maxBytes)
 		if err != nil {
-			wc.fail(fmt.Errorf("%w: read: %v", ErrNetwork, err))
+			wc.fail(fmt.Errorf("%w: read: %v", kafka.ErrNetwork, err))
 			return
 		}
 		if len(frame) < 4 {
-			wc.fail(fmt.Errorf("%w: response of %d bytes", ErrNetwork, len(frame)))
+			wc.fail(fmt.Errorf("%w: response of %d bytes", kafka.ErrNetwork, len(frame)))
 			return
 		}
 		id := int32(uint32(frame[0])<<24 | uint32(frame[1])<<16 | uint32(frame[2])<<8 | uint32(frame[3]))
 		wc.mu.Lock()
 		if len(wc.pending) == 0 || wc.pending[0].id != id {
-			wc.failLocked(fmt.Errorf("%w: response with correlation id %d out of order", ErrNetwork, id))
+			wc.failLocked(fmt.Errorf("%w: response with correlation id %d out of order", kafka.ErrNetwork, id))
 			wc.mu.Unlock()
 			return
 		}
@@ -522,7 +523,7 @@ func (wc *wireConn) readLoop() {
 		body := frame[4:]
 		if cl.resp.IsFlexible() && cl.resp.Key() != 18 {
 			if body, err = skipTags(body); err != nil {
-				wc.fail(fmt.Errorf("%w: response header: %v", ErrNetwork, err))
+				wc.fail(fmt.Errorf("%w: response header: %v", kafka.ErrNetwork, err))
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,7 +24,7 @@ func (c *TCPClient) groupConn(ctx context.Context) (*wireConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, kafka.ErrClosed
 	}
 	for wc, idle := range c.groupConns {
 		if wc.dead() {
@@ -60,7 +61,7 @@ func (c *TCPClient) putGroupConn(wc *wireConn, answered bool) {
 	}
 	if c.closed || !answered || wc.dead() || idle >= maxIdleGroupConns {
 		delete(c.groupConns, wc)
-		wc.fail(fmt.Errorf("%w: connection closed by the client", ErrNetwork))
+		wc.fail(fmt.Errorf("%w: connection closed by the client", kafka.ErrNetwork))
 		return
 	}
 	c.groupConns[wc] = true
@@ -132,14 +133,14 @@ func (c *TCPClient) Heartbeat(ctx context.Context, req *HeartbeatRequest) (*Hear
 
 // LeaveGroup sends a LeaveGroup request. To a node that speaks only
 // versions before 3, it can name only one member, by member id, else it
-// fails with ErrUnsupportedVersion.
+// fails with kafka.ErrUnsupportedVersion.
 func (c *TCPClient) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*LeaveGroupResponse, error) {
 	v, err := c.version(13)
 	if err != nil {
 		return nil, err
 	}
 	if !leaveGroupFits(req, v) {
-		return nil, fmt.Errorf("%w: LeaveGroup v%d names one member, by member id", ErrUnsupportedVersion, v)
+		return nil, fmt.Errorf("%w: LeaveGroup v%d names one member, by member id", kafka.ErrUnsupportedVersion, v)
 	}
 	resp, err := c.send(ctx, connOther, leaveGroupToWire(req, v))
 	if err != nil {
@@ -180,7 +181,7 @@ func (c *TCPClient) ListGroups(ctx context.Context, req *ListGroupsRequest) (*Li
 		return nil, err
 	}
 	if len(req.StatesFilter) > 0 && v < 4 {
-		return nil, fmt.Errorf("%w: ListGroups v%d has no states filter", ErrUnsupportedVersion, v)
+		return nil, fmt.Errorf("%w: ListGroups v%d has no states filter", kafka.ErrUnsupportedVersion, v)
 	}
 	resp, err := c.send(ctx, connOther, listGroupsToWire(req, v))
 	if err != nil {

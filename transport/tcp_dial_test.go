@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,7 +32,7 @@ func listenWith(t *testing.T, handle func(net.Conn)) string {
 // TestDialPeerThatIsNotKafka: a peer that accepts connections but never
 // answers (a server of another protocol waiting for its own request) used
 // to hang Dial, and every CLI command with it, in the ApiVersions
-// exchange; the dial now fails with ErrNetwork after DialTimeout, saying
+// exchange; the dial now fails with kafka.ErrNetwork after DialTimeout, saying
 // why. A peer that answers in HTTP is named as such rather than read as a
 // frame of 1213486160 bytes.
 func TestDialPeerThatIsNotKafka(t *testing.T) {
@@ -44,7 +45,7 @@ func TestDialPeerThatIsNotKafka(t *testing.T) {
 		})
 		start := time.Now()
 		_, err := Dial(context.Background(), addr, DialOptions{DialTimeout: 300 * time.Millisecond})
-		require.ErrorIs(t, err, ErrNetwork)
+		require.ErrorIs(t, err, kafka.ErrNetwork)
 		require.ErrorContains(t, err, "did not answer ApiVersions")
 		require.Less(t, time.Since(start), 10*time.Second, "bounded by DialTimeout")
 	})
@@ -54,7 +55,7 @@ func TestDialPeerThatIsNotKafka(t *testing.T) {
 			io.WriteString(c, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<html>bad request</html>")
 		})
 		_, err := Dial(context.Background(), addr, DialOptions{DialTimeout: 5 * time.Second})
-		require.ErrorIs(t, err, ErrNetwork)
+		require.ErrorIs(t, err, kafka.ErrNetwork)
 		require.ErrorContains(t, err, "HTTP")
 	})
 }

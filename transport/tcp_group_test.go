@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -116,27 +117,27 @@ var (
 
 // withMessage is what a response field holds for sentinel e sent with the
 // text of err: e, wrapped with the text.
-func withMessage(e *Error, err error) error { return wireError(e.Code, errorMessage(err)) }
+func withMessage(e *kafka.Error, err error) error { return wireError(e.Code, errorMessage(err)) }
 
 // TestTCPGroupRoundTrip sends every GroupClient and ProducerIDClient
 // request through a TCPClient to a server, in the newest versions both
 // speak: the handler gets exactly the request sent, and the client exactly
 // the handler's answer, errors as the transport's sentinels.
 func TestTCPGroupRoundTrip(t *testing.T) {
-	notCoord := fmt.Errorf("%w: moved to node 2", ErrNotCoordinator)
-	unknownGroup := fmt.Errorf("%w: no group %q", ErrGroupIDNotFound, "gone")
-	nonEmpty := fmt.Errorf("%w: 2 members", ErrNonEmptyGroup)
+	notCoord := fmt.Errorf("%w: moved to node 2", kafka.ErrNotCoordinator)
+	unknownGroup := fmt.Errorf("%w: no group %q", kafka.ErrGroupIDNotFound, "gone")
+	nonEmpty := fmt.Errorf("%w: 2 members", kafka.ErrNonEmptyGroup)
 	f := &fakeGroupNode{resp: map[string]any{
 		"FindCoordinator": &FindCoordinatorResponse{NodeID: 7, Port: -1},
 		"JoinGroup": &JoinGroupResponse{Err: nil, GenerationID: 4, ProtocolType: "consumer", ProtocolName: "range",
 			Leader: "m1", MemberID: "m2", Members: []JoinGroupMember{{MemberID: "m1", GroupInstanceID: "i1", Metadata: []byte("sub1")},
 				{MemberID: "m2", Metadata: []byte("sub2")}}},
 		"SyncGroup":    &SyncGroupResponse{ProtocolType: "consumer", ProtocolName: "range", Assignment: []byte("yours")},
-		"Heartbeat":    &HeartbeatResponse{Err: ErrRebalanceInProgress},
-		"LeaveGroup":   &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m1"}, {GroupInstanceID: "i2", Err: ErrUnknownMemberID}}},
-		"OffsetCommit": &OffsetCommitResponse{Topics: []OffsetCommitTopicResponse{{Topic: "t", Partitions: []OffsetCommitPartitionResponse{{Partition: 0}, {Partition: 3, Err: ErrIllegalGeneration}}}}},
+		"Heartbeat":    &HeartbeatResponse{Err: kafka.ErrRebalanceInProgress},
+		"LeaveGroup":   &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m1"}, {GroupInstanceID: "i2", Err: kafka.ErrUnknownMemberID}}},
+		"OffsetCommit": &OffsetCommitResponse{Topics: []OffsetCommitTopicResponse{{Topic: "t", Partitions: []OffsetCommitPartitionResponse{{Partition: 0}, {Partition: 3, Err: kafka.ErrIllegalGeneration}}}}},
 		"OffsetFetch": &OffsetFetchResponse{Topics: []OffsetFetchTopicResponse{{Topic: "t", Partitions: []OffsetFetchPartitionResponse{
-			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: ErrUnstableOffsetCommit}}}}},
+			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: kafka.ErrUnstableOffsetCommit}}}}},
 		"DescribeGroups": &DescribeGroupsResponse{Groups: []DescribedGroup{
 			{Group: "g", State: "Stable", ProtocolType: "consumer", Protocol: "range", GenerationID: 4, Leader: "m1", Members: []DescribedMember{
 				{MemberID: "m1", GroupInstanceID: "i1", ClientID: "c1", ClientHost: "10.0.0.1", Metadata: []byte("sub"), Assignment: []byte("asg")}}},
@@ -162,8 +163,8 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	fc, err = c.FindCoordinator(ctx, &FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction})
 	require.NoError(t, err)
 	require.Equal(t, &FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction}, f.last())
-	require.Equal(t, &FindCoordinatorResponse{Err: withMessage(ErrNotCoordinator, notCoord), NodeID: -1, Port: -1}, fc)
-	require.ErrorIs(t, fc.Err, ErrNotCoordinator)
+	require.Equal(t, &FindCoordinatorResponse{Err: withMessage(kafka.ErrNotCoordinator, notCoord), NodeID: -1, Port: -1}, fc)
+	require.ErrorIs(t, fc.Err, kafka.ErrNotCoordinator)
 
 	join := &JoinGroupRequest{Group: "g", SessionTimeout: 10 * time.Second, RebalanceTimeout: time.Minute, MemberID: "m2",
 		GroupInstanceID: "i2", ProtocolType: "consumer", Protocols: []JoinGroupProtocol{{Name: "range", Metadata: []byte("r")}, {Name: "sticky", Metadata: []byte("s")}},
@@ -191,7 +192,7 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hb, f.last())
 	require.Equal(t, f.resp["Heartbeat"], hr)
-	require.ErrorIs(t, hr.Err, ErrRebalanceInProgress)
+	require.ErrorIs(t, hr.Err, kafka.ErrRebalanceInProgress)
 
 	leave := &LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m1", Reason: "closing"}, {GroupInstanceID: "i2"}}}
 	lr, err := c.LeaveGroup(ctx, leave)
@@ -205,7 +206,7 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, commit, f.last())
 	require.Equal(t, f.resp["OffsetCommit"], cr)
-	require.ErrorIs(t, cr.Topics[0].Partitions[1].Err, ErrIllegalGeneration)
+	require.ErrorIs(t, cr.Topics[0].Partitions[1].Err, kafka.ErrIllegalGeneration)
 
 	fetch := &OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}}}
 	fr, err := c.OffsetFetch(ctx, fetch)
@@ -215,10 +216,10 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	_, err = c.OffsetFetch(ctx, &OffsetFetchRequest{Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, &OffsetFetchRequest{Group: "g"}, f.last(), "nil topics, for all of them, stays nil")
-	f.set("OffsetFetch", &OffsetFetchResponse{Err: ErrCoordinatorLoadInProgress})
+	f.set("OffsetFetch", &OffsetFetchResponse{Err: kafka.ErrCoordinatorLoadInProgress})
 	fr, err = c.OffsetFetch(ctx, fetch)
 	require.NoError(t, err)
-	require.Equal(t, &OffsetFetchResponse{Err: ErrCoordinatorLoadInProgress}, fr)
+	require.Equal(t, &OffsetFetchResponse{Err: kafka.ErrCoordinatorLoadInProgress}, fr)
 
 	dr, err := c.DescribeGroups(ctx, &DescribeGroupsRequest{Groups: []string{"g", "gone"}})
 	require.NoError(t, err)
@@ -226,7 +227,7 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	wantDescribed := &DescribeGroupsResponse{Groups: []DescribedGroup{
 		{Group: "g", State: "Stable", ProtocolType: "consumer", Protocol: "range", GenerationID: NoGeneration, Members: []DescribedMember{
 			{MemberID: "m1", GroupInstanceID: "i1", ClientID: "c1", ClientHost: "10.0.0.1", Metadata: []byte("sub"), Assignment: []byte("asg")}}},
-		{Err: withMessage(ErrGroupIDNotFound, unknownGroup), Group: "gone", State: "Dead", GenerationID: NoGeneration}}}
+		{Err: withMessage(kafka.ErrGroupIDNotFound, unknownGroup), Group: "gone", State: "Dead", GenerationID: NoGeneration}}}
 	require.Equal(t, wantDescribed, dr, "Kafka's DescribeGroups has no generation or leader")
 
 	lg, err := c.ListGroups(ctx, &ListGroupsRequest{StatesFilter: []string{"Stable", "Empty"}})
@@ -240,26 +241,26 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	del, err := c.DeleteGroups(ctx, &DeleteGroupsRequest{Groups: []string{"g", "h"}})
 	require.NoError(t, err)
 	require.Equal(t, &DeleteGroupsRequest{Groups: []string{"g", "h"}}, f.last())
-	require.Equal(t, &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: withMessage(ErrNonEmptyGroup, nonEmpty)}, {Group: "h"}}}, del)
-	require.ErrorIs(t, del.Results[0].Err, ErrNonEmptyGroup)
+	require.Equal(t, &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: withMessage(kafka.ErrNonEmptyGroup, nonEmpty)}, {Group: "h"}}}, del)
+	require.ErrorIs(t, del.Results[0].Err, kafka.ErrNonEmptyGroup)
 
 	init := &InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute, ProducerID: 12, ProducerEpoch: 1}
 	ir, err := c.InitProducerID(ctx, init)
 	require.NoError(t, err)
 	require.Equal(t, init, f.last())
 	require.Equal(t, f.resp["InitProducerID"], ir)
-	f.set("InitProducerID", &InitProducerIDResponse{Err: ErrKafkaStorage, ProducerID: -1, ProducerEpoch: -1})
+	f.set("InitProducerID", &InitProducerIDResponse{Err: kafka.ErrKafkaStorage, ProducerID: -1, ProducerEpoch: -1})
 	ir, err = c.InitProducerID(ctx, &InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
 	require.Equal(t, &InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, f.last())
 	require.Equal(t, f.resp["InitProducerID"], ir)
-	require.True(t, IsRetriable(ir.Err))
+	require.True(t, kafka.IsRetriable(ir.Err))
 }
 
 // TestTCPGroupAPIsAdvertised checks that a server advertises the group
 // and producer id APIs only for a handler that implements them, and that a
 // client of one that does not fails those calls with
-// ErrUnsupportedVersion, without sending them.
+// kafka.ErrUnsupportedVersion, without sending them.
 func TestTCPGroupAPIsAdvertised(t *testing.T) {
 	keys := func(apis []apiRange) map[int16]bool {
 		m := map[int16]bool{}
@@ -276,9 +277,9 @@ func TestTCPGroupAPIsAdvertised(t *testing.T) {
 	_, addr := serve(t, &fakeNode{}, ServerOptions{})
 	c := dial(t, addr)
 	_, err := c.JoinGroup(context.Background(), &JoinGroupRequest{Group: "g"})
-	require.ErrorIs(t, err, ErrUnsupportedVersion)
+	require.ErrorIs(t, err, kafka.ErrUnsupportedVersion)
 	_, err = c.InitProducerID(context.Background(), &InitProducerIDRequest{})
-	require.ErrorIs(t, err, ErrUnsupportedVersion)
+	require.ErrorIs(t, err, kafka.ErrUnsupportedVersion)
 	_, err = c.Metadata(context.Background(), &MetadataRequest{})
 	require.NoError(t, err, "the connection is fine")
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +37,7 @@ func (n *internalNode) HandleInternal(ctx context.Context, key int16, body []byt
 	n.mu.Unlock()
 	switch string(body) {
 	case "not leader":
-		return []byte("dropped"), fmt.Errorf("%w: t-0 is led by node 2", ErrNotLeaderOrFollower)
+		return []byte("dropped"), fmt.Errorf("%w: t-0 is led by node 2", kafka.ErrNotLeaderOrFollower)
 	case "boom":
 		return nil, errors.New("controller: boom")
 	case "block":
@@ -109,14 +110,14 @@ func TestInternalHandlerError(t *testing.T) {
 	ctx := context.Background()
 
 	answer, err := c.CallInternal(ctx, APIController, []byte("not leader"))
-	require.ErrorIs(t, err, ErrNotLeaderOrFollower)
-	require.True(t, IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrNotLeaderOrFollower)
+	require.True(t, kafka.IsRetriable(err))
 	require.Contains(t, err.Error(), "t-0 is led by node 2")
 	require.Nil(t, answer, "no answer comes with an error")
 	wc := c.conns[connController]
 
 	_, err = c.CallInternal(ctx, APIController, []byte("boom"))
-	require.ErrorIs(t, err, ErrUnknownServerError)
+	require.ErrorIs(t, err, kafka.ErrUnknownServerError)
 	require.Contains(t, err.Error(), "controller: boom")
 
 	answer, err = c.CallInternal(ctx, APIController, []byte("fine"))
@@ -171,7 +172,7 @@ func TestInternalPipelined(t *testing.T) {
 
 // TestInternalUnsupported checks that a server whose handler is not an
 // InternalHandler advertises neither key, that the client then fails the
-// call with ErrUnsupportedVersion without sending it, and that a raw
+// call with kafka.ErrUnsupportedVersion without sending it, and that a raw
 // internal frame sent anyway makes the server close the connection. A key
 // that is not internal is refused.
 func TestInternalUnsupported(t *testing.T) {
@@ -182,20 +183,20 @@ func TestInternalUnsupported(t *testing.T) {
 		_, ok := findRange(s.apis, key)
 		require.False(t, ok)
 		_, err := c.CallInternal(ctx, key, []byte("x"))
-		require.ErrorIs(t, err, ErrUnsupportedVersion)
+		require.ErrorIs(t, err, kafka.ErrUnsupportedVersion)
 		require.Contains(t, err.Error(), apiName(key))
 	}
 	_, err := c.CallInternal(ctx, 3, []byte("x"))
-	require.ErrorIs(t, err, ErrInvalidRequest)
+	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
 	require.Nil(t, c.conns[connReplica], "nothing was sent")
 	require.Nil(t, c.conns[connController], "nothing was sent")
 
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	wc := newWireConn(nc, c.fmt, 1<<20)
-	defer wc.fail(ErrClosed)
+	defer wc.fail(kafka.ErrClosed)
 	_, err = wc.request(ctx, &internalRequest{key: APIController, body: []byte("x")})
-	require.ErrorIs(t, err, ErrNetwork, "the server closed the connection")
+	require.ErrorIs(t, err, kafka.ErrNetwork, "the server closed the connection")
 
 	_, err = c.Metadata(ctx, &MetadataRequest{})
 	require.NoError(t, err)
@@ -223,7 +224,7 @@ func TestInternalBesideKafka(t *testing.T) {
 	answer, err := c.CallInternal(ctx, APIReplicaMessages, []byte("heartbeat"))
 	require.NoError(t, err)
 	require.Equal(t, echo(APIReplicaMessages, []byte("heartbeat")), answer)
-	presp, err := c.Produce(ctx, &ProduceRequest{Acks: AcksAll, Topics: []ProduceTopic{
+	presp, err := c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{
 		{Topic: "t", Partitions: []ProducePartition{{Partition: 0, Records: []byte("abc")}}},
 	}})
 	require.NoError(t, err)
@@ -237,7 +238,7 @@ func TestInternalBesideKafka(t *testing.T) {
 }
 
 // TestInternalServerRestart checks that a call in progress when its server
-// closes fails with a retriable ErrNetwork, and that the next call, once a
+// closes fails with a retriable kafka.ErrNetwork, and that the next call, once a
 // server listens on the address again, reconnects and succeeds.
 func TestInternalServerRestart(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -259,8 +260,8 @@ func TestInternalServerRestart(t *testing.T) {
 	<-n.started
 	require.NoError(t, s.Close())
 	err = <-inFlight
-	require.ErrorIs(t, err, ErrNetwork)
-	require.True(t, IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrNetwork)
+	require.True(t, kafka.IsRetriable(err))
 
 	ln2, err := net.Listen("tcp", addr)
 	require.NoError(t, err)

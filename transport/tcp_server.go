@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -224,10 +225,10 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if string(size[:]) == "HTTP" {
-		return nil, fmt.Errorf("%w: the peer answered in HTTP, not in Kafka's protocol", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: the peer answered in HTTP, not in Kafka's protocol", kafka.ErrInvalidRequest)
 	}
 	if n < 0 || int(n) > maxBytes {
-		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", ErrInvalidRequest, n, maxBytes)
+		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", kafka.ErrInvalidRequest, n, maxBytes)
 	}
 	if cap(dst) < int(n) {
 		dst = make([]byte, n)
@@ -262,10 +263,10 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 	}
 	rng, ok := findRange(s.apis, h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
-		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", ErrInvalidRequest, apiName(h.apiKey), h.apiVersion)
+		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", kafka.ErrInvalidRequest, apiName(h.apiKey), h.apiVersion)
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s v%d: %v", ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
+		return nil, nil, fmt.Errorf("%w: %s v%d: %v", kafka.ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
 	}
 	if fr, ok := req.(*kmsg.FetchRequest); ok {
 		r := fetchFromWire(fr)
@@ -293,7 +294,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		if req.TransactionID != nil {
-			return nil, fmt.Errorf("%w: transactional produce is not supported", ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: transactional produce is not supported", kafka.ErrInvalidRequest)
 		}
 		resp, err := s.handler.Produce(ctx, produceFromWire(req))
 		if err != nil {
@@ -339,7 +340,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	if admin, ok := s.handler.(AdminClient); ok {
 		return s.dispatchAdmin(ctx, admin, req, version)
 	}
-	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
 // answerWith calls a handler method with req, already translated from
@@ -375,7 +376,7 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 		for _, t := range req.Topics {
 			if t.Assignment != nil {
 				resp.Topics = append(resp.Topics, TopicResult{Name: t.Topic,
-					Err: fmt.Errorf("%w: partlog places new partitions itself; leave the assignment out", ErrInvalidReplicaAssignment)})
+					Err: fmt.Errorf("%w: partlog places new partitions itself; leave the assignment out", kafka.ErrInvalidReplicaAssignment)})
 				continue
 			}
 			asked = append(asked, PartitionCount{Topic: t.Topic, Count: t.Count})
@@ -399,7 +400,7 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 	case *kmsg.DescribeProducersRequest:
 		return answerWith(ctx, h.DescribeProducers, describeProducersFromWire(req), describeProducersResponseToWire, version)
 	}
-	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
 // fillAddresses gives the brokers of a Metadata answer that have no

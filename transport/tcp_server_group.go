@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 	case *kmsg.FindCoordinatorRequest:
 		reqs := findCoordinatorFromWire(req)
 		if len(reqs) == 0 {
-			return nil, fmt.Errorf("%w: FindCoordinator names no key", ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: FindCoordinator names no key", kafka.ErrInvalidRequest)
 		}
 		resps := make([]*FindCoordinatorResponse, len(reqs))
 		for i, r := range reqs {
@@ -60,7 +61,7 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 	case *kmsg.OffsetFetchRequest:
 		reqs := offsetFetchFromWire(req)
 		if len(reqs) == 0 {
-			return nil, fmt.Errorf("%w: OffsetFetch names no group", ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: OffsetFetch names no group", kafka.ErrInvalidRequest)
 		}
 		resps := make([]*OffsetFetchResponse, len(reqs))
 		for i, r := range reqs {
@@ -78,7 +79,7 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 	case *kmsg.DeleteGroupsRequest:
 		return answerWith(ctx, gc.DeleteGroups, deleteGroupsFromWire(req), deleteGroupsResponseToWire, version)
 	}
-	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }
 
 // fillCoordinator gives a FindCoordinator answer that names a coordinator

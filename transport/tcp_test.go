@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,7 +40,7 @@ func (f *fakeNode) Produce(ctx context.Context, req *ProduceRequest) (*ProduceRe
 		for _, p := range t.Partitions {
 			pr := ProducePartitionResponse{Partition: p.Partition, BaseOffset: int64(len(p.Records)), LogAppendTime: -1, LogStartOffset: 7}
 			if t.Topic == "bad" {
-				pr.Err = fmt.Errorf("%w: partition %d", ErrNotLeaderOrFollower, p.Partition)
+				pr.Err = fmt.Errorf("%w: partition %d", kafka.ErrNotLeaderOrFollower, p.Partition)
 			}
 			tr.Partitions = append(tr.Partitions, pr)
 		}
@@ -83,7 +84,7 @@ func (f *fakeNode) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*L
 	f.mu.Unlock()
 	return &ListOffsetsResponse{Topics: []ListOffsetsTopicResponse{{Topic: "t", Partitions: []ListOffsetsPartitionResponse{
 		{Partition: 0, Timestamp: 1234, Offset: 42, LeaderEpoch: 3},
-		{Partition: 1, Err: ErrOffsetOutOfRange, Timestamp: -1, Offset: -1, LeaderEpoch: -1},
+		{Partition: 1, Err: kafka.ErrOffsetOutOfRange, Timestamp: -1, Offset: -1, LeaderEpoch: -1},
 	}}}}, nil
 }
 
@@ -98,7 +99,7 @@ func (f *fakeNode) Metadata(ctx context.Context, req *MetadataRequest) (*Metadat
 			{Topic: "t", TopicID: [16]byte{1, 2, 3}, Partitions: []PartitionMetadata{
 				{Partition: 0, Leader: 1, LeaderEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1}},
 			}},
-			{Topic: "missing", Err: ErrUnknownTopicOrPartition},
+			{Topic: "missing", Err: kafka.ErrUnknownTopicOrPartition},
 		},
 	}, nil
 }
@@ -132,14 +133,14 @@ func TestTCPRoundTrip(t *testing.T) {
 	c := dial(t, addr)
 	ctx := context.Background()
 
-	presp, err := c.Produce(ctx, &ProduceRequest{Acks: AcksAll, Timeout: 1500 * time.Millisecond, Topics: []ProduceTopic{
+	presp, err := c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksAll, Timeout: 1500 * time.Millisecond, Topics: []ProduceTopic{
 		{Topic: "t", Partitions: []ProducePartition{{Partition: 0, Records: []byte("abc")}, {Partition: 2, Records: []byte("defgh")}}},
 		{Topic: "bad", Partitions: []ProducePartition{{Partition: 1, Records: []byte("x")}}},
 	}})
 	require.NoError(t, err)
 	require.Len(t, f.produces, 1)
 	got := f.produces[0]
-	require.Equal(t, AcksAll, got.Acks)
+	require.Equal(t, kafka.AcksAll, got.Acks)
 	require.Equal(t, 1500*time.Millisecond, got.Timeout)
 	require.Equal(t, []byte("defgh"), got.Topics[0].Partitions[1].Records)
 	require.Equal(t, int32(2), got.Topics[0].Partitions[1].Partition)
@@ -147,29 +148,29 @@ func TestTCPRoundTrip(t *testing.T) {
 	require.Equal(t, int64(7), presp.Topics[0].Partitions[1].LogStartOffset)
 	require.NoError(t, presp.Topics[0].Partitions[0].Err)
 	perr := presp.Topics[1].Partitions[0].Err
-	require.ErrorIs(t, perr, ErrNotLeaderOrFollower)
-	require.True(t, IsRetriable(perr))
+	require.ErrorIs(t, perr, kafka.ErrNotLeaderOrFollower)
+	require.True(t, kafka.IsRetriable(perr))
 	require.Contains(t, perr.Error(), "partition 1", "the node's message travels with the code")
 
-	fresp, err := c.Fetch(ctx, &FetchRequest{ReplicaID: ConsumerReplicaID, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
-		Isolation: ReadCommitted, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{
+	fresp, err := c.Fetch(ctx, &FetchRequest{ReplicaID: kafka.ConsumerReplicaID, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
+		Isolation: kafka.ReadCommitted, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{
 			{Partition: 3, CurrentLeaderEpoch: 4, FetchOffset: 17, LastFetchedEpoch: 2, LogStartOffset: -1, MaxBytes: 4096},
 		}}}})
 	require.NoError(t, err)
-	require.Equal(t, &FetchRequest{ReplicaID: ConsumerReplicaID, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
-		Isolation: ReadCommitted, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{
+	require.Equal(t, &FetchRequest{ReplicaID: kafka.ConsumerReplicaID, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20,
+		Isolation: kafka.ReadCommitted, Topics: []FetchTopic{{Topic: "t", Partitions: []FetchPartition{
 			{Partition: 3, CurrentLeaderEpoch: 4, FetchOffset: 17, LastFetchedEpoch: 2, LogStartOffset: -1, MaxBytes: 4096},
 		}}}, FileRecords: true}, f.fetches[0], "a server on a socket asks for records in files")
 	fp := fresp.Topics[0].Partitions[0]
 	require.Equal(t, FetchPartitionResponse{Partition: 3, HighWatermark: 100, LastStableOffset: 90, LogStartOffset: 3,
 		Records: []byte("records of t-3 from 17")}, fp)
 
-	lresp, err := c.ListOffsets(ctx, &ListOffsetsRequest{ReplicaID: ConsumerReplicaID, Topics: []ListOffsetsTopic{{Topic: "t",
-		Partitions: []ListOffsetsPartition{{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: LatestTimestamp}}}}})
+	lresp, err := c.ListOffsets(ctx, &ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Topics: []ListOffsetsTopic{{Topic: "t",
+		Partitions: []ListOffsetsPartition{{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp}}}}})
 	require.NoError(t, err)
-	require.Equal(t, LatestTimestamp, f.lists[0].Topics[0].Partitions[0].Timestamp)
+	require.Equal(t, kafka.LatestTimestamp, f.lists[0].Topics[0].Partitions[0].Timestamp)
 	require.Equal(t, ListOffsetsPartitionResponse{Partition: 0, Timestamp: 1234, Offset: 42, LeaderEpoch: 3}, lresp.Topics[0].Partitions[0])
-	require.ErrorIs(t, lresp.Topics[0].Partitions[1].Err, ErrOffsetOutOfRange)
+	require.ErrorIs(t, lresp.Topics[0].Partitions[1].Err, kafka.ErrOffsetOutOfRange)
 
 	mresp, err := c.Metadata(ctx, &MetadataRequest{})
 	require.NoError(t, err)
@@ -185,7 +186,7 @@ func TestTCPRoundTrip(t *testing.T) {
 	require.Equal(t, [16]byte{1, 2, 3}, mresp.Topics[0].TopicID)
 	require.Equal(t, PartitionMetadata{Partition: 0, Leader: 1, LeaderEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1}},
 		mresp.Topics[0].Partitions[0])
-	require.ErrorIs(t, mresp.Topics[1].Err, ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, mresp.Topics[1].Err, kafka.ErrUnknownTopicOrPartition)
 }
 
 func TestTCPAdvertised(t *testing.T) {
@@ -203,12 +204,12 @@ func TestTCPAcksZero(t *testing.T) {
 	c := dial(t, addr)
 	ctx := context.Background()
 	for i := range 3 {
-		resp, err := c.Produce(ctx, &ProduceRequest{Acks: AcksNone, Topics: []ProduceTopic{{Topic: "t",
+		resp, err := c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksNone, Topics: []ProduceTopic{{Topic: "t",
 			Partitions: []ProducePartition{{Partition: int32(i), Records: []byte("r")}}}}})
 		require.NoError(t, err)
 		require.Equal(t, int64(-1), resp.Topics[0].Partitions[0].BaseOffset)
 	}
-	resp, err := c.Produce(ctx, &ProduceRequest{Acks: AcksLeader, Topics: []ProduceTopic{{Topic: "t",
+	resp, err := c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksLeader, Topics: []ProduceTopic{{Topic: "t",
 		Partitions: []ProducePartition{{Partition: 9, Records: []byte("four")}}}}})
 	require.NoError(t, err)
 	require.Equal(t, int32(9), resp.Topics[0].Partitions[0].Partition)
@@ -232,7 +233,7 @@ func TestTCPPipelining(t *testing.T) {
 		wg.Go(func() {
 			for i := range 50 {
 				n := g*1000 + i
-				resp, err := c.Produce(context.Background(), &ProduceRequest{Acks: AcksLeader, Topics: []ProduceTopic{{Topic: "t",
+				resp, err := c.Produce(context.Background(), &ProduceRequest{Acks: kafka.AcksLeader, Topics: []ProduceTopic{{Topic: "t",
 					Partitions: []ProducePartition{{Partition: int32(n), Records: make([]byte, n%97)}}}}})
 				if err != nil {
 					errs <- err
@@ -266,7 +267,7 @@ func TestTCPFetchDoesNotHoldUpProduce(t *testing.T) {
 			Partitions: []FetchPartition{{Partition: 0}}}}})
 		fetched <- err
 	}()
-	_, err := c.Produce(context.Background(), &ProduceRequest{Acks: AcksLeader, Topics: []ProduceTopic{{Topic: "t",
+	_, err := c.Produce(context.Background(), &ProduceRequest{Acks: kafka.AcksLeader, Topics: []ProduceTopic{{Topic: "t",
 		Partitions: []ProducePartition{{Partition: 0, Records: []byte("r")}}}}})
 	require.NoError(t, err)
 	_, err = c.Metadata(context.Background(), &MetadataRequest{})
@@ -303,7 +304,7 @@ func TestTCPContextEnds(t *testing.T) {
 }
 
 // TestTCPReconnect checks that a client whose server went away fails its
-// requests with a retriable ErrNetwork, and reconnects when a server is
+// requests with a retriable kafka.ErrNetwork, and reconnects when a server is
 // back on the address.
 func TestTCPReconnect(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -327,8 +328,8 @@ func TestTCPReconnect(t *testing.T) {
 			break
 		}
 	}
-	require.ErrorIs(t, err, ErrNetwork)
-	require.True(t, IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrNetwork)
+	require.True(t, kafka.IsRetriable(err))
 
 	ln2, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
@@ -354,9 +355,9 @@ func TestTCPClientClose(t *testing.T) {
 	}()
 	<-arrived // the fetch is in flight on the server
 	require.NoError(t, c.Close())
-	require.ErrorIs(t, <-errc, ErrClosed)
+	require.ErrorIs(t, <-errc, kafka.ErrClosed)
 	_, err := c.Metadata(context.Background(), &MetadataRequest{})
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, kafka.ErrClosed)
 }
 
 // rawConn connects to addr and returns the connection with a reader.
@@ -441,6 +442,6 @@ func TestTCPDialFails(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err = Dial(context.Background(), addr, DialOptions{})
-	require.ErrorIs(t, err, ErrNetwork)
-	require.True(t, errors.Is(err, ErrNetwork) && IsRetriable(err))
+	require.ErrorIs(t, err, kafka.ErrNetwork)
+	require.True(t, errors.Is(err, kafka.ErrNetwork) && kafka.IsRetriable(err))
 }

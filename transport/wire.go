@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -115,7 +116,7 @@ type requestHeader struct {
 func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, error) {
 	var h requestHeader
 	if len(frame) < 8 {
-		return h, nil, nil, fmt.Errorf("%w: request header of %d bytes", ErrInvalidRequest, len(frame))
+		return h, nil, nil, fmt.Errorf("%w: request header of %d bytes", kafka.ErrInvalidRequest, len(frame))
 	}
 	h.apiKey = int16(binary.BigEndian.Uint16(frame[0:]))
 	h.apiVersion = int16(binary.BigEndian.Uint16(frame[2:]))
@@ -124,13 +125,13 @@ func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, erro
 	// The client id is a nullable string with an int16 length, even in
 	// flexible versions.
 	if len(rest) < 2 {
-		return h, nil, nil, fmt.Errorf("%w: request header cut in its client id", ErrInvalidRequest)
+		return h, nil, nil, fmt.Errorf("%w: request header cut in its client id", kafka.ErrInvalidRequest)
 	}
 	n := int16(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
 	if n >= 0 {
 		if int(n) > len(rest) {
-			return h, nil, nil, fmt.Errorf("%w: client id of %d bytes in %d", ErrInvalidRequest, n, len(rest))
+			return h, nil, nil, fmt.Errorf("%w: client id of %d bytes in %d", kafka.ErrInvalidRequest, n, len(rest))
 		}
 		id := string(rest[:n])
 		h.clientID = &id
@@ -138,7 +139,7 @@ func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, erro
 	}
 	req := requestForKey(h.apiKey)
 	if req == nil {
-		return h, nil, nil, fmt.Errorf("%w: unknown api key %d", ErrInvalidRequest, h.apiKey)
+		return h, nil, nil, fmt.Errorf("%w: unknown api key %d", kafka.ErrInvalidRequest, h.apiKey)
 	}
 	req.SetVersion(h.apiVersion)
 	if req.IsFlexible() {
@@ -154,17 +155,17 @@ func parseRequestHeader(frame []byte) (requestHeader, kmsg.Request, []byte, erro
 func skipTags(b []byte) ([]byte, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: bad tagged fields", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: bad tagged fields", kafka.ErrInvalidRequest)
 	}
 	b = b[n:]
 	for range count {
 		if _, n = binary.Uvarint(b); n <= 0 { // tag
-			return nil, fmt.Errorf("%w: bad tagged field", ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: bad tagged field", kafka.ErrInvalidRequest)
 		}
 		b = b[n:]
 		size, n := binary.Uvarint(b)
 		if n <= 0 || size > uint64(len(b)-n) {
-			return nil, fmt.Errorf("%w: bad tagged field size", ErrInvalidRequest)
+			return nil, fmt.Errorf("%w: bad tagged field size", kafka.ErrInvalidRequest)
 		}
 		b = b[n+int(size):]
 	}
@@ -208,7 +209,7 @@ func errorMessage(err error) *string {
 // error a response field holds: the code's sentinel, wrapped with the
 // message when the node sent one.
 func wireError(code int16, msg *string) error {
-	err := ErrorForCode(code)
+	err := kafka.ErrorForCode(code)
 	if err == nil || msg == nil || *msg == "" {
 		return err
 	}
@@ -235,7 +236,7 @@ func produceToWire(r *ProduceRequest, version int16) *kmsg.ProduceRequest {
 }
 
 func produceFromWire(w *kmsg.ProduceRequest) *ProduceRequest {
-	r := &ProduceRequest{Acks: Acks(w.Acks), Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
+	r := &ProduceRequest{Acks: kafka.Acks(w.Acks), Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
 	r.Topics = make([]ProduceTopic, len(w.Topics))
 	for i, wt := range w.Topics {
 		t := &r.Topics[i]
@@ -259,7 +260,7 @@ func produceResponseToWire(r *ProduceResponse, version int16) *kmsg.ProduceRespo
 		for j, p := range t.Partitions {
 			wp := kmsg.NewProduceResponseTopicPartition()
 			wp.Partition = p.Partition
-			wp.ErrorCode = CodeOf(p.Err)
+			wp.ErrorCode = kafka.CodeOf(p.Err)
 			wp.ErrorMessage = errorMessage(p.Err)
 			wp.BaseOffset = p.BaseOffset
 			wp.LogAppendTime = p.LogAppendTime
@@ -319,7 +320,7 @@ func fetchToWire(r *FetchRequest, version int16) *kmsg.FetchRequest {
 func fetchFromWire(w *kmsg.FetchRequest) *FetchRequest {
 	r := &FetchRequest{
 		ReplicaID: w.ReplicaID, MaxWait: time.Duration(w.MaxWaitMillis) * time.Millisecond,
-		MinBytes: w.MinBytes, MaxBytes: w.MaxBytes, Isolation: IsolationLevel(w.IsolationLevel),
+		MinBytes: w.MinBytes, MaxBytes: w.MaxBytes, Isolation: kafka.IsolationLevel(w.IsolationLevel),
 	}
 	if w.Version < 3 || r.MaxBytes <= 0 {
 		r.MaxBytes = 1<<31 - 1
@@ -351,7 +352,7 @@ func fetchResponseToWire(r *FetchResponse, version int16) *kmsg.FetchResponse {
 		for j, p := range t.Partitions {
 			wp := kmsg.NewFetchResponseTopicPartition()
 			wp.Partition = p.Partition
-			wp.ErrorCode = CodeOf(p.Err)
+			wp.ErrorCode = kafka.CodeOf(p.Err)
 			wp.HighWatermark = p.HighWatermark
 			wp.LastStableOffset = p.LastStableOffset
 			wp.LogStartOffset = p.LogStartOffset
@@ -374,9 +375,9 @@ func fetchResponseFromWire(w *kmsg.FetchResponse) *FetchResponse {
 		t.Topic = wt.Topic
 		t.Partitions = make([]FetchPartitionResponse, len(wt.Partitions))
 		for j, wp := range wt.Partitions {
-			err := ErrorForCode(wp.ErrorCode)
+			err := kafka.ErrorForCode(wp.ErrorCode)
 			if err == nil && w.ErrorCode != 0 {
-				err = ErrorForCode(w.ErrorCode)
+				err = kafka.ErrorForCode(w.ErrorCode)
 			}
 			t.Partitions[j] = FetchPartitionResponse{
 				Partition: wp.Partition, Err: err, HighWatermark: wp.HighWatermark,
@@ -412,7 +413,7 @@ func listOffsetsToWire(r *ListOffsetsRequest, version int16) *kmsg.ListOffsetsRe
 }
 
 func listOffsetsFromWire(w *kmsg.ListOffsetsRequest) *ListOffsetsRequest {
-	r := &ListOffsetsRequest{ReplicaID: w.ReplicaID, Isolation: IsolationLevel(w.IsolationLevel)}
+	r := &ListOffsetsRequest{ReplicaID: w.ReplicaID, Isolation: kafka.IsolationLevel(w.IsolationLevel)}
 	r.Topics = make([]ListOffsetsTopic, len(w.Topics))
 	for i, wt := range w.Topics {
 		t := &r.Topics[i]
@@ -436,7 +437,7 @@ func listOffsetsResponseToWire(r *ListOffsetsResponse, version int16) *kmsg.List
 		for j, p := range t.Partitions {
 			wp := kmsg.NewListOffsetsResponseTopicPartition()
 			wp.Partition = p.Partition
-			wp.ErrorCode = CodeOf(p.Err)
+			wp.ErrorCode = kafka.CodeOf(p.Err)
 			wp.Timestamp = p.Timestamp
 			wp.Offset = p.Offset
 			wp.LeaderEpoch = p.LeaderEpoch
@@ -454,7 +455,7 @@ func listOffsetsResponseFromWire(w *kmsg.ListOffsetsResponse) *ListOffsetsRespon
 		t.Partitions = make([]ListOffsetsPartitionResponse, len(wt.Partitions))
 		for j, wp := range wt.Partitions {
 			t.Partitions[j] = ListOffsetsPartitionResponse{
-				Partition: wp.Partition, Err: ErrorForCode(wp.ErrorCode),
+				Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode),
 				Timestamp: wp.Timestamp, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch,
 			}
 		}
@@ -507,13 +508,13 @@ func metadataResponseToWire(r *MetadataResponse, version int16) *kmsg.MetadataRe
 	w.Topics = make([]kmsg.MetadataResponseTopic, len(r.Topics))
 	for i, t := range r.Topics {
 		wt := kmsg.NewMetadataResponseTopic()
-		wt.ErrorCode = CodeOf(t.Err)
+		wt.ErrorCode = kafka.CodeOf(t.Err)
 		wt.Topic = kmsg.StringPtr(t.Topic)
 		wt.TopicID = t.TopicID
 		wt.IsInternal = t.Internal
 		for _, p := range t.Partitions {
 			wp := kmsg.NewMetadataResponseTopicPartition()
-			wp.ErrorCode = CodeOf(p.Err)
+			wp.ErrorCode = kafka.CodeOf(p.Err)
 			wp.Partition, wp.Leader, wp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
 			wp.Replicas, wp.ISR, wp.OfflineReplicas = orEmpty(p.Replicas), orEmpty(p.ISR), orEmpty(p.Offline)
 			wt.Partitions = append(wt.Partitions, wp)
@@ -545,13 +546,13 @@ func metadataResponseFromWire(w *kmsg.MetadataResponse) *MetadataResponse {
 		r.Brokers = append(r.Brokers, b)
 	}
 	for _, wt := range w.Topics {
-		t := TopicMetadata{Err: ErrorForCode(wt.ErrorCode), TopicID: wt.TopicID, Internal: wt.IsInternal}
+		t := TopicMetadata{Err: kafka.ErrorForCode(wt.ErrorCode), TopicID: wt.TopicID, Internal: wt.IsInternal}
 		if wt.Topic != nil {
 			t.Topic = *wt.Topic
 		}
 		for _, wp := range wt.Partitions {
 			t.Partitions = append(t.Partitions, PartitionMetadata{
-				Err: ErrorForCode(wp.ErrorCode), Partition: wp.Partition, Leader: wp.Leader,
+				Err: kafka.ErrorForCode(wp.ErrorCode), Partition: wp.Partition, Leader: wp.Leader,
 				LeaderEpoch: wp.LeaderEpoch, Replicas: wp.Replicas, ISR: wp.ISR, Offline: wp.OfflineReplicas,
 			})
 		}

@@ -6,6 +6,7 @@ package transport
 import (
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -49,7 +50,7 @@ func createTopicsResponseToWire(r *CreateTopicsResponse, version int16) *kmsg.Cr
 	w.Version = version
 	for _, t := range r.Topics {
 		wt := kmsg.NewCreateTopicsResponseTopic()
-		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, CodeOf(t.Err), errorMessage(t.Err)
+		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, kafka.CodeOf(t.Err), errorMessage(t.Err)
 		w.Topics = append(w.Topics, wt)
 	}
 	return w
@@ -80,7 +81,7 @@ func deleteTopicsResponseToWire(r *DeleteTopicsResponse, version int16) *kmsg.De
 	w.Version = version
 	for _, t := range r.Topics {
 		wt := kmsg.NewDeleteTopicsResponseTopic()
-		wt.Topic, wt.ErrorCode, wt.ErrorMessage = kmsg.StringPtr(t.Name), CodeOf(t.Err), errorMessage(t.Err)
+		wt.Topic, wt.ErrorCode, wt.ErrorMessage = kmsg.StringPtr(t.Name), kafka.CodeOf(t.Err), errorMessage(t.Err)
 		w.Topics = append(w.Topics, wt)
 	}
 	return w
@@ -172,7 +173,7 @@ func createPartitionsResponseToWire(r *CreatePartitionsResponse, version int16) 
 	w.Version = version
 	for _, t := range r.Topics {
 		wt := kmsg.NewCreatePartitionsResponseTopic()
-		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, CodeOf(t.Err), errorMessage(t.Err)
+		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, kafka.CodeOf(t.Err), errorMessage(t.Err)
 		w.Topics = append(w.Topics, wt)
 	}
 	return w
@@ -222,7 +223,7 @@ func deleteRecordsResponseToWire(r *DeleteRecordsResponse, version int16) *kmsg.
 		wt.Topic = t
 		for _, p := range groups[t] {
 			wp := kmsg.NewDeleteRecordsResponseTopicPartition()
-			wp.Partition, wp.LowWatermark, wp.ErrorCode = p.Partition, p.LowWatermark, CodeOf(p.Err)
+			wp.Partition, wp.LowWatermark, wp.ErrorCode = p.Partition, p.LowWatermark, kafka.CodeOf(p.Err)
 			wt.Partitions = append(wt.Partitions, wp)
 		}
 		w.Topics = append(w.Topics, wt)
@@ -235,7 +236,7 @@ func deleteRecordsResponseFromWire(w *kmsg.DeleteRecordsResponse) *DeleteRecords
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
 			r.Partitions = append(r.Partitions, DeleteRecordsResult{TopicPartition: TopicPartition{wt.Topic, wp.Partition},
-				LowWatermark: wp.LowWatermark, Err: ErrorForCode(wp.ErrorCode)})
+				LowWatermark: wp.LowWatermark, Err: kafka.ErrorForCode(wp.ErrorCode)})
 		}
 	}
 	return r
@@ -263,7 +264,7 @@ func describeLogDirsResponseToWire(r *DescribeLogDirsResponse, version int16) *k
 	w.Version = version
 	for _, d := range r.Dirs {
 		wd := kmsg.NewDescribeLogDirsResponseDir()
-		wd.Dir, wd.ErrorCode, wd.TotalBytes, wd.UsableBytes = d.Path, CodeOf(d.Err), d.TotalBytes, d.UsableBytes
+		wd.Dir, wd.ErrorCode, wd.TotalBytes, wd.UsableBytes = d.Path, kafka.CodeOf(d.Err), d.TotalBytes, d.UsableBytes
 		topics, groups := byTopic(d.Partitions, func(p LogDirPartition) string { return p.Topic })
 		for _, t := range topics {
 			wt := kmsg.NewDescribeLogDirsResponseDirTopic()
@@ -283,7 +284,7 @@ func describeLogDirsResponseToWire(r *DescribeLogDirsResponse, version int16) *k
 func describeLogDirsResponseFromWire(w *kmsg.DescribeLogDirsResponse) *DescribeLogDirsResponse {
 	r := &DescribeLogDirsResponse{}
 	for _, wd := range w.Dirs {
-		d := LogDir{Path: wd.Dir, Err: ErrorForCode(wd.ErrorCode), TotalBytes: wd.TotalBytes, UsableBytes: wd.UsableBytes}
+		d := LogDir{Path: wd.Dir, Err: kafka.ErrorForCode(wd.ErrorCode), TotalBytes: wd.TotalBytes, UsableBytes: wd.UsableBytes}
 		if w.Version < 4 {
 			d.TotalBytes, d.UsableBytes = -1, -1
 		}
@@ -329,7 +330,7 @@ func electLeadersResponseToWire(r *ElectLeadersResponse, version int16) *kmsg.El
 		wt.Topic = t
 		for _, p := range groups[t] {
 			wp := kmsg.NewElectLeadersResponseTopicPartition()
-			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, CodeOf(p.Err), errorMessage(p.Err)
+			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, kafka.CodeOf(p.Err), errorMessage(p.Err)
 			wt.Partitions = append(wt.Partitions, wp)
 		}
 		w.Topics = append(w.Topics, wt)
@@ -377,7 +378,7 @@ func describeProducersResponseToWire(r *DescribeProducersResponse, version int16
 		wt.Topic = t
 		for _, p := range groups[t] {
 			wp := kmsg.NewDescribeProducersResponseTopicPartition()
-			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, CodeOf(p.Err), errorMessage(p.Err)
+			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, kafka.CodeOf(p.Err), errorMessage(p.Err)
 			for _, s := range p.Producers {
 				ws := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ws.ProducerID, ws.ProducerEpoch, ws.LastSequence = s.ProducerID, int32(s.ProducerEpoch), s.LastSequence
@@ -406,10 +407,10 @@ func describeProducersResponseFromWire(w *kmsg.DescribeProducersResponse) *Descr
 	return r
 }
 
-func offsetsForLeaderEpochToWire(r *OffsetsForLeaderEpochRequest, version int16) *kmsg.OffsetForLeaderEpochRequest {
+func offsetsForLeaderEpochToWire(r *kafka.OffsetsForLeaderEpochRequest, version int16) *kmsg.OffsetForLeaderEpochRequest {
 	w := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	w.Version, w.ReplicaID = version, r.ReplicaID
-	topics, groups := byTopic(r.Partitions, func(p OffsetForLeaderEpochPartition) string { return p.Topic })
+	topics, groups := byTopic(r.Partitions, func(p kafka.OffsetForLeaderEpochPartition) string { return p.Topic })
 	for _, t := range topics {
 		wt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 		wt.Topic = t
@@ -423,10 +424,10 @@ func offsetsForLeaderEpochToWire(r *OffsetsForLeaderEpochRequest, version int16)
 	return w
 }
 
-func offsetsForLeaderEpochFromWire(w *kmsg.OffsetForLeaderEpochRequest) *OffsetsForLeaderEpochRequest {
-	r := &OffsetsForLeaderEpochRequest{ReplicaID: w.ReplicaID}
+func offsetsForLeaderEpochFromWire(w *kmsg.OffsetForLeaderEpochRequest) *kafka.OffsetsForLeaderEpochRequest {
+	r := &kafka.OffsetsForLeaderEpochRequest{ReplicaID: w.ReplicaID}
 	if w.Version < 3 {
-		r.ReplicaID = ConsumerReplicaID
+		r.ReplicaID = kafka.ConsumerReplicaID
 	}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
@@ -434,23 +435,23 @@ func offsetsForLeaderEpochFromWire(w *kmsg.OffsetForLeaderEpochRequest) *Offsets
 			if w.Version < 2 {
 				cur = -1
 			}
-			r.Partitions = append(r.Partitions, OffsetForLeaderEpochPartition{Topic: wt.Topic, Partition: wp.Partition,
+			r.Partitions = append(r.Partitions, kafka.OffsetForLeaderEpochPartition{Topic: wt.Topic, Partition: wp.Partition,
 				CurrentLeaderEpoch: cur, LeaderEpoch: wp.LeaderEpoch})
 		}
 	}
 	return r
 }
 
-func offsetsForLeaderEpochResponseToWire(r *OffsetsForLeaderEpochResponse, version int16) *kmsg.OffsetForLeaderEpochResponse {
+func offsetsForLeaderEpochResponseToWire(r *kafka.OffsetsForLeaderEpochResponse, version int16) *kmsg.OffsetForLeaderEpochResponse {
 	w := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	w.Version = version
-	topics, groups := byTopic(r.Partitions, func(p OffsetForLeaderEpochPartitionResponse) string { return p.Topic })
+	topics, groups := byTopic(r.Partitions, func(p kafka.OffsetForLeaderEpochPartitionResponse) string { return p.Topic })
 	for _, t := range topics {
 		wt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		wt.Topic = t
 		for _, p := range groups[t] {
 			wp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-			wp.Partition, wp.ErrorCode, wp.LeaderEpoch, wp.EndOffset = p.Partition, CodeOf(p.Err), p.LeaderEpoch, p.EndOffset
+			wp.Partition, wp.ErrorCode, wp.LeaderEpoch, wp.EndOffset = p.Partition, kafka.CodeOf(p.Err), p.LeaderEpoch, p.EndOffset
 			wt.Partitions = append(wt.Partitions, wp)
 		}
 		w.Topics = append(w.Topics, wt)
@@ -458,12 +459,12 @@ func offsetsForLeaderEpochResponseToWire(r *OffsetsForLeaderEpochResponse, versi
 	return w
 }
 
-func offsetsForLeaderEpochResponseFromWire(w *kmsg.OffsetForLeaderEpochResponse) *OffsetsForLeaderEpochResponse {
-	r := &OffsetsForLeaderEpochResponse{}
+func offsetsForLeaderEpochResponseFromWire(w *kmsg.OffsetForLeaderEpochResponse) *kafka.OffsetsForLeaderEpochResponse {
+	r := &kafka.OffsetsForLeaderEpochResponse{}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, OffsetForLeaderEpochPartitionResponse{Topic: wt.Topic, Partition: wp.Partition,
-				Err: ErrorForCode(wp.ErrorCode), EpochEndOffset: EpochEndOffset{LeaderEpoch: wp.LeaderEpoch, EndOffset: wp.EndOffset}})
+			r.Partitions = append(r.Partitions, kafka.OffsetForLeaderEpochPartitionResponse{Topic: wt.Topic, Partition: wp.Partition,
+				Err: kafka.ErrorForCode(wp.ErrorCode), EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: wp.LeaderEpoch, EndOffset: wp.EndOffset}})
 		}
 	}
 	return r

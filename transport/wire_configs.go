@@ -4,6 +4,7 @@ package transport
 // IncrementalAlterConfigs to and from Kafka's wire protocol.
 
 import (
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -34,7 +35,7 @@ func describeConfigsResponseToWire(req *kmsg.DescribeConfigsRequest, r *Describe
 	for i, res := range r.Resources {
 		wr := kmsg.NewDescribeConfigsResponseResource()
 		wr.ResourceType, wr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
-		wr.ErrorCode, wr.ErrorMessage = CodeOf(res.Err), errorMessage(res.Err)
+		wr.ErrorCode, wr.ErrorMessage = kafka.CodeOf(res.Err), errorMessage(res.Err)
 		var keys map[string]bool
 		if i < len(req.Resources) && req.Resources[i].ConfigNames != nil {
 			keys = map[string]bool{}
@@ -169,7 +170,7 @@ func incrementalAlterConfigsResponseToWire(r *AlterConfigsResponse, version int1
 	for _, res := range r.Resources {
 		wr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		wr.ResourceType, wr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
-		wr.ErrorCode, wr.ErrorMessage = CodeOf(res.Err), errorMessage(res.Err)
+		wr.ErrorCode, wr.ErrorMessage = kafka.CodeOf(res.Err), errorMessage(res.Err)
 		w.Resources = append(w.Resources, wr)
 	}
 	return w
@@ -181,7 +182,7 @@ func alterConfigsResponseToWire(r *AlterConfigsResponse, version int16) *kmsg.Al
 	for _, res := range r.Resources {
 		wr := kmsg.NewAlterConfigsResponseResource()
 		wr.ResourceType, wr.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
-		wr.ErrorCode, wr.ErrorMessage = CodeOf(res.Err), errorMessage(res.Err)
+		wr.ErrorCode, wr.ErrorMessage = kafka.CodeOf(res.Err), errorMessage(res.Err)
 		w.Resources = append(w.Resources, wr)
 	}
 	return w

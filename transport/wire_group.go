@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -66,14 +67,14 @@ func findCoordinatorResponseToWire(reqs []*FindCoordinatorRequest, resps []*Find
 	w.Version = version
 	if version < 4 {
 		r := resps[0]
-		w.ErrorCode, w.ErrorMessage = CodeOf(r.Err), errorMessage(r.Err)
+		w.ErrorCode, w.ErrorMessage = kafka.CodeOf(r.Err), errorMessage(r.Err)
 		w.NodeID, w.Host, w.Port = r.NodeID, r.Host, r.Port
 		return w
 	}
 	for i, r := range resps {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = reqs[i].Key
-		c.ErrorCode, c.ErrorMessage = CodeOf(r.Err), errorMessage(r.Err)
+		c.ErrorCode, c.ErrorMessage = kafka.CodeOf(r.Err), errorMessage(r.Err)
 		c.NodeID, c.Host, c.Port = r.NodeID, r.Host, r.Port
 		w.Coordinators = append(w.Coordinators, c)
 	}
@@ -90,7 +91,7 @@ func findCoordinatorResponseFromWire(w *kmsg.FindCoordinatorResponse, key string
 			return &FindCoordinatorResponse{Err: wireError(c.ErrorCode, c.ErrorMessage), NodeID: c.NodeID, Host: c.Host, Port: c.Port}
 		}
 	}
-	return &FindCoordinatorResponse{Err: ErrCoordinatorNotAvailable, NodeID: -1, Port: -1}
+	return &FindCoordinatorResponse{Err: kafka.ErrCoordinatorNotAvailable, NodeID: -1, Port: -1}
 }
 
 // JoinGroup.
@@ -134,7 +135,7 @@ func joinGroupFromWire(w *kmsg.JoinGroupRequest) *JoinGroupRequest {
 func joinGroupResponseToWire(r *JoinGroupResponse, version int16) *kmsg.JoinGroupResponse {
 	w := kmsg.NewPtrJoinGroupResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	w.Generation = r.GenerationID
 	w.ProtocolType = nullable(r.ProtocolType)
 	w.Protocol = kmsg.StringPtr(r.ProtocolName)
@@ -151,7 +152,7 @@ func joinGroupResponseToWire(r *JoinGroupResponse, version int16) *kmsg.JoinGrou
 
 func joinGroupResponseFromWire(w *kmsg.JoinGroupResponse) *JoinGroupResponse {
 	r := &JoinGroupResponse{
-		Err: ErrorForCode(w.ErrorCode), GenerationID: w.Generation, ProtocolType: deref(w.ProtocolType),
+		Err: kafka.ErrorForCode(w.ErrorCode), GenerationID: w.Generation, ProtocolType: deref(w.ProtocolType),
 		ProtocolName: deref(w.Protocol), Leader: w.LeaderID, MemberID: w.MemberID,
 	}
 	for _, m := range w.Members {
@@ -191,7 +192,7 @@ func syncGroupFromWire(w *kmsg.SyncGroupRequest) *SyncGroupRequest {
 func syncGroupResponseToWire(r *SyncGroupResponse, version int16) *kmsg.SyncGroupResponse {
 	w := kmsg.NewPtrSyncGroupResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	w.ProtocolType, w.Protocol = nullable(r.ProtocolType), nullable(r.ProtocolName)
 	w.MemberAssignment = r.Assignment
 	if w.MemberAssignment == nil {
@@ -202,7 +203,7 @@ func syncGroupResponseToWire(r *SyncGroupResponse, version int16) *kmsg.SyncGrou
 
 func syncGroupResponseFromWire(w *kmsg.SyncGroupResponse) *SyncGroupResponse {
 	r := &SyncGroupResponse{
-		Err: ErrorForCode(w.ErrorCode), ProtocolType: deref(w.ProtocolType), ProtocolName: deref(w.Protocol),
+		Err: kafka.ErrorForCode(w.ErrorCode), ProtocolType: deref(w.ProtocolType), ProtocolName: deref(w.Protocol),
 		Assignment: w.MemberAssignment,
 	}
 	if len(r.Assignment) == 0 {
@@ -227,12 +228,12 @@ func heartbeatFromWire(w *kmsg.HeartbeatRequest) *HeartbeatRequest {
 func heartbeatResponseToWire(r *HeartbeatResponse, version int16) *kmsg.HeartbeatResponse {
 	w := kmsg.NewPtrHeartbeatResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	return w
 }
 
 func heartbeatResponseFromWire(w *kmsg.HeartbeatResponse) *HeartbeatResponse {
-	return &HeartbeatResponse{Err: ErrorForCode(w.ErrorCode)}
+	return &HeartbeatResponse{Err: kafka.ErrorForCode(w.ErrorCode)}
 }
 
 // LeaveGroup.
@@ -280,16 +281,16 @@ func leaveGroupFromWire(w *kmsg.LeaveGroupRequest) *LeaveGroupRequest {
 func leaveGroupResponseToWire(r *LeaveGroupResponse, version int16) *kmsg.LeaveGroupResponse {
 	w := kmsg.NewPtrLeaveGroupResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	if version < 3 {
 		if r.Err == nil && len(r.Members) > 0 {
-			w.ErrorCode = CodeOf(r.Members[0].Err)
+			w.ErrorCode = kafka.CodeOf(r.Members[0].Err)
 		}
 		return w
 	}
 	for _, m := range r.Members {
 		wm := kmsg.NewLeaveGroupResponseMember()
-		wm.MemberID, wm.InstanceID, wm.ErrorCode = m.MemberID, nullable(m.GroupInstanceID), CodeOf(m.Err)
+		wm.MemberID, wm.InstanceID, wm.ErrorCode = m.MemberID, nullable(m.GroupInstanceID), kafka.CodeOf(m.Err)
 		w.Members = append(w.Members, wm)
 	}
 	return w
@@ -298,7 +299,7 @@ func leaveGroupResponseToWire(r *LeaveGroupResponse, version int16) *kmsg.LeaveG
 // leaveGroupResponseFromWire translates a LeaveGroup answer to req. Before
 // v3 the one error is the request's and its member's.
 func leaveGroupResponseFromWire(req *LeaveGroupRequest, w *kmsg.LeaveGroupResponse) *LeaveGroupResponse {
-	r := &LeaveGroupResponse{Err: ErrorForCode(w.ErrorCode)}
+	r := &LeaveGroupResponse{Err: kafka.ErrorForCode(w.ErrorCode)}
 	if w.Version < 3 {
 		for _, m := range req.Members {
 			r.Members = append(r.Members, LeaveGroupMemberResponse{MemberID: m.MemberID, Err: r.Err})
@@ -306,7 +307,7 @@ func leaveGroupResponseFromWire(req *LeaveGroupRequest, w *kmsg.LeaveGroupRespon
 		return r
 	}
 	for _, m := range w.Members {
-		r.Members = append(r.Members, LeaveGroupMemberResponse{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Err: ErrorForCode(m.ErrorCode)})
+		r.Members = append(r.Members, LeaveGroupMemberResponse{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Err: kafka.ErrorForCode(m.ErrorCode)})
 	}
 	return r
 }
@@ -355,7 +356,7 @@ func offsetCommitResponseToWire(r *OffsetCommitResponse, version int16) *kmsg.Of
 		wt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			wp := kmsg.NewOffsetCommitResponseTopicPartition()
-			wp.Partition, wp.ErrorCode = p.Partition, CodeOf(p.Err)
+			wp.Partition, wp.ErrorCode = p.Partition, kafka.CodeOf(p.Err)
 			wt.Partitions = append(wt.Partitions, wp)
 		}
 		w.Topics = append(w.Topics, wt)
@@ -368,7 +369,7 @@ func offsetCommitResponseFromWire(w *kmsg.OffsetCommitResponse) *OffsetCommitRes
 	for _, wt := range w.Topics {
 		t := OffsetCommitTopicResponse{Topic: wt.Topic}
 		for _, wp := range wt.Partitions {
-			t.Partitions = append(t.Partitions, OffsetCommitPartitionResponse{Partition: wp.Partition, Err: ErrorForCode(wp.ErrorCode)})
+			t.Partitions = append(t.Partitions, OffsetCommitPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode)})
 		}
 		r.Topics = append(r.Topics, t)
 	}
@@ -439,7 +440,7 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 	w.Version = version
 	if version < 8 {
 		r := resps[0]
-		w.ErrorCode = CodeOf(r.Err)
+		w.ErrorCode = kafka.CodeOf(r.Err)
 		w.Topics = []kmsg.OffsetFetchResponseTopic{}
 		for _, t := range r.Topics {
 			wt := kmsg.NewOffsetFetchResponseTopic()
@@ -447,7 +448,7 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 			for _, p := range t.Partitions {
 				wp := kmsg.NewOffsetFetchResponseTopicPartition()
 				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-				wp.ErrorCode = CodeOf(p.Err)
+				wp.ErrorCode = kafka.CodeOf(p.Err)
 				if wp.ErrorCode == 0 && version < 2 { // no request-wide error yet
 					wp.ErrorCode = w.ErrorCode
 				}
@@ -460,7 +461,7 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 	for i, r := range resps {
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group = reqs[i].Group
-		g.ErrorCode = CodeOf(r.Err)
+		g.ErrorCode = kafka.CodeOf(r.Err)
 		g.Topics = []kmsg.OffsetFetchResponseGroupTopic{}
 		for _, t := range r.Topics {
 			wt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -468,7 +469,7 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 			for _, p := range t.Partitions {
 				wp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-				wp.ErrorCode = CodeOf(p.Err)
+				wp.ErrorCode = kafka.CodeOf(p.Err)
 				wt.Partitions = append(wt.Partitions, wp)
 			}
 			g.Topics = append(g.Topics, wt)
@@ -482,11 +483,11 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 func offsetFetchResponseFromWire(w *kmsg.OffsetFetchResponse, group string) *OffsetFetchResponse {
 	r := &OffsetFetchResponse{}
 	if w.Version < 8 {
-		r.Err = ErrorForCode(w.ErrorCode)
+		r.Err = kafka.ErrorForCode(w.ErrorCode)
 		for _, wt := range w.Topics {
 			t := OffsetFetchTopicResponse{Topic: wt.Topic}
 			for _, wp := range wt.Partitions {
-				p := OffsetFetchPartitionResponse{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: ErrorForCode(wp.ErrorCode)}
+				p := OffsetFetchPartitionResponse{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode)}
 				if w.Version < 5 {
 					p.LeaderEpoch = -1
 				}
@@ -500,19 +501,19 @@ func offsetFetchResponseFromWire(w *kmsg.OffsetFetchResponse, group string) *Off
 		if g.Group != group {
 			continue
 		}
-		r.Err = ErrorForCode(g.ErrorCode)
+		r.Err = kafka.ErrorForCode(g.ErrorCode)
 		for _, wt := range g.Topics {
 			t := OffsetFetchTopicResponse{Topic: wt.Topic}
 			for _, wp := range wt.Partitions {
 				t.Partitions = append(t.Partitions, OffsetFetchPartitionResponse{
-					Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: ErrorForCode(wp.ErrorCode),
+					Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode),
 				})
 			}
 			r.Topics = append(r.Topics, t)
 		}
 		return r
 	}
-	r.Err = ErrGroupIDNotFound
+	r.Err = kafka.ErrGroupIDNotFound
 	return r
 }
 
@@ -537,7 +538,7 @@ func describeGroupsResponseToWire(r *DescribeGroupsResponse, version int16) *kms
 	w.Groups = []kmsg.DescribeGroupsResponseGroup{}
 	for _, g := range r.Groups {
 		wg := kmsg.NewDescribeGroupsResponseGroup()
-		wg.ErrorCode, wg.ErrorMessage = CodeOf(g.Err), errorMessage(g.Err)
+		wg.ErrorCode, wg.ErrorMessage = kafka.CodeOf(g.Err), errorMessage(g.Err)
 		wg.Group, wg.State, wg.ProtocolType, wg.Protocol = g.Group, g.State, g.ProtocolType, g.Protocol
 		wg.AuthorizedOperations = math.MinInt32 // not asked for, or not known
 		wg.Members = []kmsg.DescribeGroupsResponseGroupMember{}
@@ -593,7 +594,7 @@ func listGroupsFromWire(w *kmsg.ListGroupsRequest) *ListGroupsRequest {
 func listGroupsResponseToWire(r *ListGroupsResponse, version int16) *kmsg.ListGroupsResponse {
 	w := kmsg.NewPtrListGroupsResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	w.Groups = []kmsg.ListGroupsResponseGroup{}
 	for _, g := range r.Groups {
 		wg := kmsg.NewListGroupsResponseGroup()
@@ -604,7 +605,7 @@ func listGroupsResponseToWire(r *ListGroupsResponse, version int16) *kmsg.ListGr
 }
 
 func listGroupsResponseFromWire(w *kmsg.ListGroupsResponse) *ListGroupsResponse {
-	r := &ListGroupsResponse{Err: ErrorForCode(w.ErrorCode)}
+	r := &ListGroupsResponse{Err: kafka.ErrorForCode(w.ErrorCode)}
 	for _, wg := range w.Groups {
 		r.Groups = append(r.Groups, ListedGroup{Group: wg.Group, ProtocolType: wg.ProtocolType, State: wg.GroupState})
 	}
@@ -630,7 +631,7 @@ func deleteGroupsResponseToWire(r *DeleteGroupsResponse, version int16) *kmsg.De
 	w.Groups = []kmsg.DeleteGroupsResponseGroup{}
 	for _, g := range r.Results {
 		wg := kmsg.NewDeleteGroupsResponseGroup()
-		wg.Group, wg.ErrorCode, wg.ErrorMessage = g.Group, CodeOf(g.Err), errorMessage(g.Err)
+		wg.Group, wg.ErrorCode, wg.ErrorMessage = g.Group, kafka.CodeOf(g.Err), errorMessage(g.Err)
 		w.Groups = append(w.Groups, wg)
 	}
 	return w

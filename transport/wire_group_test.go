@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,7 +44,7 @@ func eachVersion(t *testing.T, key int16, fn func(t *testing.T, v int16)) {
 // is what went in, less exactly the fields the version does not carry.
 
 func TestWireFindCoordinatorVersions(t *testing.T) {
-	moved := fmt.Errorf("%w: moved", ErrNotCoordinator)
+	moved := fmt.Errorf("%w: moved", kafka.ErrNotCoordinator)
 	eachVersion(t, 10, func(t *testing.T, v int16) {
 		req := &FindCoordinatorRequest{Key: "tx", KeyType: CoordinatorTransaction}
 		want := *req
@@ -56,9 +57,9 @@ func TestWireFindCoordinatorVersions(t *testing.T) {
 			w := respViaWire(t, findCoordinatorResponseToWire(got, []*FindCoordinatorResponse{resp}, v))
 			wantResp := *resp
 			if resp.Err != nil {
-				wantResp.Err = ErrNotCoordinator
+				wantResp.Err = kafka.ErrNotCoordinator
 				if v >= 1 {
-					wantResp.Err = withMessage(ErrNotCoordinator, moved)
+					wantResp.Err = withMessage(kafka.ErrNotCoordinator, moved)
 				}
 			}
 			require.Equal(t, &wantResp, findCoordinatorResponseFromWire(w, "tx"))
@@ -74,10 +75,10 @@ func TestWireFindCoordinatorBatched(t *testing.T) {
 	w.CoordinatorKeys = []string{"a", "b"}
 	reqs := findCoordinatorFromWire(viaWire(t, w))
 	require.Equal(t, []*FindCoordinatorRequest{{Key: "a"}, {Key: "b"}}, reqs)
-	resp := respViaWire(t, findCoordinatorResponseToWire(reqs, []*FindCoordinatorResponse{{NodeID: 1, Host: "x", Port: 1}, {Err: ErrCoordinatorNotAvailable, NodeID: -1, Port: -1}}, 4))
+	resp := respViaWire(t, findCoordinatorResponseToWire(reqs, []*FindCoordinatorResponse{{NodeID: 1, Host: "x", Port: 1}, {Err: kafka.ErrCoordinatorNotAvailable, NodeID: -1, Port: -1}}, 4))
 	require.Equal(t, &FindCoordinatorResponse{NodeID: 1, Host: "x", Port: 1}, findCoordinatorResponseFromWire(resp, "a"))
-	require.ErrorIs(t, findCoordinatorResponseFromWire(resp, "b").Err, ErrCoordinatorNotAvailable)
-	require.ErrorIs(t, findCoordinatorResponseFromWire(resp, "c").Err, ErrCoordinatorNotAvailable, "a key not answered")
+	require.ErrorIs(t, findCoordinatorResponseFromWire(resp, "b").Err, kafka.ErrCoordinatorNotAvailable)
+	require.ErrorIs(t, findCoordinatorResponseFromWire(resp, "c").Err, kafka.ErrCoordinatorNotAvailable, "a key not answered")
 }
 
 func TestWireJoinGroupVersions(t *testing.T) {
@@ -97,7 +98,7 @@ func TestWireJoinGroupVersions(t *testing.T) {
 		}
 		require.Equal(t, &want, joinGroupFromWire(viaWire(t, joinGroupToWire(req, v))))
 
-		resp := &JoinGroupResponse{Err: ErrMemberIDRequired, GenerationID: 4, ProtocolType: "consumer", ProtocolName: "range", Leader: "m1", MemberID: "m2",
+		resp := &JoinGroupResponse{Err: kafka.ErrMemberIDRequired, GenerationID: 4, ProtocolType: "consumer", ProtocolName: "range", Leader: "m1", MemberID: "m2",
 			Members: []JoinGroupMember{{MemberID: "m1", GroupInstanceID: "i1", Metadata: []byte("s1")}, {MemberID: "m2", Metadata: []byte("s2")}}}
 		wantResp := *resp
 		wantResp.Members = append([]JoinGroupMember(nil), resp.Members...)
@@ -127,7 +128,7 @@ func TestWireSyncGroupVersions(t *testing.T) {
 		follower := &SyncGroupRequest{Group: "g", GenerationID: 4, MemberID: "n"}
 		require.Equal(t, follower, syncGroupFromWire(viaWire(t, syncGroupToWire(follower, v))), "a follower sends no assignments")
 
-		resp := &SyncGroupResponse{Err: ErrRebalanceInProgress, ProtocolType: "consumer", ProtocolName: "range", Assignment: []byte("a")}
+		resp := &SyncGroupResponse{Err: kafka.ErrRebalanceInProgress, ProtocolType: "consumer", ProtocolName: "range", Assignment: []byte("a")}
 		wantResp := *resp
 		if v < 5 {
 			wantResp.ProtocolType, wantResp.ProtocolName = "", ""
@@ -144,7 +145,7 @@ func TestWireHeartbeatVersions(t *testing.T) {
 			want.GroupInstanceID = ""
 		}
 		require.Equal(t, &want, heartbeatFromWire(viaWire(t, heartbeatToWire(req, v))))
-		for _, resp := range []*HeartbeatResponse{{}, {Err: ErrRebalanceInProgress}, {Err: ErrFencedInstanceID}} {
+		for _, resp := range []*HeartbeatResponse{{}, {Err: kafka.ErrRebalanceInProgress}, {Err: kafka.ErrFencedInstanceID}} {
 			require.Equal(t, resp, heartbeatResponseFromWire(respViaWire(t, heartbeatResponseToWire(resp, v))))
 		}
 	})
@@ -155,10 +156,10 @@ func TestWireLeaveGroupVersions(t *testing.T) {
 		one := &LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: "m"}}}
 		require.True(t, leaveGroupFits(one, v))
 		require.Equal(t, one, leaveGroupFromWire(viaWire(t, leaveGroupToWire(one, v))))
-		oneResp := &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m", Err: ErrUnknownMemberID}}}
+		oneResp := &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m", Err: kafka.ErrUnknownMemberID}}}
 		got := leaveGroupResponseFromWire(one, respViaWire(t, leaveGroupResponseToWire(oneResp, v)))
 		if v < 3 { // one error, the request's and its member's
-			require.Equal(t, &LeaveGroupResponse{Err: ErrUnknownMemberID, Members: []LeaveGroupMemberResponse{{MemberID: "m", Err: ErrUnknownMemberID}}}, got)
+			require.Equal(t, &LeaveGroupResponse{Err: kafka.ErrUnknownMemberID, Members: []LeaveGroupMemberResponse{{MemberID: "m", Err: kafka.ErrUnknownMemberID}}}, got)
 		} else {
 			require.Equal(t, oneResp, got)
 		}
@@ -173,7 +174,7 @@ func TestWireLeaveGroupVersions(t *testing.T) {
 			want.Members = []LeaveGroupMember{{MemberID: "m"}, {GroupInstanceID: "i"}}
 		}
 		require.Equal(t, &want, leaveGroupFromWire(viaWire(t, leaveGroupToWire(many, v))))
-		resp := &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m"}, {GroupInstanceID: "i", Err: ErrUnknownMemberID}}}
+		resp := &LeaveGroupResponse{Members: []LeaveGroupMemberResponse{{MemberID: "m"}, {GroupInstanceID: "i", Err: kafka.ErrUnknownMemberID}}}
 		require.Equal(t, resp, leaveGroupResponseFromWire(many, respViaWire(t, leaveGroupResponseToWire(resp, v))))
 	})
 }
@@ -193,7 +194,7 @@ func TestWireOffsetCommitVersions(t *testing.T) {
 			want.Topics[0].Partitions[0].LeaderEpoch, want.Topics[1].Partitions[0].LeaderEpoch = -1, -1
 		}
 		require.Equal(t, want, offsetCommitFromWire(viaWire(t, offsetCommitToWire(req, v))))
-		resp := &OffsetCommitResponse{Topics: []OffsetCommitTopicResponse{{Topic: "t", Partitions: []OffsetCommitPartitionResponse{{Partition: 0}, {Partition: 2, Err: ErrIllegalGeneration}}}}}
+		resp := &OffsetCommitResponse{Topics: []OffsetCommitTopicResponse{{Topic: "t", Partitions: []OffsetCommitPartitionResponse{{Partition: 0}, {Partition: 2, Err: kafka.ErrIllegalGeneration}}}}}
 		require.Equal(t, resp, offsetCommitResponseFromWire(respViaWire(t, offsetCommitResponseToWire(resp, v))))
 	})
 }
@@ -209,15 +210,15 @@ func TestWireOffsetFetchVersions(t *testing.T) {
 		}
 
 		resp := &OffsetFetchResponse{Topics: []OffsetFetchTopicResponse{{Topic: "t", Partitions: []OffsetFetchPartitionResponse{
-			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: ErrUnstableOffsetCommit}}}}}
+			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: kafka.ErrUnstableOffsetCommit}}}}}
 		want := &OffsetFetchResponse{Topics: []OffsetFetchTopicResponse{{Topic: "t", Partitions: []OffsetFetchPartitionResponse{
-			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: ErrUnstableOffsetCommit}}}}}
+			{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 1, Offset: -1, LeaderEpoch: -1, Err: kafka.ErrUnstableOffsetCommit}}}}}
 		if v < 5 {
 			want.Topics[0].Partitions[0].LeaderEpoch = -1
 		}
 		require.Equal(t, want, offsetFetchResponseFromWire(respViaWire(t, offsetFetchResponseToWire(reqs, []*OffsetFetchResponse{resp}, v)), "g"))
 		if v >= 2 {
-			failed := &OffsetFetchResponse{Err: ErrCoordinatorLoadInProgress}
+			failed := &OffsetFetchResponse{Err: kafka.ErrCoordinatorLoadInProgress}
 			require.Equal(t, failed, offsetFetchResponseFromWire(respViaWire(t, offsetFetchResponseToWire(reqs, []*OffsetFetchResponse{failed}, v)), "g"))
 		}
 	})
@@ -235,14 +236,14 @@ func TestWireOffsetFetchBatched(t *testing.T) {
 	reqs := offsetFetchFromWire(viaWire(t, w))
 	require.Equal(t, []*OffsetFetchRequest{{Group: "a", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0}}}}, {Group: "b"}}, reqs)
 	ra := &OffsetFetchResponse{Topics: []OffsetFetchTopicResponse{{Topic: "t", Partitions: []OffsetFetchPartitionResponse{{Partition: 0, Offset: 5, LeaderEpoch: -1}}}}}
-	rb := &OffsetFetchResponse{Err: ErrGroupIDNotFound}
+	rb := &OffsetFetchResponse{Err: kafka.ErrGroupIDNotFound}
 	resp := respViaWire(t, offsetFetchResponseToWire(reqs, []*OffsetFetchResponse{ra, rb}, 8))
 	require.Equal(t, ra, offsetFetchResponseFromWire(resp, "a"))
 	require.Equal(t, rb, offsetFetchResponseFromWire(resp, "b"))
 }
 
 func TestWireDescribeGroupsVersions(t *testing.T) {
-	gone := fmt.Errorf("%w: no group", ErrGroupIDNotFound)
+	gone := fmt.Errorf("%w: no group", kafka.ErrGroupIDNotFound)
 	eachVersion(t, 15, func(t *testing.T, v int16) {
 		req := &DescribeGroupsRequest{Groups: []string{"g", "gone"}}
 		require.Equal(t, req, describeGroupsFromWire(viaWire(t, describeGroupsToWire(req, v))))
@@ -255,12 +256,12 @@ func TestWireDescribeGroupsVersions(t *testing.T) {
 			{Group: "g", State: "Stable", ProtocolType: "consumer", Protocol: "range", GenerationID: NoGeneration, Members: []DescribedMember{
 				{MemberID: "m", GroupInstanceID: "i", ClientID: "c", ClientHost: "h", Metadata: []byte("s"), Assignment: []byte("a")},
 				{MemberID: "n", ClientID: "c", ClientHost: "h"}}},
-			{Err: ErrGroupIDNotFound, Group: "gone", State: "Dead", GenerationID: NoGeneration}}}
+			{Err: kafka.ErrGroupIDNotFound, Group: "gone", State: "Dead", GenerationID: NoGeneration}}}
 		if v < 4 {
 			want.Groups[0].Members[0].GroupInstanceID = ""
 		}
 		if v >= 6 {
-			want.Groups[1].Err = withMessage(ErrGroupIDNotFound, gone)
+			want.Groups[1].Err = withMessage(kafka.ErrGroupIDNotFound, gone)
 		}
 		require.Equal(t, want, describeGroupsResponseFromWire(respViaWire(t, describeGroupsResponseToWire(resp, v))))
 	})
@@ -281,20 +282,20 @@ func TestWireListGroupsVersions(t *testing.T) {
 			wantResp.Groups[0].State, wantResp.Groups[1].State = "", ""
 		}
 		require.Equal(t, wantResp, listGroupsResponseFromWire(respViaWire(t, listGroupsResponseToWire(resp, v))))
-		failed := &ListGroupsResponse{Err: ErrCoordinatorNotAvailable}
+		failed := &ListGroupsResponse{Err: kafka.ErrCoordinatorNotAvailable}
 		require.Equal(t, failed, listGroupsResponseFromWire(respViaWire(t, listGroupsResponseToWire(failed, v))))
 	})
 }
 
 func TestWireDeleteGroupsVersions(t *testing.T) {
-	nonEmpty := fmt.Errorf("%w: 2 members", ErrNonEmptyGroup)
+	nonEmpty := fmt.Errorf("%w: 2 members", kafka.ErrNonEmptyGroup)
 	eachVersion(t, 42, func(t *testing.T, v int16) {
 		req := &DeleteGroupsRequest{Groups: []string{"g", "h"}}
 		require.Equal(t, req, deleteGroupsFromWire(viaWire(t, deleteGroupsToWire(req, v))))
 		resp := &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: nonEmpty}, {Group: "h"}}}
-		want := &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: ErrNonEmptyGroup}, {Group: "h"}}}
+		want := &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: kafka.ErrNonEmptyGroup}, {Group: "h"}}}
 		if v >= 3 {
-			want.Results[0].Err = withMessage(ErrNonEmptyGroup, nonEmpty)
+			want.Results[0].Err = withMessage(kafka.ErrNonEmptyGroup, nonEmpty)
 		}
 		require.Equal(t, want, deleteGroupsResponseFromWire(respViaWire(t, deleteGroupsResponseToWire(resp, v))))
 	})
@@ -312,7 +313,7 @@ func TestWireInitProducerIDVersions(t *testing.T) {
 			}
 			require.Equal(t, &want, initProducerIDFromWire(viaWire(t, initProducerIDToWire(req, v))))
 		}
-		for _, resp := range []*InitProducerIDResponse{{ProducerID: 9000, ProducerEpoch: 2}, {Err: ErrInvalidRequest, ProducerID: -1, ProducerEpoch: -1}} {
+		for _, resp := range []*InitProducerIDResponse{{ProducerID: 9000, ProducerEpoch: 2}, {Err: kafka.ErrInvalidRequest, ProducerID: -1, ProducerEpoch: -1}} {
 			require.Equal(t, resp, initProducerIDResponseFromWire(respViaWire(t, initProducerIDResponseToWire(resp, v))))
 		}
 	})

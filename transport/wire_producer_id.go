@@ -6,6 +6,7 @@ package transport
 import (
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -34,11 +35,11 @@ func initProducerIDFromWire(w *kmsg.InitProducerIDRequest) *InitProducerIDReques
 func initProducerIDResponseToWire(r *InitProducerIDResponse, version int16) *kmsg.InitProducerIDResponse {
 	w := kmsg.NewPtrInitProducerIDResponse()
 	w.Version = version
-	w.ErrorCode = CodeOf(r.Err)
+	w.ErrorCode = kafka.CodeOf(r.Err)
 	w.ProducerID, w.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 	return w
 }
 
 func initProducerIDResponseFromWire(w *kmsg.InitProducerIDResponse) *InitProducerIDResponse {
-	return &InitProducerIDResponse{Err: ErrorForCode(w.ErrorCode), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch}
+	return &InitProducerIDResponse{Err: kafka.ErrorForCode(w.ErrorCode), ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch}
 }

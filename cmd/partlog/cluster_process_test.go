@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 )
@@ -387,11 +388,11 @@ func TestClusterProcessesKillLeader(t *testing.T) {
 	}
 
 	// Read every partition to its end.
-	ends, err := client.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{{
+	ends, err := client.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{{
 		Topic: "t", Partitions: []transport.ListOffsetsPartition{
-			{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: transport.LatestTimestamp},
-			{Partition: 1, CurrentLeaderEpoch: -1, Timestamp: transport.LatestTimestamp},
-			{Partition: 2, CurrentLeaderEpoch: -1, Timestamp: transport.LatestTimestamp},
+			{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp},
+			{Partition: 1, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp},
+			{Partition: 2, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp},
 		}}}})
 	require.NoError(t, err)
 	end := map[int32]int64{}

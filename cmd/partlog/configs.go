@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -365,7 +366,7 @@ func describeResource(ctx context.Context, admin transport.AdminClient, r transp
 		return nil, err
 	}
 	if len(resp.Resources) != 1 {
-		return nil, fmt.Errorf("%w: %d resources answered for 1 asked", transport.ErrInvalidRequest, len(resp.Resources))
+		return nil, fmt.Errorf("%w: %d resources answered for 1 asked", kafka.ErrInvalidRequest, len(resp.Resources))
 	}
 	return resp.Resources[0].Configs, resp.Resources[0].Err
 }

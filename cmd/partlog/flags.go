@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // usageError is a wrong command line: an unknown flag, a bad flag value, a
@@ -103,15 +103,15 @@ func (l *listFlag) Set(s string) error {
 }
 
 // acksFlag is a flag holding Kafka's acks: "all" (or "-1"), "1" or "0".
-type acksFlag transport.Acks
+type acksFlag kafka.Acks
 
 func (a *acksFlag) String() string {
-	switch transport.Acks(*a) {
-	case transport.AcksAll:
+	switch kafka.Acks(*a) {
+	case kafka.AcksAll:
 		return "all"
-	case transport.AcksLeader:
+	case kafka.AcksLeader:
 		return "1"
-	case transport.AcksNone:
+	case kafka.AcksNone:
 		return "0"
 	}
 	return fmt.Sprint(int16(*a))
@@ -120,11 +120,11 @@ func (a *acksFlag) String() string {
 func (a *acksFlag) Set(s string) error {
 	switch s {
 	case "all", "-1":
-		*a = acksFlag(transport.AcksAll)
+		*a = acksFlag(kafka.AcksAll)
 	case "1":
-		*a = acksFlag(transport.AcksLeader)
+		*a = acksFlag(kafka.AcksLeader)
 	case "0":
-		*a = acksFlag(transport.AcksNone)
+		*a = acksFlag(kafka.AcksNone)
 	default:
 		return fmt.Errorf("acks %q is not all, -1, 1 or 0", s)
 	}

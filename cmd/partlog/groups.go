@@ -17,6 +17,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -297,7 +298,7 @@ func describeGroup(ctx context.Context, n groupTarget, group string, members, st
 		return g.Err
 	}
 	if g.State == "Dead" {
-		return fmt.Errorf("%w: consumer group '%s' does not exist", transport.ErrGroupIDNotFound, group)
+		return fmt.Errorf("%w: consumer group '%s' does not exist", kafka.ErrGroupIDNotFound, group)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	defer tw.Flush()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -150,7 +151,7 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 	}
 	if g := dresp.Groups[0]; g.State != "Empty" && g.State != "Dead" {
 		return nil, fmt.Errorf("%w: assignments can only be reset if the group '%s' is inactive, but the current state is %s (%d members)",
-			transport.ErrNonEmptyGroup, group, g.State, len(g.Members))
+			kafka.ErrNonEmptyGroup, group, g.State, len(g.Members))
 	}
 	fresp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: group})
 	if err == nil {
@@ -263,7 +264,7 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 // timestamp is at or after ts (ms), or -1 where there is none: ListOffsets
 // by timestamp, as Kafka's tool asks for it.
 func offsetsForTime(ctx context.Context, n groupTarget, tps []consumer.TopicPartition, ts int64) (map[consumer.TopicPartition]int64, error) {
-	req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID}
+	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID}
 	for _, tp := range tps {
 		i := slices.IndexFunc(req.Topics, func(lt transport.ListOffsetsTopic) bool { return lt.Topic == tp.Topic })
 		if i < 0 {

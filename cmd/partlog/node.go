@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 // dirFlag adds --dir, the data directory a command opens, to fs.
@@ -38,7 +38,7 @@ func openNode(command, dir string, opts ...partlog.Option) (*partlog.Node, error
 // broker auto-creates them.
 func describeTopic(command string, t *target, topic string) (partlog.TopicDescription, error) {
 	descs, err := t.describe(context.Background(), topic)
-	if errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		return partlog.TopicDescription{}, fmt.Errorf("%s: topic %q does not exist in %s; create it with 'partlog topics create'", command, topic, t.where())
 	}
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/transport"
 )
 
 const perfProduceHelp = `Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]
@@ -91,7 +91,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	payloadDelimiter := fs.String("payload-delimiter", "\n", "the `delimiter` between --payload-file's payloads; a newline unless set")
 	props := configFlag{}
 	fs.Var(props, "producer-props", "Kafka producer configs `key=value` (acks, linger.ms, batch.size, buffer.memory, compression.type, enable.idempotence, ...); several may follow one flag")
-	acks := acksFlag(transport.AcksAll)
+	acks := acksFlag(kafka.AcksAll)
 	fs.Var(&acks, "acks", "which `acks` to wait for: all (or -1; the default), 1 (the leader's log) or 0 (none)")
 	batchSize := fs.Int("batch-size", 16384, "the producer's batch.size, in `bytes`")
 	linger := durationVar(fs, "linger", 5*time.Millisecond, "the producer's linger.ms, a `duration`")
@@ -152,7 +152,7 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	if desc.Name != "" && (isSet(fs, "partitions") || isSet(fs, "config")) {
 		fmt.Fprintf(stderr, "%s: topic %s exists; --partitions and --config apply only to a topic perf produce creates\n", command, *topic)
 	}
-	p, err := producer.New(n.client(), append([]producer.Option{producer.Acks(transport.Acks(acks)), producer.BatchSize(*batchSize),
+	p, err := producer.New(n.client(), append([]producer.Option{producer.Acks(kafka.Acks(acks)), producer.BatchSize(*batchSize),
 		producer.Linger(*linger), producer.BufferMemory(*bufferMemory)}, popts...)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
@@ -207,7 +207,7 @@ func ensureTopic(n *target, topic string, partitions int, configs map[string]str
 	if err == nil {
 		return descs[0], nil
 	}
-	if !errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		return partlog.TopicDescription{}, err
 	}
 	err = n.createTopic(context.Background(), partlog.NewTopic{Name: topic, Partitions: int32(partitions), Configs: configs})

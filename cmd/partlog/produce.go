@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/transport"
 )
 
 const produceHelp = `Usage: partlog produce --dir DIR --topic TOPIC [flags] < FILE
@@ -67,7 +67,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	partition := fs.Int("partition", -1, "the `partition` every record goes to; by default the partitioner chooses")
 	keySeparator := fs.String("key-separator", "", "the `separator` between each line's key and value; without it lines have no key")
-	acks := acksFlag(transport.AcksAll)
+	acks := acksFlag(kafka.AcksAll)
 	fs.Var(&acks, "acks", "which `acks` to wait for: all (or -1; the default), 1 (the leader's log) or 0 (none)")
 	props := configFlag{}
 	fs.Var(props, "property", "a line reader property `key=value` (see above); repeat for more")
@@ -115,7 +115,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	maxRequest := max(1<<20, maxLine)
 	stderr = &lockedWriter{w: stderr} // the producer's goroutines report retries on it too
 	retries := &retryReporter{w: stderr, command: "produce"}
-	p, err := producer.New(n.client(), producer.Acks(transport.Acks(acks)),
+	p, err := producer.New(n.client(), producer.Acks(kafka.Acks(acks)),
 		producer.MaxRequestSize(maxRequest), producer.BufferMemory(max(32<<20, 2*int64(maxRequest))),
 		producer.OnRetry(retries.report))
 	if err != nil {

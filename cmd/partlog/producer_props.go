@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
-	"github.com/partlog/partlog/transport"
 )
 
 // producerProps are the Kafka producer configs --producer-props maps, each
@@ -24,7 +24,7 @@ var producerProps = map[string]func(v string) (producer.Option, error){
 		if err := a.Set(v); err != nil {
 			return nil, err
 		}
-		return producer.Acks(transport.Acks(a)), nil
+		return producer.Acks(kafka.Acks(a)), nil
 	},
 	"linger.ms":                             msProp(producer.Linger),
 	"batch.size":                            intProp(producer.BatchSize),

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -260,8 +261,8 @@ func (t *target) remoteOffsets(ctx context.Context, descs []partlog.TopicDescrip
 	if len(descs) == 0 {
 		return nil
 	}
-	for _, ts := range []int64{transport.EarliestTimestamp, transport.LatestTimestamp} {
-		req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID}
+	for _, ts := range []int64{kafka.EarliestTimestamp, kafka.LatestTimestamp} {
+		req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID}
 		for _, d := range descs {
 			lt := transport.ListOffsetsTopic{Topic: d.Name}
 			for _, p := range d.Partitions {
@@ -292,7 +293,7 @@ func fillOffsets(d *partlog.TopicDescription, ts int64, prs []transport.ListOffs
 		if i < 0 || pr.Err != nil {
 			continue
 		}
-		if ts == transport.EarliestTimestamp {
+		if ts == kafka.EarliestTimestamp {
 			d.Partitions[i].LogStartOffset = pr.Offset
 		} else {
 			d.Partitions[i].HighWatermark, d.Partitions[i].LogEndOffset = pr.Offset, pr.Offset
@@ -310,7 +311,7 @@ func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescrip
 		req.Resources = append(req.Resources, transport.ConfigResource{Type: transport.ConfigTopic, Name: d.Name})
 	}
 	resp, err := t.remote.DescribeConfigs(ctx, req)
-	if errors.Is(err, transport.ErrUnsupportedVersion) {
+	if errors.Is(err, kafka.ErrUnsupportedVersion) {
 		return nil // a node without the admin calls: no configs to show
 	}
 	if err != nil {
@@ -441,7 +442,7 @@ func (t *target) brokerAdmin(ctx context.Context, id int32) (admin transport.Adm
 // a command says the same over TCP as on a data directory.
 func serverMessage(err error) string {
 	s := err.Error()
-	kerr, ok := errors.AsType[*transport.Error](err)
+	kerr, ok := errors.AsType[*kafka.Error](err)
 	if !ok {
 		return s
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -180,7 +181,7 @@ func (f *failingProduce) Produce(ctx context.Context, req *transport.ProduceRequ
 		tr := transport.ProduceTopicResponse{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			tr.Partitions = append(tr.Partitions, transport.ProducePartitionResponse{Partition: p.Partition,
-				Err: fmt.Errorf("%w: no space left on device", transport.ErrKafkaStorage), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+				Err: fmt.Errorf("%w: no space left on device", kafka.ErrKafkaStorage), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 		}
 		resp.Topics = append(resp.Topics, tr)
 	}

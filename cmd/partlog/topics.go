@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/kafka"
 )
 
 const topicsHelp = `Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]
@@ -92,10 +92,10 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 		// Checked here, before they are cut to the wire's integers:
 		// 2147483648 partitions would wrap to a negative count.
 		if action == "create" && (*partitions < 1 || *partitions > math.MaxInt32) {
-			return fmt.Errorf("topics: %w: --partitions %d is not a partition count (1 to %d)", transport.ErrInvalidPartitions, *partitions, math.MaxInt32)
+			return fmt.Errorf("topics: %w: --partitions %d is not a partition count (1 to %d)", kafka.ErrInvalidPartitions, *partitions, math.MaxInt32)
 		}
 		if action == "create" && (*replication < 1 || *replication > math.MaxInt16) {
-			return fmt.Errorf("topics: %w: --replication-factor %d is not a replica count (1 to %d)", transport.ErrInvalidReplicationFactor, *replication, math.MaxInt16)
+			return fmt.Errorf("topics: %w: --replication-factor %d is not a replica count (1 to %d)", kafka.ErrInvalidReplicationFactor, *replication, math.MaxInt16)
 		}
 	case "alter":
 		if err := checkAlter(fs, *topic, *partitions, len(configs)+len(deleteConfigs)); err != nil {

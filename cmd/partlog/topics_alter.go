@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -24,7 +25,7 @@ func checkAlter(fs *flag.FlagSet, topic string, partitions, changes int) error {
 	case !isSet(fs, "partitions") && changes == 0:
 		return usageErrorf("topics", "alter needs --partitions, --config or --delete-config")
 	case isSet(fs, "partitions") && (partitions < 1 || partitions > math.MaxInt32):
-		return fmt.Errorf("topics: %w: --partitions %d is not a partition count (1 to %d)", transport.ErrInvalidPartitions, partitions, math.MaxInt32)
+		return fmt.Errorf("topics: %w: --partitions %d is not a partition count (1 to %d)", kafka.ErrInvalidPartitions, partitions, math.MaxInt32)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func alterConfigs(ctx context.Context, admin transport.AdminClient, r transport.
 // adminMessage says what went wrong with an admin call about topic: that
 // it does not exist, or the node's error as the node wrote it.
 func (t *target) adminMessage(err error, topic string) string {
-	if errors.Is(err, transport.ErrUnknownTopicOrPartition) {
+	if errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		return fmt.Sprintf("topic %q does not exist in %s", topic, t.where())
 	}
 	return serverMessage(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -76,7 +77,7 @@ func TestTopicsDescribePartitionFilters(t *testing.T) {
 		{Partition: 2, Leader: 3, Replicas: []int32{3, 1, 2}, ISR: []int32{3}},
 		{Partition: 3, Leader: -1, Replicas: []int32{4, 1, 2}, ISR: []int32{4}},
 		{Partition: 4, Leader: 4, Replicas: []int32{4, 1, 2}, ISR: []int32{4, 1, 2}}, // a leader that is not live
-		{Partition: 5, Replicas: []int32{1, 2, 3}, Offline: fmt.Errorf("%w: disk gone", transport.ErrKafkaStorage)},
+		{Partition: 5, Replicas: []int32{1, 2, 3}, Offline: fmt.Errorf("%w: disk gone", kafka.ErrKafkaStorage)},
 	}}
 	line := func(p int) string {
 		var b bytes.Buffer

@@ -39,6 +39,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -178,7 +179,7 @@ func run(ctx context.Context, dir string, stop leaderStop, out io.Writer) (err e
 		return err
 	}
 	defer client.Close()
-	p, err := producer.New(client, producer.Acks(transport.AcksAll), producer.Idempotent(true),
+	p, err := producer.New(client, producer.Acks(kafka.AcksAll), producer.Idempotent(true),
 		producer.Linger(time.Millisecond), producer.RetryBackoff(20*time.Millisecond))
 	if err != nil {
 		return err

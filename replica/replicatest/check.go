@@ -3,10 +3,10 @@ package replicatest
 import (
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 )
 
 // The checks a Cluster runs on its nodes' logs: the committed lineage as it
@@ -125,7 +125,7 @@ func (c *Cluster) Check() {
 			continue
 		}
 		for _, p := range c.Produced {
-			if p.Acks != transport.AcksAll || !p.Acked() {
+			if p.Acks != kafka.AcksAll || !p.Acked() {
 				continue
 			}
 			b, ok := byBase[p.BaseOffset]

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
-	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -93,7 +93,7 @@ func (n *Node) Up() bool { return n.Replica != nil }
 type Produced struct {
 	Token  int
 	Node   int32
-	Acks   transport.Acks
+	Acks   kafka.Acks
 	Values []string
 	// Done is set once a Completion came; Err is its error. A produce whose
 	// node crashed first stays not Done: its fate is unknown.
@@ -418,16 +418,16 @@ func (c *Cluster) Restart(id int32) {
 
 // Produce appends a batch of values to node id (the leader, or NoLeader)
 // with acks, returning its record, or the error Propose returned
-// (transport.ErrLeaderNotAvailable for NoLeader).
-func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Produced, error) {
+// (kafka.ErrLeaderNotAvailable for NoLeader).
+func (c *Cluster) Produce(id int32, acks kafka.Acks, values ...string) (*Produced, error) {
 	c.T.Helper()
 	n := c.Nodes[id]
 	p := &Produced{Token: len(c.Produced), Node: id, Acks: acks, Values: values, BaseOffset: -1}
 	if n == nil {
-		return p, fmt.Errorf("%w: %s has no leader", transport.ErrLeaderNotAvailable, c.TP)
+		return p, fmt.Errorf("%w: %s has no leader", kafka.ErrLeaderNotAvailable, c.TP)
 	}
 	if !n.Up() {
-		return p, transport.ErrNotLeaderOrFollower
+		return p, kafka.ErrNotLeaderOrFollower
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	for _, v := range values {
@@ -439,7 +439,7 @@ func (c *Cluster) Produce(id int32, acks transport.Acks, values ...string) (*Pro
 	}
 	p.BaseOffset, p.Epoch = prop.BaseOffset, c.State.LeaderEpoch
 	c.Produced = append(c.Produced, p)
-	if acks == transport.AcksNone {
+	if acks == kafka.AcksNone {
 		p.Done = true
 	} else {
 		n.pending[prop.ID] = p.Token
@@ -607,7 +607,7 @@ func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 		}
 	}
 	if _, err := c.Controller.AlterPartition(from, c.TP, a); err != nil {
-		if errors.Is(err, transport.ErrInvalidRequest) {
+		if errors.Is(err, kafka.ErrInvalidRequest) {
 			c.Fatalf("malformed ISR change %+v: %v", a, err)
 		}
 		c.tracef("refuse ISR change %+v from %d: %v", a, from, err)

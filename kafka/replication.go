@@ -1,31 +1,9 @@
-package transport
+package kafka
 
 // This file holds the requests replicas send each other: the Fetch a
 // follower sends its leader (Kafka's Fetch with a replica id, version 12 and
 // later, where the answer can carry a diverging epoch: KIP-595's reuse of
 // KIP-279's truncation) and OffsetsForLeaderEpoch (KIP-101, KIP-279).
-
-// ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
-// older than one the receiver has seen from it: the node restarted since
-// (Kafka's STALE_BROKER_EPOCH).
-var ErrStaleBrokerEpoch = &Error{77, "STALE_BROKER_EPOCH", false, "request from an earlier incarnation of the node"}
-
-// UndefinedEpoch is a leader epoch that names no epoch (Kafka's -1): the
-// LastFetchedEpoch of a follower whose log holds no batch, or the answer for
-// an epoch a log does not know.
-const UndefinedEpoch int32 = -1
-
-// EpochEndOffset names where a leader epoch ended in a log: the offset of
-// the first record of the next epoch, or the log end offset for the latest.
-// It is the answer of OffsetsForLeaderEpoch and the diverging epoch of a
-// fetch answer.
-type EpochEndOffset struct {
-	// LeaderEpoch is the largest epoch at or below the one asked about
-	// that the log knows, or UndefinedEpoch.
-	LeaderEpoch int32
-	// EndOffset is where LeaderEpoch ended, or -1 with UndefinedEpoch.
-	EndOffset int64
-}
 
 // ReplicaFetchRequest is the Fetch a follower sends the leader of its
 // partitions: one entry per partition the follower fetches from that node.

@@ -1,4 +1,4 @@
-package transport
+package kafka
 
 import (
 	"errors"
@@ -81,6 +81,28 @@ var (
 	ErrUnstableOffsetCommit      = &Error{88, "UNSTABLE_OFFSET_COMMIT", true, "the partition has pending transactional offsets"}
 )
 
+// The controller's errors, for AlterPartition and broker heartbeats
+// (KIP-497, KIP-631, KIP-903).
+var (
+	// ErrInvalidUpdateVersion answers an AlterPartition made in a
+	// partition epoch that is no longer the partition's (Kafka's
+	// INVALID_UPDATE_VERSION).
+	ErrInvalidUpdateVersion = &Error{95, "INVALID_UPDATE_VERSION", false, "the partition epoch of the update is not the current one"}
+	// ErrBrokerIDNotRegistered answers a heartbeat or request from a node
+	// the controller has no registration for (Kafka's
+	// BROKER_ID_NOT_REGISTERED).
+	ErrBrokerIDNotRegistered = &Error{102, "BROKER_ID_NOT_REGISTERED", false, "the node is not registered with the controller"}
+	// ErrIneligibleReplica answers an AlterPartition adding to the ISR a
+	// replica that is fenced or restarted since the leader saw it fetch
+	// (Kafka's INELIGIBLE_REPLICA).
+	ErrIneligibleReplica = &Error{107, "INELIGIBLE_REPLICA", false, "a replica added to the ISR is not eligible"}
+)
+
+// ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
+// older than one the receiver has seen from it: the node restarted since
+// (Kafka's STALE_BROKER_EPOCH).
+var ErrStaleBrokerEpoch = &Error{77, "STALE_BROKER_EPOCH", false, "request from an earlier incarnation of the node"}
+
 var (
 	errUnknownCode = &Error{-1, "UNKNOWN_SERVER_ERROR", false, "unknown error code"}
 	errorsByCode   = map[int16]*Error{}
@@ -103,15 +125,14 @@ func init() {
 		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,
 		ErrNonEmptyGroup, ErrGroupIDNotFound, ErrMemberIDRequired, ErrGroupMaxSizeReached,
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
-		ErrStaleBrokerEpoch,                                                     // replication.go
-		ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica, // controller_errors.go
+		ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
 	} {
 		errorsByCode[e.Code] = e
 	}
 }
 
 // ErrClosed means the node was closed: the request was not handled.
-var ErrClosed = errors.New("transport: node closed")
+var ErrClosed = errors.New("kafka: node closed")
 
 // ErrorForCode returns the error a code stands for, nil for 0.
 func ErrorForCode(code int16) error {

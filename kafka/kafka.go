@@ -1,0 +1,64 @@
+// Package kafka is Kafka's vocabulary, apart from the wire: its protocol
+// errors as values (with their codes, names and retriability), acks,
+// isolation levels, the ids, timestamps and epochs with special meanings,
+// and the messages replicas send each other (replication.go). The storage engine (partition, replica) speaks it without
+// importing the TCP stack or the wire codec (transport), as franz-go keeps
+// kerr apart from kgo.
+package kafka
+
+// Acks is how many replicas must have a produced batch before the leader
+// answers (Kafka's acks).
+type Acks int16
+
+// The acks settings.
+const (
+	// AcksNone: the producer does not wait for an answer.
+	AcksNone Acks = 0
+	// AcksLeader: the leader has written the batch to its log.
+	AcksLeader Acks = 1
+	// AcksAll: every in-sync replica has the batch, and there are at least
+	// min.insync.replicas of them.
+	AcksAll Acks = -1
+)
+
+// IsolationLevel says which records a fetch may return.
+type IsolationLevel int8
+
+// The isolation levels.
+const (
+	// ReadUncommitted returns every record below the high watermark.
+	ReadUncommitted IsolationLevel = 0
+	// ReadCommitted stops at the last stable offset and leaves out
+	// aborted transactions.
+	ReadCommitted IsolationLevel = 1
+)
+
+// ConsumerReplicaID is the replica id of a fetch or list offsets request
+// sent by a consumer rather than a follower.
+const ConsumerReplicaID int32 = -1
+
+// Special timestamps of a ListOffsetsPartition.
+const (
+	// LatestTimestamp asks for the offset the next record will get (the
+	// high watermark for consumers).
+	LatestTimestamp int64 = -1
+	// EarliestTimestamp asks for the log start offset.
+	EarliestTimestamp int64 = -2
+)
+
+// UndefinedEpoch is a leader epoch that names no epoch (Kafka's -1): the
+// LastFetchedEpoch of a follower whose log holds no batch, or the answer for
+// an epoch a log does not know.
+const UndefinedEpoch int32 = -1
+
+// EpochEndOffset names where a leader epoch ended in a log: the offset of
+// the first record of the next epoch, or the log end offset for the latest.
+// It is the answer of OffsetsForLeaderEpoch and the diverging epoch of a
+// fetch answer.
+type EpochEndOffset struct {
+	// LeaderEpoch is the largest epoch at or below the one asked about
+	// that the log knows, or UndefinedEpoch.
+	LeaderEpoch int32
+	// EndOffset is where LeaderEpoch ended, or -1 with UndefinedEpoch.
+	EndOffset int64
+}
