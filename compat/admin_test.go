@@ -287,7 +287,7 @@ func checkDeleteRecords(ctx context.Context, x *run) error {
 }
 
 // checkDescribeCluster: the client describes the cluster: its brokers are
-// the target's nodes, its controller one of them, and it has an id.
+// the target's nodes, its controller one of them, and its id is not empty.
 func checkDescribeCluster(ctx context.Context, x *run) error {
 	info, err := x.d.admin().describeCluster(ctx, x.tg)
 	if err != nil {
@@ -299,8 +299,8 @@ func checkDescribeCluster(ctx context.Context, x *run) error {
 		return fmt.Errorf("brokers %v, want %v", info.Brokers, x.tg.ids())
 	case !slices.Contains(info.Brokers, info.ControllerID):
 		return fmt.Errorf("controller id %d is none of the brokers %v", info.ControllerID, info.Brokers)
-	case info.ClusterID == "":
-		return fmt.Errorf("no cluster id")
+	case info.ClusterID != nil && *info.ClusterID == "":
+		return fmt.Errorf("the cluster id is empty")
 	}
 	return nil
 }

@@ -173,7 +173,8 @@ type configValue struct {
 
 // clusterInfo is what describeCluster returns.
 type clusterInfo struct {
-	ClusterID    string  `json:"cluster_id"`
+	// ClusterID is nil where the client's call does not give one.
+	ClusterID    *string `json:"cluster_id"`
 	ControllerID int32   `json:"controller_id"`
 	Brokers      []int32 `json:"brokers"`
 }

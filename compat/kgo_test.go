@@ -470,7 +470,7 @@ func (d kgoDriver) describeCluster(ctx context.Context, tg *target) (clusterInfo
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return clusterInfo{}, err
 	}
-	info := clusterInfo{ClusterID: resp.ClusterID, ControllerID: resp.ControllerID}
+	info := clusterInfo{ClusterID: kmsg.StringPtr(resp.ClusterID), ControllerID: resp.ControllerID}
 	for _, b := range resp.Brokers {
 		info.Brokers = append(info.Brokers, b.NodeID)
 	}
