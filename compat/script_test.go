@@ -286,12 +286,18 @@ func (d scriptDriver) produceStream(ctx context.Context, tg *target, topic strin
 		defer close(s.done)
 		defer close(s.acks)
 		for line := range p.lines {
-			var a streamAck
-			if err := json.Unmarshal([]byte(line), &a); err != nil {
-				s.err = fmt.Errorf("the script printed %q: %v", line, err)
+			var a struct {
+				streamAck
+				Seq *int `json:"seq"` // nil in a line that reports the script's own failure
+			}
+			if err := json.Unmarshal([]byte(line), &a); err != nil || a.Seq == nil {
+				if s.err == nil {
+					s.err = fmt.Errorf("the script printed %q (%v)", line, err)
+				}
 				continue
 			}
-			s.acks <- a
+			a.streamAck.Seq = *a.Seq
+			s.acks <- a.streamAck
 		}
 		if err := p.wait(); err != nil && s.err == nil {
 			s.err = err
