@@ -231,7 +231,7 @@ func (rs *results) report(drivers []driver, targets []string, checks []check) st
 
 // allDrivers returns every client, in the table's column order.
 func allDrivers() []driver {
-	return []driver{kcatDriver{}, confluentDriver(), saramaDriver{}, kgoDriver{}}
+	return []driver{kcatDriver{}, confluentDriver(), saramaDriver{}, kgoDriver{}, kafkajsDriver()}
 }
 
 // selectDrivers returns the drivers -compat.clients names, all by default.
