@@ -15,7 +15,8 @@ import (
 var (
 	clientsFlag = flag.String("compat.clients", "", "the clients to run, comma-separated (kcat,confluent,sarama,kgo,kafkajs); all by default")
 	targetsFlag = flag.String("compat.targets", "", "the targets to run against, comma-separated (single,cluster); both by default")
-	checksFlag  = flag.String("compat.checks", "", "the checks to run, comma-separated ids (see checks); all by default")
+	checksFlag  = flag.String("compat.checks", "", "the checks to run, comma-separated ids (see allChecks); all by default")
+	logLevel    = flag.String("compat.log-level", "warn", "the partlog processes' --log-level; their standard error is shown when the test fails")
 )
 
 // outcome is a cell of the result table.

@@ -158,6 +158,7 @@ func (p *process) terminate() error {
 // target is what the checks run against: a single node or a cluster.
 type target struct {
 	name  string // "single" or "cluster"
+	bin   string // the partlog binary
 	rf    int16  // the replication factor of the checks' topics
 	nodes map[int32]*process
 	ctl   *process // the controller; nil for a single node
@@ -172,18 +173,19 @@ type target struct {
 	topics int
 }
 
-// nodeArgs are the serve flags every node gets: no topic is created by
+// nodeArgs returns the serve flags every node gets: no topic is created by
 // accident (a misspelt topic in a check fails rather than appears), and a
 // new group's first rebalance does not wait for more members.
-var nodeArgs = []string{"--listen", "127.0.0.1:0", "--log-level", "warn",
-	"--auto-create-topics=false", "--group-initial-rebalance-delay", "0"}
+func nodeArgs() []string {
+	return []string{"--listen", "127.0.0.1:0", "--log-level", *logLevel, "--auto-create-topics=false", "--group-initial-rebalance-delay", "0"}
+}
 
 // startSingle starts one 'partlog serve' on a new data directory.
 func startSingle(t *testing.T, bin string) *target {
 	t.Helper()
-	args := append([]string{"serve", "--dir", filepath.Join(t.TempDir(), "single")}, nodeArgs...)
+	args := append([]string{"serve", "--dir", filepath.Join(t.TempDir(), "single")}, nodeArgs()...)
 	p := startProcess(t, "the single node", bin, args...)
-	tg := &target{name: "single", rf: 1, nodes: map[int32]*process{}}
+	tg := &target{name: "single", bin: bin, rf: 1, nodes: map[int32]*process{}}
 	id, err := nodeID(p.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -200,12 +202,12 @@ func startSingle(t *testing.T, bin string) *target {
 func startCluster(t *testing.T, bin string) *target {
 	t.Helper()
 	dir := t.TempDir()
-	tg := &target{name: "cluster", rf: 3, nodes: map[int32]*process{}}
+	tg := &target{name: "cluster", bin: bin, rf: 3, nodes: map[int32]*process{}}
 	tg.ctl = startProcess(t, "the controller", bin, "controller", "--dir", filepath.Join(dir, "controller"),
-		"--listen", "127.0.0.1:0", "--session-timeout", "1s", "--tick", "20ms", "--leader-imbalance-check", "0", "--log-level", "warn")
+		"--listen", "127.0.0.1:0", "--session-timeout", "1s", "--tick", "20ms", "--leader-imbalance-check", "0", "--log-level", *logLevel)
 	for id := int32(1); id <= 3; id++ {
 		args := append([]string{"serve", "--dir", filepath.Join(dir, strconv.Itoa(int(id))), "--node-id", strconv.Itoa(int(id)),
-			"--controller", tg.ctl.addr, "--heartbeat", "100ms", "--replica-lag-max", "5s"}, nodeArgs...)
+			"--controller", tg.ctl.addr, "--heartbeat", "100ms", "--replica-lag-max", "5s"}, nodeArgs()...)
 		tg.nodes[id] = startProcess(t, fmt.Sprintf("node %d", id), bin, args...)
 	}
 	tg.dial(t)
@@ -304,9 +306,22 @@ func (tg *target) createTopic(ctx context.Context, name string, partitions int32
 	if err := resp.Topics[0].Err; err != nil {
 		return fmt.Errorf("harness: create topic %s: %w", name, err)
 	}
-	return tg.waitTopic(ctx, name, fmt.Sprintf("%d partitions with leaders and full ISRs", partitions), func(tm transport.TopicMetadata) bool {
+	err = tg.waitTopic(ctx, name, fmt.Sprintf("%d partitions with leaders and full ISRs", partitions), func(tm transport.TopicMetadata) bool {
 		return len(tm.Partitions) == int(partitions) && fullISR(tm)
 	})
+	if err != nil {
+		return err
+	}
+	// A node's metadata may name it a partition's leader before it hosts
+	// the replica (NOT_LEADER_OR_FOLLOWER: "node 2 hosts no replica of
+	// ... (leader 2)"), which an acks=0 record sent then would not
+	// survive: wait until every leader answers for its partition.
+	for p := range partitions {
+		if _, err := tg.listOffset(ctx, name, p, transport.LatestTimestamp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fullISR reports whether every partition of tm has a leader and all its
