@@ -2,10 +2,17 @@ package partlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -54,34 +61,370 @@ func (n *Node) DeleteTopics(ctx context.Context, req *transport.DeleteTopicsRequ
 	return resp, nil
 }
 
+// CreatePartitions raises each topic's partition count, as Kafka's
+// CreatePartitions does: the new partitions start empty, and a key's
+// partition may change (the producers' hash is modulo the count).
+// Internal topics keep theirs: a group's coordinator is the hash of its id
+// modulo __consumer_offsets' count.
+func (n *Node) CreatePartitions(ctx context.Context, req *transport.CreatePartitionsRequest) (*transport.CreatePartitionsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	resp := &transport.CreatePartitionsResponse{}
+	for _, t := range req.Topics {
+		resp.Topics = append(resp.Topics, transport.TopicResult{Name: t.Topic, Err: n.createPartitions(ctx, t.Topic, t.Count, req.ValidateOnly)})
+	}
+	return resp, nil
+}
+
+// createPartitions raises one topic's partition count to count.
+func (n *Node) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	if strings.HasPrefix(name, "__") {
+		return fmt.Errorf("%w: %s is an internal topic, whose partition count is fixed", transport.ErrInvalidPartitions, name)
+	}
+	have := int32(-1)
+	if t := n.topic(name); t != nil {
+		have = t.rec.Partitions
+	} else if n.cluster != nil {
+		if d, ok := n.describeReplicated(name); ok {
+			have = int32(len(d.Partitions))
+		}
+	}
+	switch {
+	case have < 0:
+		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+	case count <= have:
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, have, count)
+	case count > maxPartitions:
+		return fmt.Errorf("%w: %d partitions; a topic has at most %d", transport.ErrInvalidPartitions, count, maxPartitions)
+	case validateOnly:
+		return nil
+	}
+	if n.topic(name) == nil {
+		return n.callController(ctx, &controllerRequest{Op: opCreatePartitions, Node: n.meta.NodeID, Topic: name, Count: count})
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.topics[name]
+	if t == nil {
+		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+	}
+	if count <= t.rec.Partitions {
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, t.rec.Partitions, count)
+	}
+	return n.addPartitionsLocked(t, count)
+}
+
+// addPartitionsLocked opens t's new partitions, then writes the topic's
+// record with the new count, and replaces t in n.topics with a copy that
+// has them (requests in progress keep the topic they found). As in
+// createTopicLocked, a failure removes the partitions it made. The caller
+// holds n.mu.
+func (n *Node) addPartitionsLocked(t *topic, count int32) error {
+	next := *t
+	next.rec.Partitions = count
+	next.partitions = slices.Clone(t.partitions)
+	_, lo, po := n.newTopic(t.name, t.rec)
+	var err error
+	for p := t.rec.Partitions; p < count && err == nil; p++ {
+		var part *partition.Partition
+		if part, err = n.openPartition(&next, p, lo, po); err != nil {
+			err = fmt.Errorf("%w: creating %s-%d: %w", transport.ErrKafkaStorage, t.name, p, err)
+			break
+		}
+		next.partitions = append(next.partitions, part)
+	}
+	if err == nil {
+		err = n.md.put(t.name, &next.rec)
+	}
+	if err != nil {
+		for p := t.rec.Partitions; p < count; p++ {
+			if int(p) < len(next.partitions) {
+				next.partitions[p].Close()
+			}
+			if rerr := n.logs.Remove(log.TopicPartition{Topic: t.name, Partition: p}); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				n.logger.Warn("removing a partition that could not be added", "partition", p, "err", rerr)
+			}
+		}
+		return err
+	}
+	n.topics[t.name] = &next
+	return nil
+}
+
+// callController sends a topic change to the cluster's controller and
+// waits until this node's metadata has it.
+func (n *Node) callController(ctx context.Context, req *controllerRequest) error {
+	resp, err := n.cluster.ctl.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	return n.cluster.waitMetadata(ctx, resp.Version)
+}
+
+// AlterConfigs changes topics' configs, as Kafka's IncrementalAlterConfigs
+// and AlterConfigs do: each change is checked as CreateTopic checks
+// configs, then the topic's whole new set is stored and reaches its open
+// partitions — retention, segment rolling, max.message.bytes, cleanup and
+// compaction, min.insync.replicas and message.timestamp.type at once;
+// flush.messages and flush.ms once a partition is next opened (a restart),
+// since the high watermark of a partition rests on its flush policy. A
+// node's own settings are static (partlog serve's flags): altering them is
+// refused with INVALID_REQUEST.
+func (n *Node) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequest) (*transport.AlterConfigsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	resp := &transport.AlterConfigsResponse{}
+	for _, a := range req.Resources {
+		res := transport.ConfigResult{ConfigResource: a.ConfigResource}
+		switch a.Type {
+		case transport.ConfigTopic:
+			res.Err = n.alterTopicConfigs(ctx, a, req.ValidateOnly)
+		case transport.ConfigBroker:
+			res.Err = fmt.Errorf("%w: a partlog node's settings are static: set them with partlog serve's flags or the Go options", transport.ErrInvalidRequest)
+		default:
+			res.Err = fmt.Errorf("%w: configs of %s resources", transport.ErrInvalidRequest, a.Type)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// alterTopicConfigs makes one topic's config changes.
+func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlteration, validateOnly bool) error {
+	var effective, own map[string]string
+	if t := n.topic(a.Name); t != nil {
+		effective, own = t.config.values, t.rec.Configs
+	} else if n.cluster != nil {
+		effective, own = n.cluster.topicConfigs(a.Name)
+	}
+	if effective == nil {
+		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, a.Name)
+	}
+	next, err := applyConfigChanges(own, a)
+	if err != nil || validateOnly {
+		return err
+	}
+	if n.topic(a.Name) == nil {
+		return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Configs: next})
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.topics[a.Name]
+	if t == nil {
+		return fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, a.Name)
+	}
+	if a.Replace {
+		next, err = applyConfigChanges(nil, a)
+	} else {
+		next, err = applyConfigChanges(t.rec.Configs, a) // again: another change may have come in between
+	}
+	if err != nil {
+		return err
+	}
+	updated := *t
+	updated.rec.Configs = next
+	if err := n.md.put(t.name, &updated.rec); err != nil {
+		return err
+	}
+	updated.config = n.topicConfig(next)
+	n.reconfigure(updated.config, t.online()...)
+	n.topics[t.name] = &updated
+	return nil
+}
+
+// reconfigure applies a topic's configs in force to its open partitions.
+func (n *Node) reconfigure(cfg topicConfig, parts ...*partition.Partition) {
+	lo, po := cfg.logOptions(), cfg.partitionOptions()
+	for _, p := range parts {
+		if err := p.Log().Reconfigure(lo); err != nil {
+			n.logger.Error("applying a topic's new configs", "partition", p.Topic()+"-"+strconv.Itoa(int(p.ID())), "err", err)
+		}
+		p.Reconfigure(po)
+	}
+}
+
+// applyConfigChanges returns a topic's own configs after a's changes:
+// own's (none when a replaces the set) with a's applied in order, checked.
+// own is not changed.
+func applyConfigChanges(own map[string]string, a transport.ConfigAlteration) (map[string]string, error) {
+	next := map[string]string{}
+	if !a.Replace {
+		maps.Copy(next, own)
+	}
+	for _, c := range a.Changes {
+		if _, ok := topicConfigDefs[c.Name]; !ok {
+			return nil, fmt.Errorf("%w: unknown topic config %q (known: %s)", transport.ErrInvalidConfig, c.Name, strings.Join(TopicConfigKeys(), ", "))
+		}
+		switch c.Op {
+		case transport.ConfigSet:
+			next[c.Name] = c.Value
+		case transport.ConfigDelete:
+			delete(next, c.Name)
+		case transport.ConfigAppend, transport.ConfigSubtract:
+			if c.Name != ConfigCleanupPolicy {
+				return nil, fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT change list configs (cleanup.policy)", transport.ErrInvalidConfig, c.Name)
+			}
+			cur, ok := next[c.Name]
+			if !ok {
+				cur = topicConfigDefs[c.Name].def
+			}
+			next[c.Name] = editList(cur, c.Value, c.Op == transport.ConfigAppend)
+		default:
+			return nil, fmt.Errorf("%w: config operation %d", transport.ErrInvalidRequest, c.Op)
+		}
+	}
+	if err := validateConfigs(next); err != nil {
+		return nil, err
+	}
+	if len(next) == 0 {
+		return nil, nil
+	}
+	return next, nil
+}
+
+// editList adds the comma-separated items of values to the list cur, or
+// removes them, keeping the order of cur.
+func editList(cur, values string, add bool) string {
+	var items []string
+	for _, it := range strings.Split(cur, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
+		}
+	}
+	for _, v := range strings.Split(values, ",") {
+		v = strings.TrimSpace(v)
+		i := slices.Index(items, v)
+		switch {
+		case v == "":
+		case add && i < 0:
+			items = append(items, v)
+		case !add && i >= 0:
+			items = slices.Delete(items, i, i+1)
+		}
+	}
+	return strings.Join(items, ",")
+}
+
 // DescribeConfigs answers every config in force for each topic, sorted by
-// name, marking those the topic does not set as defaults.
+// name, marking those the topic does not set as defaults; and, for the
+// node itself (a BROKER resource named by its id, or empty), its settings
+// by Kafka's broker config names, all read-only.
 func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfigsRequest) (*transport.DescribeConfigsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
 	resp := &transport.DescribeConfigsResponse{}
-	for _, name := range req.Topics {
-		tc := transport.TopicConfigs{Name: name}
-		var effective, own map[string]string
-		if t := n.topic(name); t != nil {
-			effective, own = t.config.values, t.rec.Configs
-		} else if n.cluster != nil {
-			effective, own = n.cluster.topicConfigs(name)
+	for _, r := range req.Resources {
+		rc := transport.ResourceConfigs{ConfigResource: r}
+		switch r.Type {
+		case transport.ConfigTopic:
+			rc.Configs, rc.Err = n.topicConfigEntries(r.Name)
+		case transport.ConfigBroker:
+			if r.Name != "" && r.Name != strconv.Itoa(int(n.meta.NodeID)) {
+				rc.Err = fmt.Errorf("%w: node %d describes its own configs; ask node %s", transport.ErrInvalidRequest, n.meta.NodeID, r.Name)
+				break
+			}
+			rc.Configs = n.brokerConfigEntries()
+		default:
+			rc.Err = fmt.Errorf("%w: configs of %s resources", transport.ErrInvalidRequest, r.Type)
 		}
-		if effective == nil {
-			tc.Err = fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
-			resp.Topics = append(resp.Topics, tc)
-			continue
-		}
-		// The topic's configs only: not DescribeTopics, which also
-		// measures every partition's log.
-		for _, k := range slices.Sorted(maps.Keys(effective)) {
-			_, set := own[k]
-			tc.Configs = append(tc.Configs, transport.ConfigEntry{Name: k, Value: effective[k], IsDefault: !set})
-		}
-		resp.Topics = append(resp.Topics, tc)
+		resp.Resources = append(resp.Resources, rc)
 	}
 	return resp, nil
+}
+
+// topicConfigEntries returns a topic's configs in force, sorted by name.
+func (n *Node) topicConfigEntries(name string) ([]transport.ConfigEntry, error) {
+	var effective, own map[string]string
+	if t := n.topic(name); t != nil {
+		effective, own = t.config.values, t.rec.Configs
+	} else if n.cluster != nil {
+		effective, own = n.cluster.topicConfigs(name)
+	}
+	if effective == nil {
+		return nil, fmt.Errorf("%w: %q", transport.ErrUnknownTopicOrPartition, name)
+	}
+	// The topic's configs only: not DescribeTopics, which also measures
+	// every partition's log.
+	var entries []transport.ConfigEntry
+	for _, k := range slices.Sorted(maps.Keys(effective)) {
+		_, set := own[k]
+		entries = append(entries, transport.ConfigEntry{Name: k, Value: effective[k], IsDefault: !set})
+	}
+	return entries, nil
+}
+
+// groupInitialDelay is the group.initial.rebalance.delay.ms in force.
+func (n *Node) groupInitialDelay() time.Duration {
+	switch d := n.opts.groups.InitialRebalanceDelay; {
+	case d == 0:
+		return 3 * time.Second // group.Options' default
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
+}
+
+// BrokerConfigName returns the name of the node setting that gives a
+// topic config's default, as Kafka names its broker configs
+// ("retention.ms" → "log.retention.ms"), and whether the topic config is
+// one partlog knows. A node's DescribeConfigs answers its settings by these
+// names.
+func BrokerConfigName(topicConfig string) (string, bool) {
+	name, ok := brokerConfigNames[topicConfig]
+	return name, ok
+}
+
+// brokerConfigNames maps the topic configs to the broker configs that
+// give their defaults, as Kafka names them.
+var brokerConfigNames = map[string]string{
+	ConfigCleanupPolicy:       "log.cleanup.policy",
+	ConfigDeleteRetentionMs:   "log.cleaner.delete.retention.ms",
+	ConfigFlushMessages:       "log.flush.interval.messages",
+	ConfigFlushMs:             "log.flush.interval.ms",
+	ConfigIndexIntervalBytes:  "log.index.interval.bytes",
+	ConfigMaxMessageBytes:     "message.max.bytes",
+	ConfigTimestampType:       "log.message.timestamp.type",
+	ConfigMinCleanableRatio:   "log.cleaner.min.cleanable.ratio",
+	ConfigMinCompactionLagMs:  "log.cleaner.min.compaction.lag.ms",
+	ConfigMinInsyncReplicas:   "min.insync.replicas",
+	ConfigRetentionBytes:      "log.retention.bytes",
+	ConfigRetentionMs:         "log.retention.ms",
+	ConfigSegmentBytes:        "log.segment.bytes",
+	ConfigSegmentIndexBytes:   "log.index.size.max.bytes",
+	ConfigSegmentMs:           "log.roll.ms",
+	ConfigUncleanLeaderElects: "unclean.leader.election.enable",
+}
+
+// brokerConfigEntries returns the node's settings by Kafka's broker config
+// names, sorted: its id and directory, topic creation defaults, the group
+// coordinator's initial delay, and the defaults of every topic config.
+func (n *Node) brokerConfigEntries() []transport.ConfigEntry {
+	o := n.opts
+	entries := []transport.ConfigEntry{
+		{Name: "node.id", Value: strconv.Itoa(int(n.meta.NodeID))},
+		{Name: "broker.id", Value: strconv.Itoa(int(n.meta.NodeID))},
+		{Name: "log.dirs", Value: n.dir},
+		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(o.autoCreate), IsDefault: o.autoCreate},
+		{Name: "num.partitions", Value: strconv.Itoa(int(o.autoPartitions)), IsDefault: o.autoPartitions == 1},
+		{Name: "default.replication.factor", Value: strconv.Itoa(int(o.autoReplication)), IsDefault: o.autoReplication == 1},
+		{Name: "group.initial.rebalance.delay.ms", Value: strconv.FormatInt(n.groupInitialDelay().Milliseconds(), 10),
+			IsDefault: o.groups.InitialRebalanceDelay == 0},
+	}
+	defaults := n.topicConfig(nil).values
+	for k, name := range brokerConfigNames {
+		_, set := o.topicDefaults[k]
+		entries = append(entries, transport.ConfigEntry{Name: name, Value: defaults[k], IsDefault: !set})
+	}
+	for i := range entries {
+		entries[i].ReadOnly = true
+	}
+	slices.SortFunc(entries, func(a, b transport.ConfigEntry) int { return strings.Compare(a.Name, b.Name) })
+	return entries
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partlog/partlog/log"
@@ -120,13 +121,14 @@ type replicaHost struct {
 	rn      *replica.Node
 	// logAppendTime says the topic stamps batches with the time they are
 	// appended (message.timestamp.type), which a produce answer carries.
-	logAppendTime bool
+	logAppendTime atomic.Bool
 
 	// applyMu orders applies: the heartbeat's reconcile and an
 	// AlterPartition answer may bring states at once.
 	applyMu sync.Mutex
 	mu      sync.Mutex
 	state   replica.LeaderAndISR // the last state applied
+	configs map[string]string    // the topic's own configs last applied
 }
 
 // leads reports whether the replica leads in the last state applied.
@@ -380,6 +382,7 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 	}
 	m.mu.Unlock()
 	if h != nil && h.topicID == t.ID {
+		m.reconfigure(h, t)
 		return h, nil
 	}
 	if h != nil {
@@ -420,7 +423,9 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 		p.Close()
 		return nil, err
 	}
-	h = &replicaHost{tp: tp, topicID: t.ID, p: p, logAppendTime: po.LogAppendTime, state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h = &replicaHost{tp: tp, topicID: t.ID, p: p, configs: maps.Clone(t.Configs),
+		state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
+	h.logAppendTime.Store(po.LogAppendTime)
 	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
 		OnHighWatermark:  p.SetHighWatermark,
 		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
@@ -430,6 +435,26 @@ func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost
 	m.hosts[tp] = h
 	m.mu.Unlock()
 	return h, nil
+}
+
+// reconfigure applies a topic's configs, when they changed, to a replica
+// the node hosts: to its log and partition as on a single node, and
+// min.insync.replicas to its replication.
+func (m *member) reconfigure(h *replicaHost, t replica.TopicState) {
+	h.mu.Lock()
+	same := maps.Equal(h.configs, t.Configs)
+	h.configs = maps.Clone(t.Configs)
+	h.mu.Unlock()
+	if same {
+		return
+	}
+	cfg := m.n.topicConfig(t.Configs)
+	m.n.reconfigure(cfg, h.p)
+	po := cfg.partitionOptions()
+	h.logAppendTime.Store(po.LogAppendTime)
+	if err := h.rn.SetMinInsyncReplicas(m.ctx, po.MinInsyncReplicas); err != nil {
+		m.n.logger.Warn("applying min.insync.replicas to a replica", "partition", h.tp.String(), "err", err)
+	}
 }
 
 // apply gives a replica the controller's state for it, if newer than the

@@ -88,7 +88,7 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 		return -1, -1, err
 	}
 	appendTime = -1
-	if h.logAppendTime {
+	if h.logAppendTime.Load() {
 		if hd, err := record.ParseHeader(batch); err == nil {
 			appendTime = hd.MaxTimestamp
 		}

@@ -219,6 +219,10 @@ const (
 	opCreateTopic    = "create_topic"
 	opDeleteTopic    = "delete_topic"
 	opProducerIDs    = "producer_ids"
+	// The admin calls a node forwards for Kafka's clients (KIP-590).
+	opCreatePartitions = "create_partitions"
+	opAlterConfigs     = "alter_configs"
+	opElectLeader      = "elect_leader"
 )
 
 type controllerRequest struct {
@@ -239,6 +243,10 @@ type controllerRequest struct {
 	Partition int32               `json:"partition,omitempty"`
 	Change    *replica.ISRChange  `json:"change,omitempty"`
 	NewTopic  *controllerNewTopic `json:"new_topic,omitempty"`
+	// Count is the partition count a topic grows to (create_partitions).
+	Count int32 `json:"count,omitempty"`
+	// Configs is a topic's whole new set of configs (alter_configs).
+	Configs map[string]string `json:"configs,omitempty"`
 }
 
 type controllerNewTopic struct {
@@ -358,6 +366,13 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 			replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(nt.Configs), ID: nt.ID})
 	case opDeleteTopic:
 		err = c.ctl.DeleteTopic(req.Topic)
+	case opCreatePartitions:
+		err = c.ctl.CreatePartitions(req.Topic, int(req.Count))
+	case opAlterConfigs:
+		unclean, _ := strconv.ParseBool(req.Configs["unclean.leader.election.enable"])
+		err = c.ctl.AlterTopicConfig(req.Topic, replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(req.Configs)})
+	case opElectLeader:
+		err = c.ctl.ElectPreferredLeader(log.TopicPartition{Topic: req.Topic, Partition: req.Partition})
 	case opProducerIDs:
 		resp.ProducerIDStart, err = c.pids.allocateBlock(c.fs, path.Join(c.dir, ProducerIDsFileName), controllerProducerIDBlock)
 		resp.ProducerIDEnd = resp.ProducerIDStart + controllerProducerIDBlock

@@ -8,6 +8,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	golang.org/x/sys v0.50.0
 	pgregory.net/rapid v1.3.0

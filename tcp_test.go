@@ -256,16 +256,17 @@ func TestTCPAdmin(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d[0].Partitions, 3)
 
-	dc, err := c.DescribeConfigs(ctx, &transport.DescribeConfigsRequest{Topics: []string{"orders", "nope"}})
+	dc, err := c.DescribeConfigs(ctx, &transport.DescribeConfigsRequest{Resources: []transport.ConfigResource{
+		{Type: transport.ConfigTopic, Name: "orders"}, {Type: transport.ConfigTopic, Name: "nope"}}})
 	require.NoError(t, err)
-	require.NoError(t, dc.Topics[0].Err)
+	require.NoError(t, dc.Resources[0].Err)
 	configs := map[string]transport.ConfigEntry{}
-	for _, e := range dc.Topics[0].Configs {
+	for _, e := range dc.Resources[0].Configs {
 		configs[e.Name] = e
 	}
 	require.Equal(t, transport.ConfigEntry{Name: "retention.ms", Value: "60000"}, configs["retention.ms"])
 	require.Equal(t, transport.ConfigEntry{Name: "cleanup.policy", Value: "delete", IsDefault: true}, configs["cleanup.policy"])
-	require.ErrorIs(t, dc.Topics[1].Err, transport.ErrUnknownTopicOrPartition)
+	require.ErrorIs(t, dc.Resources[1].Err, transport.ErrUnknownTopicOrPartition)
 
 	dresp, err := c.DeleteTopics(ctx, &transport.DeleteTopicsRequest{Topics: []string{"orders", "nope", "defaults"}})
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	if l.opts.SyncBeforeAck {
+	if l.options().SyncBeforeAck {
 		return l.appendGrouped(h, batch, c)
 	}
 	l.appendMu.Lock()
@@ -133,8 +133,8 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 
 // check validates a batch before it is appended.
 func (l *Log) check(batch []byte) (record.Header, error) {
-	if len(batch) > l.opts.MaxMessageBytes {
-		return record.Header{}, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), l.opts.MaxMessageBytes)
+	if len(batch) > l.options().MaxMessageBytes {
+		return record.Header{}, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), l.options().MaxMessageBytes)
 	}
 	h, err := record.Validate(batch)
 	if err != nil {
@@ -150,7 +150,7 @@ func (l *Log) appendLocked(h record.Header, batch []byte) error {
 		return err
 	}
 	s := l.active()
-	if reason := s.ShouldRoll(h, 0, l.nowMs(), l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
+	if reason := s.ShouldRoll(h, 0, l.nowMs(), l.options().SegmentBytes, l.options().SegmentMs.Milliseconds()); reason != "" {
 		var err error
 		if s, err = l.roll(h.BaseOffset, reason); err != nil {
 			return err
@@ -175,10 +175,10 @@ func (l *Log) noteEpoch(h record.Header) error {
 
 // afterAppend applies the flush policy to an append that ended at next.
 func (l *Log) afterAppend(next int64) error {
-	if l.opts.SyncBeforeAck {
+	if l.options().SyncBeforeAck {
 		return l.WaitDurable(next)
 	}
-	if n := l.opts.FlushMessages; n > 0 && l.leo.Load()-l.flush.recoveryPoint.Load() >= n {
+	if n := l.options().FlushMessages; n > 0 && l.leo.Load()-l.flush.recoveryPoint.Load() >= n {
 		return l.WaitDurable(next)
 	}
 	return nil
@@ -191,7 +191,7 @@ func (l *Log) roll(base int64, reason segment.RollReason) (*segment.Segment, err
 	if old.Size() == 0 && old.BaseOffset() == base {
 		return old, nil
 	}
-	next, err := segment.Create(l.fs, l.dir, base, l.nowMs(), l.opts.segmentOptions())
+	next, err := segment.Create(l.fs, l.dir, base, l.nowMs(), l.options().segmentOptions())
 	if err != nil {
 		return nil, l.classify("roll", err)
 	}

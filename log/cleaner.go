@@ -54,7 +54,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	for _, s := range group {
 		groupBytes += s.Size()
 	}
-	so := l.opts.segmentOptions().WithDefaults()
+	so := l.options().segmentOptions().WithDefaults()
 	so.MaxIndexBytes = int(min((groupBytes/int64(so.IndexIntervalBytes)+16)*12, int64(so.MaxIndexBytes)))
 	out, err := segment.CreateWithSuffix(l.fs, l.dir, group[0].BaseOffset(), c.now, so, segment.CleanedSuffix)
 	if err != nil {
@@ -190,7 +190,7 @@ func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []b
 	}
 	opts := h.Options()
 	if needHorizon {
-		opts.DeleteHorizon = max(c.now+max(c.l.opts.DeleteRetentionMs.Milliseconds(), 0), 1)
+		opts.DeleteHorizon = max(c.now+max(c.l.options().DeleteRetentionMs.Milliseconds(), 0), 1)
 	}
 	c.builder.Reset(opts)
 	for _, i := range c.keep {

@@ -169,7 +169,7 @@ func (l *Log) firstDirtyLocked() int64 {
 // error leaves the log as it was, its .cleaned files removed; a failure
 // while swapping fails the log (ErrStorage), and Open completes the swap.
 func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
-	if !l.opts.CleanupPolicy.Compacts() {
+	if !l.options().CleanupPolicy.Compacts() {
 		return CleanStats{}, nil
 	}
 	l.cleaning.mu.Lock()
@@ -184,7 +184,7 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 		return st, nil
 	}
 	st.DirtyRatio = float64(p.dirtyBytes) / float64(p.cleanBytes+p.dirtyBytes)
-	if st.DirtyRatio < max(l.opts.MinCleanableDirtyRatio, 0) {
+	if st.DirtyRatio < max(l.options().MinCleanableDirtyRatio, 0) {
 		return st, nil
 	}
 	st.Cleaned = true
@@ -195,7 +195,7 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	if err := c.findProducerTails(ctx, p.all); err != nil {
 		return st, l.cleanFailed(p, err)
 	}
-	for _, group := range groupSegments(p.cleanable, l.opts.SegmentBytes) {
+	for _, group := range groupSegments(p.cleanable, l.options().SegmentBytes) {
 		if err := l.cleanCheck(ctx); err != nil {
 			return st, err
 		}
@@ -308,7 +308,7 @@ func (l *Log) planClean(upTo, now int64) cleanPlan {
 	l.mu.RUnlock()
 	l.appendMu.Unlock()
 
-	lag := l.opts.MinCompactionLagMs.Milliseconds()
+	lag := l.options().MinCompactionLagMs.Milliseconds()
 	n := 0
 	for ; n < len(p.all)-1; n++ {
 		s := p.all[n]

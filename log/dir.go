@@ -237,7 +237,7 @@ func (d *Dir) checkpointLocked() error {
 	for name, l := range d.logs {
 		rps[name] = l.RecoveryPoint()
 		starts[name] = l.LogStartOffset()
-		if l.opts.CleanupPolicy.Compacts() {
+		if l.options().CleanupPolicy.Compacts() {
 			dirty[name] = l.FirstDirtyOffset()
 		}
 	}

@@ -35,9 +35,9 @@ type flusher struct {
 func (f *flusher) init(l *Log) {
 	f.l = l
 	f.cond = sync.NewCond(&f.mu)
-	if l.opts.FlushInterval > 0 {
+	if l.options().FlushInterval > 0 {
 		f.stopc, f.done = make(chan struct{}), make(chan struct{})
-		go f.run(l.opts.FlushInterval)
+		go f.run(l.options().FlushInterval)
 	}
 }
 

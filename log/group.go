@@ -163,7 +163,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 			}
 			return
 		}
-		if reason := s.ShouldRoll(w.h, int64(len(r.data)), now, l.opts.SegmentBytes, l.opts.SegmentMs.Milliseconds()); reason != "" {
+		if reason := s.ShouldRoll(w.h, int64(len(r.data)), now, l.options().SegmentBytes, l.options().SegmentMs.Milliseconds()); reason != "" {
 			if write(i) != nil {
 				return
 			}

@@ -27,7 +27,7 @@ func (l *Log) load() error {
 	}
 	now := l.nowMs()
 	if len(bases) == 0 {
-		s, err := segment.Create(l.fs, l.dir, l.opts.LogStartOffset, now, l.opts.segmentOptions())
+		s, err := segment.Create(l.fs, l.dir, l.options().LogStartOffset, now, l.options().segmentOptions())
 		if err != nil {
 			return fmt.Errorf("log: create first segment: %w", err)
 		}
@@ -38,11 +38,11 @@ func (l *Log) load() error {
 	// Segments from the one holding the recovery point on may hold batches
 	// that never reached the disk whole; after a clean shutdown none does.
 	recoverFrom := len(bases)
-	l.report.Clean = l.opts.CleanShutdown
-	if !l.opts.CleanShutdown {
+	l.report.Clean = l.options().CleanShutdown
+	if !l.options().CleanShutdown {
 		recoverFrom = 0
 		for i, b := range bases {
-			if b <= l.opts.RecoveryPoint {
+			if b <= l.options().RecoveryPoint {
 				recoverFrom = i
 			}
 		}
@@ -58,7 +58,7 @@ func (l *Log) load() error {
 	for i, base := range bases {
 		var s *segment.Segment
 		if i < recoverFrom {
-			s, err = segment.Open(l.fs, l.dir, base, now, l.opts.segmentOptions())
+			s, err = segment.Open(l.fs, l.dir, base, now, l.options().segmentOptions())
 			if err == nil && i == len(bases)-1 {
 				// The active segment's last batch is where a write cut
 				// short would be.
@@ -85,7 +85,7 @@ func (l *Log) load() error {
 		}
 		lostTail := false
 		if i >= recoverFrom {
-			s, err = segment.OpenForRecovery(l.fs, l.dir, base, now, l.opts.segmentOptions())
+			s, err = segment.OpenForRecovery(l.fs, l.dir, base, now, l.options().segmentOptions())
 			if err != nil {
 				return fmt.Errorf("log: open segment %d of %s: %w", base, l.dir, err)
 			}
@@ -133,7 +133,7 @@ func (l *Log) load() error {
 				"previous_ends_at", l.segments[n-1].NextOffset(), "moved_to", dir)
 			continue
 		}
-		if n := len(l.segments); n > 0 && base > l.segments[n-1].NextOffset() && !l.opts.CleanupPolicy.Compacts() {
+		if n := len(l.segments); n > 0 && base > l.segments[n-1].NextOffset() && !l.options().CleanupPolicy.Compacts() {
 			// Only compaction leaves offsets out between segments; here a
 			// segment file was added, or the one before lost its tail.
 			gap := Gap{From: l.segments[n-1].NextOffset(), To: base}
@@ -146,7 +146,7 @@ func (l *Log) load() error {
 			// that is a tail that never reached the disk whole, deleted as
 			// Kafka deletes it; after a clean shutdown it is damage, and
 			// the segments are moved aside instead.
-			if l.opts.CleanShutdown {
+			if l.options().CleanShutdown {
 				dir, err := l.quarantine(bases[i+1:]...)
 				if err != nil {
 					return fmt.Errorf("log: %w", err)
@@ -173,35 +173,35 @@ func (l *Log) settle(epochsOK, recovered bool) error {
 		return err
 	}
 	leo := l.active().NextOffset()
-	if leo < l.opts.LogStartOffset {
+	if leo < l.options().LogStartOffset {
 		switch {
-		case l.opts.CleanShutdown:
+		case l.options().CleanShutdown:
 			// Nothing was lost in a clean shutdown: a log start offset past
 			// the end names records the log never had, so the checkpoint
 			// is damaged (or was edited). The segments are what is known.
-			l.report.IgnoredLogStartOffset = l.opts.LogStartOffset
+			l.report.IgnoredLogStartOffset = l.options().LogStartOffset
 			l.logger.Warn("ignoring a log start offset beyond the log end offset; keeping every segment",
-				"log_start_offset", l.opts.LogStartOffset, "log_end_offset", leo)
-			l.opts.LogStartOffset = l.segments[0].BaseOffset()
+				"log_start_offset", l.options().LogStartOffset, "log_end_offset", leo)
+			l.options().LogStartOffset = l.segments[0].BaseOffset()
 		default:
 			// A crash took a tail that DeleteRecordsBefore had already
 			// passed, or the checkpoint is damaged. Offsets below the start
 			// must not be handed out again, so the log starts empty there,
 			// as Kafka's does — but the segments are moved aside, not
 			// deleted, in case it was the checkpoint.
-			dir, err := l.restartQuarantinedAt(l.opts.LogStartOffset)
+			dir, err := l.restartQuarantinedAt(l.options().LogStartOffset)
 			if err != nil {
 				return fmt.Errorf("log: %w", err)
 			}
 			l.logger.Warn("log ends below its log start offset after an unclean shutdown; starting it empty there, its segments moved aside",
-				"log_end_offset", leo, "log_start_offset", l.opts.LogStartOffset, "moved_to", dir)
+				"log_end_offset", leo, "log_start_offset", l.options().LogStartOffset, "moved_to", dir)
 			l.epochs.clear()
-			leo = l.opts.LogStartOffset
+			leo = l.options().LogStartOffset
 			recovered = true
 		}
 	}
 	l.leo.Store(leo)
-	l.logStartOffset = min(max(l.opts.LogStartOffset, l.segments[0].BaseOffset()), leo)
+	l.logStartOffset = min(max(l.options().LogStartOffset, l.segments[0].BaseOffset()), leo)
 	changed := l.epochs.truncateFromEnd(leo)
 	changed = l.epochs.truncateFromStart(l.logStartOffset) || changed
 	if changed || !epochsOK || recovered {
@@ -292,7 +292,7 @@ func (l *Log) restartQuarantinedAt(offset int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.options().segmentOptions())
 	if err != nil {
 		return "", fmt.Errorf("create segment at %d: %w", offset, err)
 	}
@@ -361,7 +361,7 @@ func (l *Log) restartEmptyAt(offset int64) error {
 			return fmt.Errorf("delete segment %d of %s: %w", s.BaseOffset(), l.dir, err)
 		}
 	}
-	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.opts.segmentOptions())
+	s, err := segment.Create(l.fs, l.dir, offset, l.nowMs(), l.options().segmentOptions())
 	if err != nil {
 		return fmt.Errorf("create segment at %d: %w", offset, err)
 	}

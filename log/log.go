@@ -22,7 +22,7 @@ const LockFileName = ".lock"
 // Log is one partition's log. See the package documentation.
 type Log struct {
 	dir    string
-	opts   Options
+	opts   atomic.Pointer[Options] // settings; Reconfigure swaps them
 	fs     vfs.FS
 	logger *slog.Logger
 	lock   io.Closer
@@ -59,7 +59,8 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: path.Clean(dir), opts: opts, fs: opts.FS, logger: opts.Logger.With("log", dir)}
+	l := &Log{dir: path.Clean(dir), fs: opts.FS, logger: opts.Logger.With("log", dir)}
+	l.opts.Store(&opts)
 	if err := l.makeDir(); err != nil {
 		return nil, err
 	}
@@ -118,8 +119,35 @@ func (l *Log) LogStartOffset() int64 {
 // LogEndOffset returns the offset the next appended record will get.
 func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 
+// options returns the log's settings in force. They never change under
+// the caller: Reconfigure replaces them whole.
+func (l *Log) options() *Options { return l.opts.Load() }
+
+// Reconfigure changes, while the log is open, the settings a topic's
+// configs set, as Kafka applies a topic config change to its open logs:
+// SegmentBytes, SegmentMs, IndexIntervalBytes and MaxIndexBytes (for the
+// segments rolled from now on), MaxMessageBytes, RetentionBytes,
+// RetentionMs, CleanupPolicy and the compaction settings. The rest of o —
+// FS, Logger, Now, the recovery state, and the flush policy
+// (FlushMessages, FlushInterval, SyncBeforeAck), on which a partition's
+// high watermark rests — is ignored: the log keeps what it was opened
+// with until it is opened again. An invalid o is refused
+// with the error Open would give, and nothing changes.
+func (l *Log) Reconfigure(o Options) error {
+	cur := l.options()
+	o.FS, o.Logger, o.Now = cur.FS, cur.Logger, cur.Now
+	o.RecoveryPoint, o.CleanShutdown, o.LogStartOffset, o.FirstDirtyOffset = cur.RecoveryPoint, cur.CleanShutdown, cur.LogStartOffset, cur.FirstDirtyOffset
+	o.FlushInterval, o.FlushMessages, o.SyncBeforeAck = cur.FlushInterval, cur.FlushMessages, cur.SyncBeforeAck
+	o, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	l.opts.Store(&o)
+	return nil
+}
+
 // MaxMessageBytes is the largest batch the log appends (max.message.bytes).
-func (l *Log) MaxMessageBytes() int { return l.opts.MaxMessageBytes }
+func (l *Log) MaxMessageBytes() int { return l.options().MaxMessageBytes }
 
 // RecoveryPoint returns the offset below which every batch is durable.
 func (l *Log) RecoveryPoint() int64 { return l.flush.recoveryPoint.Load() }
@@ -199,7 +227,7 @@ type LoadReport struct {
 func (l *Log) LoadReport() LoadReport { return l.report }
 
 // nowMs is the clock in Kafka's unit.
-func (l *Log) nowMs() int64 { return l.opts.Now().UnixMilli() }
+func (l *Log) nowMs() int64 { return l.options().Now().UnixMilli() }
 
 // active returns the segment appends go to. Writers only.
 func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }

@@ -25,9 +25,9 @@ func (l *Log) DeleteRetained() (int, error) {
 	n := 0
 	for _, s := range l.segments[:len(l.segments)-1] {
 		byStart := s.NextOffset() <= l.logStartOffset
-		deletes := l.opts.CleanupPolicy.Deletes() // compact alone keeps every segment but by log start offset
-		byTime := deletes && l.opts.RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > l.opts.RetentionMs.Milliseconds()
-		bySize := deletes && l.opts.RetentionBytes > 0 && total-s.Size() >= l.opts.RetentionBytes
+		deletes := l.options().CleanupPolicy.Deletes() // compact alone keeps every segment but by log start offset
+		byTime := deletes && l.options().RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > l.options().RetentionMs.Milliseconds()
+		bySize := deletes && l.options().RetentionBytes > 0 && total-s.Size() >= l.options().RetentionBytes
 		if !byStart && !byTime && !bySize {
 			break
 		}

@@ -52,7 +52,7 @@ type Partition struct {
 	partition int32
 	nodeID    int32
 	log       *log.Log
-	opts      Options
+	opts      atomic.Pointer[Options] // settings; Reconfigure swaps them
 
 	mu          sync.Mutex
 	hw          int64
@@ -80,16 +80,52 @@ func New(topic string, partition int32, nodeID int32, leaderEpoch int32, l *log.
 		opts.ProducerIDExpiration = 24 * time.Hour
 	}
 	p := &Partition{
-		topic: topic, partition: partition, nodeID: nodeID, log: l, opts: opts,
+		topic: topic, partition: partition, nodeID: nodeID, log: l,
 		leaderEpoch: leaderEpoch, isr: []int32{nodeID}, waiters: map[chan<- struct{}]struct{}{},
 		producers: &producers{log: l, fs: l.FS(), expiration: opts.ProducerIDExpiration, now: opts.Now},
 	}
+	p.opts.Store(&opts)
 	p.rollBase.Store(l.ActiveSegmentBaseOffset())
 	p.hw = p.committedOffset()
 	if opts.Replicated {
 		p.hw = min(max(opts.HighWatermark, 0), l.LogEndOffset())
 	}
 	return p
+}
+
+// options returns the partition's settings in force; Reconfigure replaces
+// them whole.
+func (p *Partition) options() *Options { return p.opts.Load() }
+
+// Reconfigure changes the settings a topic config change reaches while the
+// partition is open: MinInsyncReplicas, LogAppendTime and Compacted. The
+// rest of o is ignored; DurableHighWatermark in particular stays as the
+// partition was opened with, so that the high watermark never goes back.
+func (p *Partition) Reconfigure(o Options) {
+	next := *p.options()
+	next.MinInsyncReplicas = max(o.MinInsyncReplicas, 1)
+	next.LogAppendTime, next.Compacted = o.LogAppendTime, o.Compacted
+	p.opts.Store(&next)
+}
+
+// DeleteRecordsBefore moves the partition's log start offset up to offset
+// (Kafka's DeleteRecords), -1 meaning the high watermark, and returns the
+// log start offset after it. An offset above the high watermark is
+// refused with transport.ErrOffsetOutOfRange: only committed records may
+// be deleted. A lower offset than the log start changes nothing.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	hw := p.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return p.log.LogStartOffset(), fmt.Errorf("%w: %s-%d: cannot delete records before %d: the high watermark is %d",
+			transport.ErrOffsetOutOfRange, p.topic, p.partition, offset, hw)
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		return p.log.LogStartOffset(), err
+	}
+	return p.log.LogStartOffset(), nil
 }
 
 // Topic returns the partition's topic.
@@ -132,7 +168,7 @@ func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 // committedOffset is where the high watermark may be with this node as the
 // only in-sync replica.
 func (p *Partition) committedOffset() int64 {
-	if p.opts.DurableHighWatermark {
+	if p.options().DurableHighWatermark {
 		return p.log.RecoveryPoint()
 	}
 	return p.log.LogEndOffset()
@@ -170,20 +206,20 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 	if closed {
 		return res, transport.ErrClosed
 	}
-	if acks == transport.AcksAll && insync < p.opts.MinInsyncReplicas {
+	if acks == transport.AcksAll && insync < p.options().MinInsyncReplicas {
 		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.opts.MinInsyncReplicas)
+			transport.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.options().MinInsyncReplicas)
 	}
 	var h record.Header
 	var err error
 	switch {
-	case p.opts.Compacted:
+	case p.options().Compacted:
 		// checkKeys decodes the batch, which verifies its CRC too: no
 		// separate Validate is needed for LogAppendTime's stamping.
 		if h, err = p.checkKeys(batch, record.VerifyCRC); err != nil {
 			return res, err
 		}
-	case p.opts.LogAppendTime:
+	case p.options().LogAppendTime:
 		// Stamping recomputes the CRC: check the producer's first, or a
 		// damaged batch would come out looking sound.
 		if h, err = record.Validate(batch); err != nil {
@@ -195,8 +231,8 @@ func (p *Partition) Append(batch []byte, acks transport.Acks) (AppendResult, err
 		}
 	}
 	record.SetPartitionLeaderEpoch(batch, epoch)
-	if p.opts.LogAppendTime {
-		res.LogAppendTime = p.opts.Now().UnixMilli()
+	if p.options().LogAppendTime {
+		res.LogAppendTime = p.options().Now().UnixMilli()
 		record.SetMaxTimestamp(batch, record.LogAppendTime, res.LogAppendTime)
 	}
 	info, err := p.log.AppendChecked(batch, p.producers)

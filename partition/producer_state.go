@@ -54,6 +54,10 @@ func (e *ProducerStateEntry) lastSequence() int32 {
 	return e.Batches[len(e.Batches)-1].LastSequence
 }
 
+// LastSequence returns the sequence of the producer's last record in its
+// epoch, or -1 (none yet).
+func (e *ProducerStateEntry) LastSequence() int32 { return e.lastSequence() }
+
 // clone returns a deep copy.
 func (e *ProducerStateEntry) clone() ProducerStateEntry {
 	c := *e

@@ -281,7 +281,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 // is not in the log is transport.ErrKafkaStorage, which the producer
 // retries.
 func (p *Partition) confirmDuplicate(h *record.Header, m BatchMetadata) error {
-	if p.opts.DurableHighWatermark {
+	if p.options().DurableHighWatermark {
 		if err := p.log.WaitDurable(m.LastOffset + 1); err != nil {
 			return kafkaError(err)
 		}

@@ -34,7 +34,7 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	}
 	var h record.Header
 	var err error
-	if p.opts.Compacted {
+	if p.options().Compacted {
 		h, err = p.checkKeys(batch, record.SkipCRC)
 	} else if h, err = record.ParseHeader(batch); err != nil {
 		err = kafkaError(err)
@@ -42,8 +42,8 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	if err != nil {
 		return err
 	}
-	if p.opts.LogAppendTime {
-		h.MaxTimestamp = p.opts.Now().UnixMilli() // one clock reading for the batch and the state
+	if p.options().LogAppendTime {
+		h.MaxTimestamp = p.options().Now().UnixMilli() // one clock reading for the batch and the state
 		record.SetMaxTimestamp(batch, record.LogAppendTime, h.MaxTimestamp)
 	}
 	h.BaseOffset = baseOffset
@@ -144,6 +144,12 @@ func (l *ReplicaLog) AppendAsFollower(batches []byte) (log.AppendInfo, error) {
 
 // TruncateTo cuts the log and the producer state at offset.
 func (l *ReplicaLog) TruncateTo(offset int64) error { return l.p.TruncateTo(offset) }
+
+// DeleteRecordsBefore raises the log start offset, as the leader's did:
+// see log.Log.DeleteRecordsBefore.
+func (l *ReplicaLog) DeleteRecordsBefore(offset int64) error {
+	return l.p.log.DeleteRecordsBefore(offset)
+}
 
 // TruncateFullyAndStartAt empties the log and the producer state.
 func (l *ReplicaLog) TruncateFullyAndStartAt(offset int64) error {

@@ -37,6 +37,18 @@ type Controller interface {
 	CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error
 	// DeleteTopic deletes a topic.
 	DeleteTopic(name string) error
+	// CreatePartitions raises a topic's partition count to total, placing
+	// the new partitions' replicas (as many as partition 0 has) over the
+	// unfenced nodes.
+	CreatePartitions(name string, total int) error
+	// AlterTopicConfig replaces a topic's configs and unclean election
+	// flag (cfg.ID is ignored).
+	AlterTopicConfig(name string, cfg TopicConfig) error
+	// ElectPreferredLeader moves a partition's leadership to its preferred
+	// replica (the first of its assignment), or says why not:
+	// ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
+	// ErrUnknownTopicOrPartition.
+	ElectPreferredLeader(tp log.TopicPartition) error
 	// AlterPartition commits the ISR change a partition's leader, node
 	// from, proposed (Ready.AlterPartition), and returns the partition's
 	// new state, or refuses it with a Kafka error.
@@ -249,6 +261,9 @@ func (c *LocalController) apply(r MetadataRecord) error {
 		c.placements++
 	case RecordPartition:
 		t, ok := c.topics[r.Topic]
+		if ok && int(r.Partition) == len(t.Partitions) {
+			t.Partitions = append(t.Partitions, LeaderAndISR{}) // a partition added to the topic
+		}
 		if !ok || int(r.Partition) >= len(t.Partitions) {
 			return bad("no such partition")
 		}
@@ -259,6 +274,12 @@ func (c *LocalController) apply(r MetadataRecord) error {
 				c.push(Update{Node: id, TopicPartition: tp, State: r.State.clone()})
 			}
 		}
+	case RecordTopicConfig:
+		t, ok := c.topics[r.Topic]
+		if !ok {
+			return bad("no such topic")
+		}
+		t.Unclean, t.Configs = r.Unclean, cloneConfigs(r.Configs)
 	case RecordRemoveTopic:
 		t, ok := c.topics[r.Topic]
 		if !ok {

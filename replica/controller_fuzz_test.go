@@ -22,6 +22,7 @@ var metadataSamples = []replica.MetadataRecord{
 	{Type: replica.RecordPartition, Topic: "orders", Partition: 0, State: replica.LeaderAndISR{
 		Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{0}, ISR: []int32{0}}},
 	{Type: replica.RecordRemoveTopic, Topic: "orders"},
+	{Type: replica.RecordTopicConfig, Topic: "orders", Unclean: replica.AllowUnclean, Configs: map[string]string{"retention.ms": "1000"}},
 }
 
 func TestMetadataRecordRoundTrip(t *testing.T) {

@@ -144,20 +144,102 @@ func elect(s *LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
 func (c *LocalController) ElectPreferredLeaders() error {
 	var recs []MetadataRecord
 	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, _ Unclean) {
-		if len(cur.Replicas) == 0 {
-			return
+		if rec, err := c.preferredLeaderRecord(tp, cur); err == nil {
+			recs = append(recs, rec)
 		}
-		p := cur.Replicas[0]
-		if cur.Leader == p || !c.live(p) || !slices.Contains(cur.ISR, p) {
-			return
-		}
-		s := cur.clone()
-		s.Leader = p
-		s.LeaderEpoch++
-		s.PartitionEpoch++
-		recs = append(recs, partitionRecord(tp, s))
 	})
 	return c.commit(recs)
+}
+
+// ElectPreferredLeader implements Controller.
+func (c *LocalController) ElectPreferredLeader(tp log.TopicPartition) error {
+	t, ok := c.topics[tp.Topic]
+	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, tp)
+	}
+	rec, err := c.preferredLeaderRecord(tp, &t.Partitions[tp.Partition])
+	if err != nil {
+		return err
+	}
+	return c.commit([]MetadataRecord{rec})
+}
+
+// preferredLeaderRecord returns the record that makes cur's preferred
+// replica its leader, or why there is none to write.
+func (c *LocalController) preferredLeaderRecord(tp log.TopicPartition, cur *LeaderAndISR) (MetadataRecord, error) {
+	if len(cur.Replicas) == 0 {
+		return MetadataRecord{}, fmt.Errorf("%w: %s has no replicas", transport.ErrPreferredLeaderNotAvailable, tp)
+	}
+	p := cur.Replicas[0]
+	switch {
+	case cur.Leader == p:
+		return MetadataRecord{}, fmt.Errorf("%w: %s is led by its preferred replica %d", transport.ErrElectionNotNeeded, tp, p)
+	case !c.live(p) || !slices.Contains(cur.ISR, p):
+		return MetadataRecord{}, fmt.Errorf("%w: %s's preferred replica %d is not alive and in the ISR %v",
+			transport.ErrPreferredLeaderNotAvailable, tp, p, cur.ISR)
+	}
+	s := cur.clone()
+	s.Leader = p
+	s.LeaderEpoch++
+	s.PartitionEpoch++
+	return partitionRecord(tp, s), nil
+}
+
+// CreatePartitions implements Controller. The new partitions are placed
+// as they would have been had the topic been created with total
+// partitions; each starts with its first replica leading and every
+// replica in the ISR.
+func (c *LocalController) CreatePartitions(name string, total int) error {
+	t, ok := c.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+	}
+	have := len(t.Partitions)
+	rf := 1
+	if have > 0 {
+		rf = len(t.Partitions[0].Replicas)
+	}
+	live := c.liveNodes()
+	switch {
+	case total <= have:
+		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", transport.ErrInvalidPartitions, name, have, total)
+	case total > maxMetadataList:
+		return fmt.Errorf("%w: %d partitions, at most %d", transport.ErrInvalidPartitions, total, maxMetadataList)
+	case rf > len(live):
+		return fmt.Errorf("%w: replication factor %d with %d live nodes", transport.ErrInvalidReplicationFactor, rf, len(live))
+	}
+	var recs []MetadataRecord
+	for p, replicas := range assignReplicas(live, total, rf, c.placements) {
+		if p >= have {
+			s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
+			recs = append(recs, partitionRecord(log.TopicPartition{Topic: name, Partition: int32(p)}, s))
+		}
+	}
+	return c.commit(recs)
+}
+
+// AlterTopicConfig implements Controller.
+func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
+	if _, ok := c.topics[name]; !ok {
+		return fmt.Errorf("%w: %s", transport.ErrUnknownTopicOrPartition, name)
+	}
+	cfg.ID = ""
+	if err := c.checkTopicConfig(cfg); err != nil {
+		return fmt.Errorf("topic %s: %w", name, err)
+	}
+	return c.commit([]MetadataRecord{{Type: RecordTopicConfig, Topic: name, Unclean: cfg.Unclean, Configs: cloneConfigs(cfg.Configs)}})
+}
+
+// liveNodes returns the unfenced nodes' ids, sorted.
+func (c *LocalController) liveNodes() []int32 {
+	var live []int32
+	for id, n := range c.nodes {
+		if !n.Fenced {
+			live = append(live, id)
+		}
+	}
+	slices.Sort(live)
+	return live
 }
 
 // maxTopicNameLength is Kafka's limit on a topic name's length.
@@ -179,13 +261,7 @@ func validTopicName(name string) bool {
 // CreateTopic implements Controller. Each partition starts with its first
 // replica leading in leader epoch 0 and every replica in the ISR.
 func (c *LocalController) CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error {
-	var live []int32
-	for id, n := range c.nodes {
-		if !n.Fenced {
-			live = append(live, id)
-		}
-	}
-	slices.Sort(live)
+	live := c.liveNodes()
 	switch {
 	case !validTopicName(name):
 		return fmt.Errorf("%w: %q", transport.ErrInvalidTopic, name)

@@ -33,6 +33,10 @@ const (
 	RecordPartition
 	// RecordRemoveTopic: a topic was deleted (Kafka's RemoveTopicRecord).
 	RecordRemoveTopic
+	// RecordTopicConfig: a topic's configs changed; the record holds the
+	// whole new set and the unclean election flag they imply (Kafka's
+	// ConfigRecord, which KRaft writes per key).
+	RecordTopicConfig
 )
 
 // String returns the type's name.
@@ -50,6 +54,8 @@ func (t MetadataRecordType) String() string {
 		return "Partition"
 	case RecordRemoveTopic:
 		return "RemoveTopic"
+	case RecordTopicConfig:
+		return "TopicConfig"
 	}
 	return fmt.Sprintf("MetadataRecordType(%d)", t)
 }
@@ -74,10 +80,11 @@ type MetadataRecord struct {
 	// Node and BrokerEpoch: RegisterNode, FenceNode and UnfenceNode.
 	Node        int32
 	BrokerEpoch int64
-	// Topic: Topic, Partition and RemoveTopic.
+	// Topic: Topic, Partition, RemoveTopic and TopicConfig.
 	Topic string
 	// Partitions, Unclean, ID and Configs: Topic (the last two from
-	// version 1 on; Configs is nil when empty).
+	// version 1 on; Configs is nil when empty). Unclean and Configs:
+	// TopicConfig.
 	Partitions int32
 	Unclean    Unclean
 	ID         string
@@ -102,17 +109,9 @@ func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
 	case RecordTopic:
 		dst = appendString(dst, r.Topic)
 		dst = be.AppendUint32(dst, uint32(r.Partitions))
-		u := byte(0)
-		if r.Unclean {
-			u = 1
-		}
-		dst = append(dst, u)
+		dst = append(dst, uncleanByte(r.Unclean))
 		dst = appendString(dst, r.ID)
-		dst = be.AppendUint16(dst, uint16(len(r.Configs)))
-		for _, k := range slices.Sorted(maps.Keys(r.Configs)) {
-			dst = appendString(dst, k)
-			dst = appendString(dst, r.Configs[k])
-		}
+		dst = appendConfigs(dst, r.Configs)
 	case RecordPartition:
 		dst = appendString(dst, r.Topic)
 		dst = be.AppendUint32(dst, uint32(r.Partition))
@@ -124,6 +123,28 @@ func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
 		dst = appendIDs(dst, s.ISR)
 	case RecordRemoveTopic:
 		dst = appendString(dst, r.Topic)
+	case RecordTopicConfig:
+		dst = appendString(dst, r.Topic)
+		dst = append(dst, uncleanByte(r.Unclean))
+		dst = appendConfigs(dst, r.Configs)
+	}
+	return dst
+}
+
+func uncleanByte(u Unclean) byte {
+	if u {
+		return 1
+	}
+	return 0
+}
+
+// appendConfigs writes configs as their count, then each key and value, by
+// key order, so that equal records encode to equal bytes.
+func appendConfigs(dst []byte, configs map[string]string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(configs)))
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		dst = appendString(dst, k)
+		dst = appendString(dst, configs[k])
 	}
 	return dst
 }
@@ -161,13 +182,7 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 	case RecordTopic:
 		r.Topic = d.str()
 		r.Partitions = int32(d.u32())
-		switch u := d.u8(); u {
-		case 0:
-		case 1:
-			r.Unclean = AllowUnclean
-		default:
-			d.fail("unclean flag %d", u)
-		}
+		r.Unclean = d.unclean()
 		if version >= 1 {
 			r.ID = d.str()
 			r.Configs = d.configs()
@@ -188,6 +203,13 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 		}
 	case RecordRemoveTopic:
 		r.Topic = d.str()
+	case RecordTopicConfig:
+		r.Topic = d.str()
+		r.Unclean = d.unclean()
+		r.Configs = d.configs()
+		if d.err == nil && r.Topic == "" {
+			d.fail("configs of a topic without a name")
+		}
 	default:
 		if d.err == nil {
 			d.fail("type %d", r.Type)
@@ -209,6 +231,18 @@ type decoder struct {
 	err     error
 	corrupt error
 	topic   string // the last topic read, to share among messages
+}
+
+// unclean reads the unclean election flag: 0 or 1.
+func (d *decoder) unclean() Unclean {
+	switch u := d.u8(); u {
+	case 0:
+	case 1:
+		return AllowUnclean
+	default:
+		d.fail("unclean flag %d", u)
+	}
+	return CleanOnly
 }
 
 func (d *decoder) fail(format string, args ...any) {

@@ -106,6 +106,9 @@ func (r *Replica) stepFetchResponse(m Message) {
 	if resp.HighWatermark >= 0 {
 		r.setHighWatermark(min(resp.HighWatermark, r.logEnd))
 	}
+	if start := min(resp.LogStartOffset, r.logEnd); start > r.storage.LogStartOffset() {
+		r.logStart = start
+	}
 	r.maybeFetch()
 }
 

@@ -54,6 +54,7 @@ type Node struct {
 	applyc  chan apply
 	rejectc chan ISRChange
 	statusc chan chan Status
+	minISRc chan int
 	stopc   chan struct{}
 	donec   chan struct{}
 
@@ -91,6 +92,7 @@ func StartNode(r *Replica, l LogWriter, tr Transport, opts NodeOptions) *Node {
 		applyc:  make(chan apply),
 		rejectc: make(chan ISRChange),
 		statusc: make(chan chan Status),
+		minISRc: make(chan int),
 		stopc:   make(chan struct{}),
 		donec:   make(chan struct{}),
 	}
@@ -143,6 +145,8 @@ func (n *Node) run() {
 			n.r.RejectISRChange(c)
 		case res := <-n.statusc:
 			res <- n.r.Status()
+		case v := <-n.minISRc:
+			n.r.SetMinInsyncReplicas(v)
 		case <-n.stopc:
 			n.err = ErrClosed
 			return
@@ -269,6 +273,12 @@ func (n *Node) Apply(ctx context.Context, s LeaderAndISR) error {
 // RejectISRChange tells the replica the controller refused c.
 func (n *Node) RejectISRChange(ctx context.Context, c ISRChange) error {
 	return send(ctx, n, n.rejectc, c)
+}
+
+// SetMinInsyncReplicas changes the replica's min.insync.replicas, as a
+// topic config change does: see Replica.SetMinInsyncReplicas.
+func (n *Node) SetMinInsyncReplicas(ctx context.Context, v int) error {
+	return send(ctx, n, n.minISRc, v)
 }
 
 // Status returns the replica's state.

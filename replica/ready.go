@@ -41,6 +41,12 @@ type Ready struct {
 	// written to the log, acks=all ones once the high watermark passed
 	// them or the replica stopped leading.
 	Completed []Completion
+	// LogStartOffset, when not -1, is the leader's log start offset, which
+	// passed this follower's: the driver raises its log's start to it
+	// after the appends (Kafka's follower does the same on each fetch, so
+	// that records deleted with DeleteRecords stay deleted on every
+	// replica and after a failover).
+	LogStartOffset int64
 }
 
 // Truncation removes the end of the log, or with Fully every record, the
@@ -89,7 +95,7 @@ type Completion struct {
 // IsEmpty reports whether rd asks for nothing.
 func (rd Ready) IsEmpty() bool {
 	return rd.Truncate == nil && len(rd.Append) == 0 && len(rd.Messages) == 0 &&
-		rd.HighWatermark < 0 && rd.AlterPartition == nil && len(rd.Completed) == 0
+		rd.HighWatermark < 0 && rd.AlterPartition == nil && len(rd.Completed) == 0 && rd.LogStartOffset < 0
 }
 
 // Persist does rd's log writes on w: the truncation, the appends, and, when
@@ -115,6 +121,11 @@ func (rd Ready) Persist(w LogWriter) error {
 	if rd.MustSync {
 		if err := w.Flush(); err != nil {
 			return fmt.Errorf("replica: sync: %w", err)
+		}
+	}
+	if rd.LogStartOffset >= 0 {
+		if err := w.DeleteRecordsBefore(rd.LogStartOffset); err != nil {
+			return fmt.Errorf("replica: raise the log start offset to %d: %w", rd.LogStartOffset, err)
 		}
 	}
 	return nil

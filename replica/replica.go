@@ -32,6 +32,9 @@ type Replica struct {
 
 	hw      int64
 	hwMoved bool
+	// logStart is a log start offset for the next Ready to raise the log's
+	// to, or -1.
+	logStart int64
 
 	// The log as the replica sees it: stableEnd is the end after the last
 	// Advance, persistedEnd the end once the Ready handed out is written,
@@ -84,6 +87,7 @@ func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Repli
 		backoffTicks: opts.ticks(opts.FetchBackoff),
 		state:        LeaderAndISR{Leader: NoLeader, LeaderEpoch: -1, PartitionEpoch: -1},
 		hw:           min(opts.HighWatermark, leo),
+		logStart:     -1,
 		stableEnd:    leo,
 		persistedEnd: leo,
 		logEnd:       leo,
@@ -172,6 +176,13 @@ func (r *Replica) Step(m Message) error {
 	return nil
 }
 
+// SetMinInsyncReplicas changes min.insync.replicas (below 1 means 1): from
+// the next Propose, acks=all appends need that many in-sync replicas, and
+// the high watermark moves by the new rule at its next computation.
+func (r *Replica) SetMinInsyncReplicas(v int) {
+	r.opts.MinInsyncReplicas = max(v, 1)
+}
+
 // Apply takes the controller's state for the partition. A new leader epoch
 // makes the replica the leader or a follower of the named leader (or idle,
 // with NoLeader); the same epoch with a newer partition epoch changes the
@@ -251,14 +262,14 @@ func (r *Replica) HasReady() bool {
 		return false
 	}
 	return r.truncate != nil || len(r.appends) > 0 || len(r.msgs) > 0 || r.hwMoved ||
-		(r.alter != nil && !r.alterSent) || len(r.completed) > 0
+		(r.alter != nil && !r.alterSent) || len(r.completed) > 0 || r.logStart >= 0
 }
 
 // Ready returns what the driver must do now, and takes it as handed out:
 // the next Ready has only what came after. The driver must call Advance
 // once it has done it, before the next Ready; until then HasReady is false.
 func (r *Replica) Ready() Ready {
-	rd := Ready{HighWatermark: -1, Truncate: r.truncate, Messages: r.msgs, Completed: r.completed}
+	rd := Ready{HighWatermark: -1, Truncate: r.truncate, Messages: r.msgs, Completed: r.completed, LogStartOffset: r.logStart}
 	in := &inflight{end: r.logEnd}
 	for _, b := range r.appends {
 		rd.Append = append(rd.Append, b.data)
@@ -275,7 +286,7 @@ func (r *Replica) Ready() Ready {
 		r.alterSent = true
 		r.alterAt = r.now
 	}
-	r.truncate, r.appends, r.msgs, r.completed, r.hwMoved = nil, nil, nil, nil, false
+	r.truncate, r.appends, r.msgs, r.completed, r.hwMoved, r.logStart = nil, nil, nil, nil, false, -1
 	r.persistedEnd = r.logEnd
 	r.inflight = in
 	return rd

@@ -34,6 +34,9 @@ type LogWriter interface {
 	TruncateTo(offset int64) error
 	TruncateFullyAndStartAt(offset int64) error
 	Flush() error
+	// DeleteRecordsBefore raises the log start offset to offset, at most
+	// the log end offset, removing the segments wholly below it.
+	DeleteRecordsBefore(offset int64) error
 }
 
 var _ LogWriter = (*log.Log)(nil)

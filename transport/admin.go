@@ -2,17 +2,34 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
-// AdminClient is what the topic tools need of a node beyond Client:
-// Kafka's CreateTopics, DeleteTopics and DescribeConfigs. A *partlog.Node
+// AdminClient is what Kafka's admin tools need of a node beyond Client:
+// topics (create, delete, add partitions), configs (describe, alter),
+// records (delete before an offset), the cluster and its log dirs,
+// preferred-leader elections and producers' state. A *partlog.Node
 // implements it, and so does a TCPClient connected to one. Callers find it
 // by type assertion on a Client.
 type AdminClient interface {
 	CreateTopics(ctx context.Context, req *CreateTopicsRequest) (*CreateTopicsResponse, error)
 	DeleteTopics(ctx context.Context, req *DeleteTopicsRequest) (*DeleteTopicsResponse, error)
+	CreatePartitions(ctx context.Context, req *CreatePartitionsRequest) (*CreatePartitionsResponse, error)
 	DescribeConfigs(ctx context.Context, req *DescribeConfigsRequest) (*DescribeConfigsResponse, error)
+	AlterConfigs(ctx context.Context, req *AlterConfigsRequest) (*AlterConfigsResponse, error)
+	DeleteRecords(ctx context.Context, req *DeleteRecordsRequest) (*DeleteRecordsResponse, error)
+	DescribeLogDirs(ctx context.Context, req *DescribeLogDirsRequest) (*DescribeLogDirsResponse, error)
+	ElectLeaders(ctx context.Context, req *ElectLeadersRequest) (*ElectLeadersResponse, error)
+	DescribeProducers(ctx context.Context, req *DescribeProducersRequest) (*DescribeProducersResponse, error)
+}
+
+// EpochClient answers Kafka's OffsetForLeaderEpoch for consumers
+// (KIP-320): where a leader epoch ended in a partition's log, so that a
+// consumer that fetched from an old leader finds whether its position is
+// still in the log. A *partlog.Node implements it.
+type EpochClient interface {
+	OffsetsForLeaderEpoch(ctx context.Context, req *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error)
 }
 
 // CreateTopicsRequest asks to create topics (Kafka's CreateTopics).
@@ -59,20 +76,51 @@ type DeleteTopicsResponse struct {
 	Topics []TopicResult
 }
 
-// DescribeConfigsRequest asks for the configs of topics (Kafka's
-// DescribeConfigs for TOPIC resources).
+// ConfigResourceType is the kind of thing a config belongs to, as Kafka
+// numbers it.
+type ConfigResourceType int8
+
+// The config resources partlog has.
+const (
+	// ConfigTopic names a topic.
+	ConfigTopic ConfigResourceType = 2
+	// ConfigBroker names a node by its id ("" for the node asked).
+	ConfigBroker ConfigResourceType = 4
+)
+
+// String returns Kafka's name of the resource type.
+func (t ConfigResourceType) String() string {
+	switch t {
+	case ConfigTopic:
+		return "TOPIC"
+	case ConfigBroker:
+		return "BROKER"
+	}
+	return fmt.Sprintf("RESOURCE_TYPE_%d", int8(t))
+}
+
+// ConfigResource names what a config belongs to: a topic by its name, a
+// node by its id in decimal.
+type ConfigResource struct {
+	Type ConfigResourceType
+	Name string
+}
+
+// DescribeConfigsRequest asks for the configs in force of topics and
+// nodes (Kafka's DescribeConfigs).
 type DescribeConfigsRequest struct {
-	Topics []string
+	Resources []ConfigResource
 }
 
-// DescribeConfigsResponse holds each topic's configs, or why not.
+// DescribeConfigsResponse holds each resource's configs, or why not, in
+// the order asked.
 type DescribeConfigsResponse struct {
-	Topics []TopicConfigs
+	Resources []ResourceConfigs
 }
 
-// TopicConfigs is the configs in force for one topic.
-type TopicConfigs struct {
-	Name    string
+// ResourceConfigs is the configs in force for one resource.
+type ResourceConfigs struct {
+	ConfigResource
 	Err     error
 	Configs []ConfigEntry
 }
@@ -83,4 +131,216 @@ type ConfigEntry struct {
 	Name      string
 	Value     string
 	IsDefault bool
+	// ReadOnly is set for a config that AlterConfigs cannot change (a
+	// node's static settings).
+	ReadOnly bool
+}
+
+// ConfigOp is how IncrementalAlterConfigs changes one config, as Kafka
+// numbers it.
+type ConfigOp int8
+
+// The config operations.
+const (
+	// ConfigSet sets the config to Value.
+	ConfigSet ConfigOp = 0
+	// ConfigDelete removes the resource's own value: the default applies.
+	ConfigDelete ConfigOp = 1
+	// ConfigAppend adds Value to a list config.
+	ConfigAppend ConfigOp = 2
+	// ConfigSubtract removes Value from a list config.
+	ConfigSubtract ConfigOp = 3
+)
+
+// ConfigChange is one change to one config.
+type ConfigChange struct {
+	Name  string
+	Op    ConfigOp
+	Value string
+}
+
+// AlterConfigsRequest changes the configs of resources: Kafka's
+// IncrementalAlterConfigs, and its older AlterConfigs, which replaces a
+// resource's whole set (Replace).
+type AlterConfigsRequest struct {
+	Resources []ConfigAlteration
+	// ValidateOnly checks the changes without making them.
+	ValidateOnly bool
+}
+
+// ConfigAlteration is the changes to one resource's configs.
+type ConfigAlteration struct {
+	ConfigResource
+	Changes []ConfigChange
+	// Replace makes the changes the resource's whole set of own configs:
+	// those not named return to their defaults (Kafka's AlterConfigs).
+	Replace bool
+}
+
+// AlterConfigsResponse says, resource by resource, whether the changes
+// were made.
+type AlterConfigsResponse struct {
+	Resources []ConfigResult
+}
+
+// ConfigResult is the outcome for one resource.
+type ConfigResult struct {
+	ConfigResource
+	Err error
+}
+
+// CreatePartitionsRequest asks to raise topics' partition counts (Kafka's
+// CreatePartitions). A count is never lowered.
+type CreatePartitionsRequest struct {
+	Topics  []PartitionCount
+	Timeout time.Duration
+	// ValidateOnly checks the request without adding partitions.
+	ValidateOnly bool
+}
+
+// PartitionCount is the number of partitions a topic should have.
+type PartitionCount struct {
+	Topic string
+	Count int32
+}
+
+// CreatePartitionsResponse says, topic by topic, whether partitions were
+// added.
+type CreatePartitionsResponse struct {
+	Topics []TopicResult
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// DeleteRecordsRequest asks to delete the records of partitions below
+// offsets (Kafka's DeleteRecords): their log start offsets move up.
+type DeleteRecordsRequest struct {
+	Partitions []DeleteRecordsPartition
+	Timeout    time.Duration
+}
+
+// DeleteRecordsPartition deletes one partition's records below Offset;
+// -1 means below the high watermark.
+type DeleteRecordsPartition struct {
+	TopicPartition
+	Offset int64
+}
+
+// DeleteRecordsResponse gives each partition's new log start offset.
+type DeleteRecordsResponse struct {
+	Partitions []DeleteRecordsResult
+}
+
+// DeleteRecordsResult is the outcome for one partition.
+type DeleteRecordsResult struct {
+	TopicPartition
+	// LowWatermark is the partition's log start offset after the call.
+	LowWatermark int64
+	// Err is nil or one of ErrUnknownTopicOrPartition,
+	// ErrNotLeaderOrFollower, ErrOffsetOutOfRange (above the high
+	// watermark), ErrRequestTimedOut.
+	Err error
+}
+
+// DescribeLogDirsRequest asks where the node keeps partitions and how big
+// they are (Kafka's DescribeLogDirs). Nil Partitions means all of them.
+type DescribeLogDirsRequest struct {
+	Partitions []TopicPartition
+}
+
+// DescribeLogDirsResponse holds the node's log directories.
+type DescribeLogDirsResponse struct {
+	Dirs []LogDir
+}
+
+// LogDir is one log directory and the partitions in it.
+type LogDir struct {
+	Path string
+	// Err is nil or ErrKafkaStorage for a directory that failed.
+	Err        error
+	Partitions []LogDirPartition
+	// TotalBytes and UsableBytes are the filesystem's size and free space,
+	// or -1 when unknown.
+	TotalBytes, UsableBytes int64
+}
+
+// LogDirPartition is one partition's replica in a log directory.
+type LogDirPartition struct {
+	TopicPartition
+	// Size is the bytes of its segments.
+	Size int64
+	// OffsetLag is how far its log end offset is behind the high
+	// watermark (0 on a leader).
+	OffsetLag int64
+}
+
+// ElectionType is the kind of leader election ElectLeaders asks for.
+type ElectionType int8
+
+// The election types, as Kafka numbers them.
+const (
+	// PreferredElection moves leadership to the first replica of the
+	// assignment when it is in the ISR.
+	PreferredElection ElectionType = 0
+	// UncleanElection elects a live replica outside the ISR when the
+	// partition has no leader: it may lose acknowledged records.
+	UncleanElection ElectionType = 1
+)
+
+// ElectLeadersRequest asks the controller to elect leaders (Kafka's
+// ElectLeaders). Nil Partitions means every partition.
+type ElectLeadersRequest struct {
+	Type       ElectionType
+	Partitions []TopicPartition
+	Timeout    time.Duration
+}
+
+// ElectLeadersResponse says, partition by partition, what happened.
+type ElectLeadersResponse struct {
+	Partitions []ElectionResult
+}
+
+// ElectionResult is the outcome for one partition: nil, or
+// ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
+// ErrEligibleLeadersNotAvailable, ErrUnknownTopicOrPartition.
+type ElectionResult struct {
+	TopicPartition
+	Err error
+}
+
+// DescribeProducersRequest asks a leader for the idempotent producers it
+// keeps state for (Kafka's DescribeProducers).
+type DescribeProducersRequest struct {
+	Partitions []TopicPartition
+}
+
+// DescribeProducersResponse holds each partition's producers.
+type DescribeProducersResponse struct {
+	Partitions []PartitionProducers
+}
+
+// PartitionProducers is the producers' state of one partition.
+type PartitionProducers struct {
+	TopicPartition
+	// Err is nil or ErrUnknownTopicOrPartition, ErrNotLeaderOrFollower.
+	Err       error
+	Producers []ProducerState
+}
+
+// ProducerState is what a partition remembers of one producer.
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the sequence of the producer's last record, or -1.
+	LastSequence int32
+	// LastTimestamp is the max timestamp of its last batch, in
+	// milliseconds.
+	LastTimestamp int64
+	// CurrentTxnStartOffset is the first offset of its open transaction,
+	// or -1 (always, until transactions exist).
+	CurrentTxnStartOffset int64
 }

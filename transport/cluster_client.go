@@ -506,6 +506,56 @@ func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest
 	return out, nil
 }
 
+// DeleteRecords sends each partition's part to its leader, as Kafka's
+// admin clients do. A partition without a known leader, or whose leader
+// does not answer admin calls, is answered with the error.
+func (c *ClusterClient) DeleteRecords(ctx context.Context, req *DeleteRecordsRequest) (*DeleteRecordsResponse, error) {
+	var topics []string
+	for _, p := range req.Partitions {
+		topics = append(topics, p.Topic)
+	}
+	c.refresh(ctx, topics)
+	by := map[string][]DeleteRecordsPartition{}
+	route := make([]string, len(req.Partitions)) // the leader each partition went to
+	for i, p := range req.Partitions {
+		route[i] = c.leaderAddr(p.Topic, p.Partition)
+		by[route[i]] = append(by[route[i]], p)
+	}
+	var addrs []string
+	for a := range by {
+		if a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*DeleteRecordsResponse, error) {
+		admin, ok := n.(AdminClient)
+		if !ok {
+			return nil, fmt.Errorf("%w: node %s does not answer admin calls", ErrInvalidRequest, addr)
+		}
+		return admin.DeleteRecords(ctx, &DeleteRecordsRequest{Partitions: by[addr], Timeout: req.Timeout})
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &DeleteRecordsResponse{}
+	for i, p := range req.Partitions {
+		res := DeleteRecordsResult{TopicPartition: p.TopicPartition, LowWatermark: -1,
+			Err: fmt.Errorf("%w: %s-%d has no known leader", ErrLeaderNotAvailable, p.Topic, p.Partition)}
+		addr := route[i]
+		if err := errs[addr]; err != nil {
+			res.Err = err
+		} else if r := resps[addr]; r != nil {
+			for _, rp := range r.Partitions {
+				if rp.TopicPartition == p.TopicPartition {
+					res = rp
+				}
+			}
+		}
+		out.Partitions = append(out.Partitions, res)
+	}
+	return out, nil
+}
+
 // InitProducerID gets a producer id from any node.
 func (c *ClusterClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
 	var resp *InitProducerIDResponse

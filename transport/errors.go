@@ -54,6 +54,13 @@ var (
 	ErrUnknownTopicID           = &Error{100, "UNKNOWN_TOPIC_ID", true, "unknown topic id"}
 	ErrInconsistentTopicID      = &Error{103, "INCONSISTENT_TOPIC_ID", true, "topic id does not match the partition's"}
 
+	// The admin calls' errors.
+	ErrPolicyViolation             = &Error{44, "POLICY_VIOLATION", false, "the request breaks a policy of the cluster"}
+	ErrPreferredLeaderNotAvailable = &Error{80, "PREFERRED_LEADER_NOT_AVAILABLE", true, "the preferred leader is not available or not in the ISR"}
+	ErrEligibleLeadersNotAvailable = &Error{83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", true, "no replica that may lead is available"}
+	ErrElectionNotNeeded           = &Error{84, "ELECTION_NOT_NEEDED", false, "the partition already has the leader an election would choose"}
+	ErrInvalidReplicaAssignment    = &Error{39, "INVALID_REPLICA_ASSIGNMENT", false, "invalid replica assignment"}
+
 	// The group coordinator's errors.
 	ErrOffsetMetadataTooLarge    = &Error{12, "OFFSET_METADATA_TOO_LARGE", false, "offset metadata longer than offset.metadata.max.bytes"}
 	ErrCoordinatorLoadInProgress = &Error{14, "COORDINATOR_LOAD_IN_PROGRESS", true, "the coordinator is loading the group's state"}
@@ -89,6 +96,8 @@ func init() {
 		ErrOutOfOrderSequence, ErrDuplicateSequence, ErrInvalidProducerEpoch, ErrKafkaStorage,
 		ErrUnknownProducerID, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrInvalidRecord,
 		ErrProducerFenced, ErrUnknownTopicID, ErrInconsistentTopicID,
+		ErrPolicyViolation, ErrPreferredLeaderNotAvailable, ErrEligibleLeadersNotAvailable,
+		ErrElectionNotNeeded, ErrInvalidReplicaAssignment,
 		ErrOffsetMetadataTooLarge, ErrCoordinatorLoadInProgress, ErrCoordinatorNotAvailable,
 		ErrNotCoordinator, ErrIllegalGeneration, ErrInconsistentGroupProtocol, ErrInvalidGroupID,
 		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,

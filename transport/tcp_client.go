@@ -322,6 +322,59 @@ func (c *TCPClient) DescribeConfigs(ctx context.Context, req *DescribeConfigsReq
 	return roundTrip(ctx, c, connOther, 32, req, describeConfigsToWire, describeConfigsResponseFromWire)
 }
 
+// CreatePartitions sends a CreatePartitions request.
+func (c *TCPClient) CreatePartitions(ctx context.Context, req *CreatePartitionsRequest) (*CreatePartitionsResponse, error) {
+	return roundTrip(ctx, c, connOther, 37, req, createPartitionsToWire, createPartitionsResponseFromWire)
+}
+
+// AlterConfigs sends an IncrementalAlterConfigs request, or an
+// AlterConfigs request (Kafka's older call, which replaces a resource's
+// whole set) when every resource asks to Replace.
+func (c *TCPClient) AlterConfigs(ctx context.Context, req *AlterConfigsRequest) (*AlterConfigsResponse, error) {
+	replace := 0
+	for _, r := range req.Resources {
+		if r.Replace {
+			replace++
+		}
+	}
+	switch {
+	case replace == 0:
+		return roundTrip(ctx, c, connOther, 44, req, incrementalAlterConfigsToWire, incrementalAlterConfigsResponseFromWire)
+	case replace == len(req.Resources):
+		return roundTrip(ctx, c, connOther, 33, req, alterConfigsToWire, alterConfigsResponseFromWire)
+	}
+	return nil, fmt.Errorf("%w: an AlterConfigs request either replaces every resource's configs or changes them incrementally", ErrInvalidRequest)
+}
+
+// DeleteRecords sends a DeleteRecords request. The node it is sent to must
+// lead the partitions (a ClusterClient routes it).
+func (c *TCPClient) DeleteRecords(ctx context.Context, req *DeleteRecordsRequest) (*DeleteRecordsResponse, error) {
+	return roundTrip(ctx, c, connOther, 21, req, deleteRecordsToWire, deleteRecordsResponseFromWire)
+}
+
+// DescribeLogDirs sends a DescribeLogDirs request: the answer is the
+// connected node's.
+func (c *TCPClient) DescribeLogDirs(ctx context.Context, req *DescribeLogDirsRequest) (*DescribeLogDirsResponse, error) {
+	return roundTrip(ctx, c, connOther, 35, req, describeLogDirsToWire, describeLogDirsResponseFromWire)
+}
+
+// ElectLeaders sends an ElectLeaders request.
+func (c *TCPClient) ElectLeaders(ctx context.Context, req *ElectLeadersRequest) (*ElectLeadersResponse, error) {
+	return roundTrip(ctx, c, connOther, 43, req, electLeadersToWire, electLeadersResponseFromWire)
+}
+
+// DescribeProducers sends a DescribeProducers request to the partitions'
+// leader.
+func (c *TCPClient) DescribeProducers(ctx context.Context, req *DescribeProducersRequest) (*DescribeProducersResponse, error) {
+	return roundTrip(ctx, c, connOther, 61, req, describeProducersToWire, describeProducersResponseFromWire)
+}
+
+// OffsetsForLeaderEpoch sends an OffsetForLeaderEpoch request to the
+// partitions' leader.
+func (c *TCPClient) OffsetsForLeaderEpoch(ctx context.Context, req *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error) {
+	return roundTrip(ctx, c, connOther, 23, req, offsetsForLeaderEpochToWire, offsetsForLeaderEpochResponseFromWire)
+}
+
 // wireConn is one TCP connection: requests are written under a lock, each
 // with the next correlation id, and a reader goroutine hands each response
 // to the request waiting for it.
@@ -480,6 +533,7 @@ func (wc *wireConn) readLoop() {
 var (
 	_ Client           = (*TCPClient)(nil)
 	_ AdminClient      = (*TCPClient)(nil)
+	_ EpochClient      = (*TCPClient)(nil)
 	_ GroupClient      = (*TCPClient)(nil)
 	_ ProducerIDClient = (*TCPClient)(nil)
 )

@@ -323,6 +323,19 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 			return answerWith(ctx, pc.InitProducerID, initProducerIDFromWire(req), initProducerIDResponseToWire, version)
 		}
 	}
+	if ec, ok := s.handler.(EpochClient); ok {
+		if req, ok := req.(*kmsg.OffsetForLeaderEpochRequest); ok {
+			return answerWith(ctx, ec.OffsetsForLeaderEpoch, offsetsForLeaderEpochFromWire(req), offsetsForLeaderEpochResponseToWire, version)
+		}
+	}
+	if _, ok := req.(*kmsg.DescribeClusterRequest); ok {
+		md, err := s.handler.Metadata(ctx, &MetadataRequest{Topics: []string{}})
+		if err != nil {
+			return nil, err
+		}
+		fillAddresses(md, p.advertised)
+		return describeClusterResponse(md, version), nil
+	}
 	if admin, ok := s.handler.(AdminClient); ok {
 		return s.dispatchAdmin(ctx, admin, req, version)
 	}
@@ -352,6 +365,39 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 			return nil, err
 		}
 		return describeConfigsResponseToWire(req, resp, version), nil
+	case *kmsg.AlterConfigsRequest:
+		return answerWith(ctx, h.AlterConfigs, alterConfigsFromWire(req), alterConfigsResponseToWire, version)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return answerWith(ctx, h.AlterConfigs, incrementalAlterConfigsFromWire(req), incrementalAlterConfigsResponseToWire, version)
+	case *kmsg.CreatePartitionsRequest:
+		resp := &CreatePartitionsResponse{}
+		var asked []PartitionCount
+		for _, t := range req.Topics {
+			if t.Assignment != nil {
+				resp.Topics = append(resp.Topics, TopicResult{Name: t.Topic,
+					Err: fmt.Errorf("%w: partlog places new partitions itself; leave the assignment out", ErrInvalidReplicaAssignment)})
+				continue
+			}
+			asked = append(asked, PartitionCount{Topic: t.Topic, Count: t.Count})
+		}
+		if len(asked) > 0 {
+			r := createPartitionsFromWire(req)
+			r.Topics = asked
+			done, err := h.CreatePartitions(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			resp.Topics = append(resp.Topics, done.Topics...)
+		}
+		return createPartitionsResponseToWire(resp, version), nil
+	case *kmsg.DeleteRecordsRequest:
+		return answerWith(ctx, h.DeleteRecords, deleteRecordsFromWire(req), deleteRecordsResponseToWire, version)
+	case *kmsg.DescribeLogDirsRequest:
+		return answerWith(ctx, h.DescribeLogDirs, describeLogDirsFromWire(req), describeLogDirsResponseToWire, version)
+	case *kmsg.ElectLeadersRequest:
+		return answerWith(ctx, h.ElectLeaders, electLeadersFromWire(req), electLeadersResponseToWire, version)
+	case *kmsg.DescribeProducersRequest:
+		return answerWith(ctx, h.DescribeProducers, describeProducersFromWire(req), describeProducersResponseToWire, version)
 	}
 	return nil, fmt.Errorf("%w: %s is not supported", ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }

@@ -43,9 +43,18 @@ var supportedAPIs = []apiRange{
 	{key: 18, min: 0, max: 3}, // ApiVersions
 	{key: 19, min: 2, max: 7}, // CreateTopics
 	{key: 20, min: 1, max: 5}, // DeleteTopics
+	{key: 21, min: 0, max: 2}, // DeleteRecords
 	{key: 22, min: 0, max: 5}, // InitProducerId
+	{key: 23, min: 2, max: 4}, // OffsetForLeaderEpoch (v2 brings the current leader epoch)
 	{key: 32, min: 1, max: 4}, // DescribeConfigs
+	{key: 33, min: 0, max: 2}, // AlterConfigs
+	{key: 35, min: 0, max: 4}, // DescribeLogDirs
+	{key: 37, min: 0, max: 3}, // CreatePartitions
 	{key: 42, min: 0, max: 3}, // DeleteGroups
+	{key: 43, min: 0, max: 2}, // ElectLeaders
+	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
+	{key: 60, min: 0, max: 1}, // DescribeCluster
+	{key: 61, min: 0, max: 0}, // DescribeProducers
 
 	{key: APIReplicaMessages, min: 0, max: 0}, // partlog's own: internal.go
 	{key: APIController, min: 0, max: 0},
@@ -56,13 +65,16 @@ var supportedAPIs = []apiRange{
 var optionalAPIs = map[int16]func(Client) bool{
 	8: isGroupClient, 9: isGroupClient, 10: isGroupClient, 11: isGroupClient, 12: isGroupClient,
 	13: isGroupClient, 14: isGroupClient, 15: isGroupClient, 16: isGroupClient, 42: isGroupClient,
-	19: isAdminClient, 20: isAdminClient, 32: isAdminClient,
+	19: isAdminClient, 20: isAdminClient, 21: isAdminClient, 32: isAdminClient, 33: isAdminClient,
+	35: isAdminClient, 37: isAdminClient, 43: isAdminClient, 44: isAdminClient, 61: isAdminClient,
+	23: isEpochClient,
 	22: isProducerIDClient,
 
 	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler,
 }
 
 func isAdminClient(h Client) bool      { _, ok := h.(AdminClient); return ok }
+func isEpochClient(h Client) bool      { _, ok := h.(EpochClient); return ok }
 func isGroupClient(h Client) bool      { _, ok := h.(GroupClient); return ok }
 func isProducerIDClient(h Client) bool { _, ok := h.(ProducerIDClient); return ok }
 

@@ -98,73 +98,388 @@ func deleteTopicsResponseFromWire(w *kmsg.DeleteTopicsResponse) *DeleteTopicsRes
 	return r
 }
 
-func describeConfigsToWire(r *DescribeConfigsRequest, version int16) *kmsg.DescribeConfigsRequest {
-	w := kmsg.NewPtrDescribeConfigsRequest()
-	w.Version = version
-	for _, name := range r.Topics {
-		res := kmsg.NewDescribeConfigsRequestResource()
-		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, name
-		w.Resources = append(w.Resources, res)
+// byTopic groups items by topic in the order each topic first appears.
+func byTopic[T any](items []T, topicOf func(T) string) (topics []string, groups map[string][]T) {
+	groups = map[string][]T{}
+	for _, it := range items {
+		t := topicOf(it)
+		if _, ok := groups[t]; !ok {
+			topics = append(topics, t)
+		}
+		groups[t] = append(groups[t], it)
 	}
-	return w
+	return topics, groups
 }
 
-// describeConfigsFromWire takes the TOPIC resources of a request; the
-// server answers the others with INVALID_REQUEST.
-func describeConfigsFromWire(w *kmsg.DescribeConfigsRequest) *DescribeConfigsRequest {
-	r := &DescribeConfigsRequest{}
-	for _, res := range w.Resources {
-		if res.ResourceType == kmsg.ConfigResourceTypeTopic {
-			r.Topics = append(r.Topics, res.ResourceName)
+// topicPartitionsToWire turns partitions into a wire request's topics, nil
+// for nil (every partition, where a request allows it).
+func topicPartitionsToWire[W any](tps []TopicPartition, newTopic func(topic string, partitions []int32) W) []W {
+	if tps == nil {
+		return nil
+	}
+	topics, groups := byTopic(tps, func(tp TopicPartition) string { return tp.Topic })
+	ws := make([]W, 0, len(topics))
+	for _, t := range topics {
+		ids := make([]int32, 0, len(groups[t]))
+		for _, tp := range groups[t] {
+			ids = append(ids, tp.Partition)
+		}
+		ws = append(ws, newTopic(t, ids))
+	}
+	return ws
+}
+
+// topicPartitionsFromWire flattens a wire request's topics, nil for a nil
+// list (every partition).
+func topicPartitionsFromWire[W any](ws []W, parts func(W) (string, []int32)) []TopicPartition {
+	if ws == nil {
+		return nil
+	}
+	tps := []TopicPartition{}
+	for _, w := range ws {
+		topic, ids := parts(w)
+		for _, id := range ids {
+			tps = append(tps, TopicPartition{Topic: topic, Partition: id})
 		}
 	}
-	return r
+	return tps
 }
 
-func describeConfigsResponseToWire(req *kmsg.DescribeConfigsRequest, r *DescribeConfigsResponse, version int16) *kmsg.DescribeConfigsResponse {
-	w := kmsg.NewPtrDescribeConfigsResponse()
-	w.Version = version
-	answers := map[string]TopicConfigs{}
+func createPartitionsToWire(r *CreatePartitionsRequest, version int16) *kmsg.CreatePartitionsRequest {
+	w := kmsg.NewPtrCreatePartitionsRequest()
+	w.Version, w.TimeoutMillis, w.ValidateOnly = version, millis(r.Timeout), r.ValidateOnly
 	for _, t := range r.Topics {
-		answers[t.Name] = t
-	}
-	for _, res := range req.Resources {
-		wr := kmsg.NewDescribeConfigsResponseResource()
-		wr.ResourceType, wr.ResourceName = res.ResourceType, res.ResourceName
-		t, ok := answers[res.ResourceName]
-		if res.ResourceType != kmsg.ConfigResourceTypeTopic || !ok {
-			wr.ErrorCode = ErrInvalidRequest.Code
-			wr.ErrorMessage = kmsg.StringPtr("partlog describes the configs of topics only")
-			w.Resources = append(w.Resources, wr)
-			continue
-		}
-		wr.ErrorCode, wr.ErrorMessage = CodeOf(t.Err), errorMessage(t.Err)
-		for _, c := range t.Configs {
-			wc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			wc.Name, wc.Value, wc.IsDefault = c.Name, kmsg.StringPtr(c.Value), c.IsDefault
-			wc.Source = kmsg.ConfigSourceDynamicTopicConfig
-			if c.IsDefault {
-				wc.Source = kmsg.ConfigSourceDefaultConfig
-			}
-			wr.Configs = append(wr.Configs, wc)
-		}
-		w.Resources = append(w.Resources, wr)
+		wt := kmsg.NewCreatePartitionsRequestTopic()
+		wt.Topic, wt.Count = t.Topic, t.Count
+		w.Topics = append(w.Topics, wt)
 	}
 	return w
 }
 
-func describeConfigsResponseFromWire(w *kmsg.DescribeConfigsResponse) *DescribeConfigsResponse {
-	r := &DescribeConfigsResponse{}
-	for _, wr := range w.Resources {
-		t := TopicConfigs{Name: wr.ResourceName, Err: wireError(wr.ErrorCode, wr.ErrorMessage)}
-		for _, wc := range wr.Configs {
-			c := ConfigEntry{Name: wc.Name, IsDefault: wc.Source == kmsg.ConfigSourceDefaultConfig || (w.Version < 1 && wc.IsDefault)}
-			if wc.Value != nil {
-				c.Value = *wc.Value
-			}
-			t.Configs = append(t.Configs, c)
-		}
-		r.Topics = append(r.Topics, t)
+// createPartitionsFromWire reads a CreatePartitions request. A manual
+// assignment is refused by the caller (see Server.dispatchAdmin): partlog
+// places new partitions itself.
+func createPartitionsFromWire(w *kmsg.CreatePartitionsRequest) *CreatePartitionsRequest {
+	r := &CreatePartitionsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond, ValidateOnly: w.ValidateOnly}
+	for _, wt := range w.Topics {
+		r.Topics = append(r.Topics, PartitionCount{Topic: wt.Topic, Count: wt.Count})
 	}
 	return r
+}
+
+func createPartitionsResponseToWire(r *CreatePartitionsResponse, version int16) *kmsg.CreatePartitionsResponse {
+	w := kmsg.NewPtrCreatePartitionsResponse()
+	w.Version = version
+	for _, t := range r.Topics {
+		wt := kmsg.NewCreatePartitionsResponseTopic()
+		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, CodeOf(t.Err), errorMessage(t.Err)
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func createPartitionsResponseFromWire(w *kmsg.CreatePartitionsResponse) *CreatePartitionsResponse {
+	r := &CreatePartitionsResponse{}
+	for _, wt := range w.Topics {
+		r.Topics = append(r.Topics, TopicResult{Name: wt.Topic, Err: wireError(wt.ErrorCode, wt.ErrorMessage)})
+	}
+	return r
+}
+
+func deleteRecordsToWire(r *DeleteRecordsRequest, version int16) *kmsg.DeleteRecordsRequest {
+	w := kmsg.NewPtrDeleteRecordsRequest()
+	w.Version, w.TimeoutMillis = version, millis(r.Timeout)
+	topics, groups := byTopic(r.Partitions, func(p DeleteRecordsPartition) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewDeleteRecordsRequestTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			wp.Partition, wp.Offset = p.Partition, p.Offset
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func deleteRecordsFromWire(w *kmsg.DeleteRecordsRequest) *DeleteRecordsRequest {
+	r := &DeleteRecordsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			r.Partitions = append(r.Partitions, DeleteRecordsPartition{TopicPartition{wt.Topic, wp.Partition}, wp.Offset})
+		}
+	}
+	return r
+}
+
+func deleteRecordsResponseToWire(r *DeleteRecordsResponse, version int16) *kmsg.DeleteRecordsResponse {
+	w := kmsg.NewPtrDeleteRecordsResponse()
+	w.Version = version
+	topics, groups := byTopic(r.Partitions, func(p DeleteRecordsResult) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewDeleteRecordsResponseTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			wp.Partition, wp.LowWatermark, wp.ErrorCode = p.Partition, p.LowWatermark, CodeOf(p.Err)
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func deleteRecordsResponseFromWire(w *kmsg.DeleteRecordsResponse) *DeleteRecordsResponse {
+	r := &DeleteRecordsResponse{}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			r.Partitions = append(r.Partitions, DeleteRecordsResult{TopicPartition: TopicPartition{wt.Topic, wp.Partition},
+				LowWatermark: wp.LowWatermark, Err: ErrorForCode(wp.ErrorCode)})
+		}
+	}
+	return r
+}
+
+func describeLogDirsToWire(r *DescribeLogDirsRequest, version int16) *kmsg.DescribeLogDirsRequest {
+	w := kmsg.NewPtrDescribeLogDirsRequest()
+	w.Version = version
+	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.DescribeLogDirsRequestTopic {
+		wt := kmsg.NewDescribeLogDirsRequestTopic()
+		wt.Topic, wt.Partitions = topic, ids
+		return wt
+	})
+	return w
+}
+
+func describeLogDirsFromWire(w *kmsg.DescribeLogDirsRequest) *DescribeLogDirsRequest {
+	return &DescribeLogDirsRequest{Partitions: topicPartitionsFromWire(w.Topics, func(wt kmsg.DescribeLogDirsRequestTopic) (string, []int32) {
+		return wt.Topic, wt.Partitions
+	})}
+}
+
+func describeLogDirsResponseToWire(r *DescribeLogDirsResponse, version int16) *kmsg.DescribeLogDirsResponse {
+	w := kmsg.NewPtrDescribeLogDirsResponse()
+	w.Version = version
+	for _, d := range r.Dirs {
+		wd := kmsg.NewDescribeLogDirsResponseDir()
+		wd.Dir, wd.ErrorCode, wd.TotalBytes, wd.UsableBytes = d.Path, CodeOf(d.Err), d.TotalBytes, d.UsableBytes
+		topics, groups := byTopic(d.Partitions, func(p LogDirPartition) string { return p.Topic })
+		for _, t := range topics {
+			wt := kmsg.NewDescribeLogDirsResponseDirTopic()
+			wt.Topic = t
+			for _, p := range groups[t] {
+				wp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+				wp.Partition, wp.Size, wp.OffsetLag = p.Partition, p.Size, p.OffsetLag
+				wt.Partitions = append(wt.Partitions, wp)
+			}
+			wd.Topics = append(wd.Topics, wt)
+		}
+		w.Dirs = append(w.Dirs, wd)
+	}
+	return w
+}
+
+func describeLogDirsResponseFromWire(w *kmsg.DescribeLogDirsResponse) *DescribeLogDirsResponse {
+	r := &DescribeLogDirsResponse{}
+	for _, wd := range w.Dirs {
+		d := LogDir{Path: wd.Dir, Err: ErrorForCode(wd.ErrorCode), TotalBytes: wd.TotalBytes, UsableBytes: wd.UsableBytes}
+		if w.Version < 4 {
+			d.TotalBytes, d.UsableBytes = -1, -1
+		}
+		for _, wt := range wd.Topics {
+			for _, wp := range wt.Partitions {
+				d.Partitions = append(d.Partitions, LogDirPartition{TopicPartition: TopicPartition{wt.Topic, wp.Partition},
+					Size: wp.Size, OffsetLag: wp.OffsetLag})
+			}
+		}
+		r.Dirs = append(r.Dirs, d)
+	}
+	return r
+}
+
+func electLeadersToWire(r *ElectLeadersRequest, version int16) *kmsg.ElectLeadersRequest {
+	w := kmsg.NewPtrElectLeadersRequest()
+	w.Version, w.ElectionType, w.TimeoutMillis = version, int8(r.Type), millis(r.Timeout)
+	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.ElectLeadersRequestTopic {
+		wt := kmsg.NewElectLeadersRequestTopic()
+		wt.Topic, wt.Partitions = topic, ids
+		return wt
+	})
+	return w
+}
+
+func electLeadersFromWire(w *kmsg.ElectLeadersRequest) *ElectLeadersRequest {
+	r := &ElectLeadersRequest{Type: ElectionType(w.ElectionType), Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
+	if w.Version == 0 {
+		r.Type = PreferredElection
+	}
+	r.Partitions = topicPartitionsFromWire(w.Topics, func(wt kmsg.ElectLeadersRequestTopic) (string, []int32) {
+		return wt.Topic, wt.Partitions
+	})
+	return r
+}
+
+func electLeadersResponseToWire(r *ElectLeadersResponse, version int16) *kmsg.ElectLeadersResponse {
+	w := kmsg.NewPtrElectLeadersResponse()
+	w.Version = version
+	topics, groups := byTopic(r.Partitions, func(p ElectionResult) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewElectLeadersResponseTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewElectLeadersResponseTopicPartition()
+			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, CodeOf(p.Err), errorMessage(p.Err)
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func electLeadersResponseFromWire(w *kmsg.ElectLeadersResponse) *ElectLeadersResponse {
+	r := &ElectLeadersResponse{}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			r.Partitions = append(r.Partitions, ElectionResult{TopicPartition{wt.Topic, wp.Partition}, wireError(wp.ErrorCode, wp.ErrorMessage)})
+		}
+	}
+	return r
+}
+
+func describeProducersToWire(r *DescribeProducersRequest, version int16) *kmsg.DescribeProducersRequest {
+	w := kmsg.NewPtrDescribeProducersRequest()
+	w.Version = version
+	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.DescribeProducersRequestTopic {
+		wt := kmsg.NewDescribeProducersRequestTopic()
+		wt.Topic, wt.Partitions = topic, ids
+		return wt
+	})
+	return w
+}
+
+func describeProducersFromWire(w *kmsg.DescribeProducersRequest) *DescribeProducersRequest {
+	r := &DescribeProducersRequest{Partitions: topicPartitionsFromWire(w.Topics, func(wt kmsg.DescribeProducersRequestTopic) (string, []int32) {
+		return wt.Topic, wt.Partitions
+	})}
+	if r.Partitions == nil {
+		r.Partitions = []TopicPartition{}
+	}
+	return r
+}
+
+func describeProducersResponseToWire(r *DescribeProducersResponse, version int16) *kmsg.DescribeProducersResponse {
+	w := kmsg.NewPtrDescribeProducersResponse()
+	w.Version = version
+	topics, groups := byTopic(r.Partitions, func(p PartitionProducers) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewDescribeProducersResponseTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewDescribeProducersResponseTopicPartition()
+			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, CodeOf(p.Err), errorMessage(p.Err)
+			for _, s := range p.Producers {
+				ws := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ws.ProducerID, ws.ProducerEpoch, ws.LastSequence = s.ProducerID, int32(s.ProducerEpoch), s.LastSequence
+				ws.LastTimestamp, ws.CoordinatorEpoch, ws.CurrentTxnStartOffset = s.LastTimestamp, -1, s.CurrentTxnStartOffset
+				wp.ActiveProducers = append(wp.ActiveProducers, ws)
+			}
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func describeProducersResponseFromWire(w *kmsg.DescribeProducersResponse) *DescribeProducersResponse {
+	r := &DescribeProducersResponse{}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			p := PartitionProducers{TopicPartition: TopicPartition{wt.Topic, wp.Partition}, Err: wireError(wp.ErrorCode, wp.ErrorMessage)}
+			for _, ws := range wp.ActiveProducers {
+				p.Producers = append(p.Producers, ProducerState{ProducerID: ws.ProducerID, ProducerEpoch: int16(ws.ProducerEpoch),
+					LastSequence: ws.LastSequence, LastTimestamp: ws.LastTimestamp, CurrentTxnStartOffset: ws.CurrentTxnStartOffset})
+			}
+			r.Partitions = append(r.Partitions, p)
+		}
+	}
+	return r
+}
+
+func offsetsForLeaderEpochToWire(r *OffsetsForLeaderEpochRequest, version int16) *kmsg.OffsetForLeaderEpochRequest {
+	w := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	w.Version, w.ReplicaID = version, r.ReplicaID
+	topics, groups := byTopic(r.Partitions, func(p OffsetForLeaderEpochPartition) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			wp.Partition, wp.CurrentLeaderEpoch, wp.LeaderEpoch = p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func offsetsForLeaderEpochFromWire(w *kmsg.OffsetForLeaderEpochRequest) *OffsetsForLeaderEpochRequest {
+	r := &OffsetsForLeaderEpochRequest{ReplicaID: w.ReplicaID}
+	if w.Version < 3 {
+		r.ReplicaID = ConsumerReplicaID
+	}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			cur := wp.CurrentLeaderEpoch
+			if w.Version < 2 {
+				cur = -1
+			}
+			r.Partitions = append(r.Partitions, OffsetForLeaderEpochPartition{Topic: wt.Topic, Partition: wp.Partition,
+				CurrentLeaderEpoch: cur, LeaderEpoch: wp.LeaderEpoch})
+		}
+	}
+	return r
+}
+
+func offsetsForLeaderEpochResponseToWire(r *OffsetsForLeaderEpochResponse, version int16) *kmsg.OffsetForLeaderEpochResponse {
+	w := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	w.Version = version
+	topics, groups := byTopic(r.Partitions, func(p OffsetForLeaderEpochPartitionResponse) string { return p.Topic })
+	for _, t := range topics {
+		wt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		wt.Topic = t
+		for _, p := range groups[t] {
+			wp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			wp.Partition, wp.ErrorCode, wp.LeaderEpoch, wp.EndOffset = p.Partition, CodeOf(p.Err), p.LeaderEpoch, p.EndOffset
+			wt.Partitions = append(wt.Partitions, wp)
+		}
+		w.Topics = append(w.Topics, wt)
+	}
+	return w
+}
+
+func offsetsForLeaderEpochResponseFromWire(w *kmsg.OffsetForLeaderEpochResponse) *OffsetsForLeaderEpochResponse {
+	r := &OffsetsForLeaderEpochResponse{}
+	for _, wt := range w.Topics {
+		for _, wp := range wt.Partitions {
+			r.Partitions = append(r.Partitions, OffsetForLeaderEpochPartitionResponse{Topic: wt.Topic, Partition: wp.Partition,
+				Err: ErrorForCode(wp.ErrorCode), EpochEndOffset: EpochEndOffset{LeaderEpoch: wp.LeaderEpoch, EndOffset: wp.EndOffset}})
+		}
+	}
+	return r
+}
+
+// describeClusterResponse answers DescribeCluster from a Metadata answer:
+// the same brokers, cluster id and controller.
+func describeClusterResponse(md *MetadataResponse, version int16) *kmsg.DescribeClusterResponse {
+	w := kmsg.NewPtrDescribeClusterResponse()
+	w.Version = version
+	w.ClusterID, w.ControllerID = md.ClusterID, md.ControllerID
+	w.ClusterAuthorizedOperations = -2147483648 // not asked for, or not known (Kafka's INT32_MIN)
+	for _, b := range md.Brokers {
+		wb := kmsg.NewDescribeClusterResponseBroker()
+		wb.NodeID, wb.Host, wb.Port = b.NodeID, b.Host, b.Port
+		w.Brokers = append(w.Brokers, wb)
+	}
+	return w
 }

@@ -19,7 +19,7 @@ func TestClusterFlagErrors(t *testing.T) {
 		{[]string{"serve", "--dir", "d", "--node-id", "1", "--controller", "127.0.0.1:1", "--replica-lag-max", "0s"},
 			"partlog: serve: --heartbeat and --replica-lag-max must be positive\n"},
 		{[]string{"serve", "--dir", "d", "--node-id", "-1"}, "partlog: serve: --node-id -1 is not a node id\n"},
-		{[]string{"serve", "--dir", "d", "--log-level", "loud"}, "partlog: serve: invalid value \"loud\" for flag -log-level: log level \"loud\" is not off, error, warn, info or debug\n"},
+		{[]string{"serve", "--dir", "d", "--log-level", "loud"}, "partlog: serve: invalid value \"loud\" for --log-level: log level \"loud\" is not off, error, warn, info or debug\n"},
 		{[]string{"controller"}, "partlog: controller: --dir is required\n"},
 		{[]string{"controller", "--dir", "d", "--session-timeout", "0s"}, "partlog: controller: --session-timeout and --tick must be positive\n"},
 		{[]string{"controller", "--dir", "d", "extra"}, "partlog: controller: unexpected argument \"extra\"\n"},

@@ -29,7 +29,7 @@ messages" on standard error, closes the data directory and exits with status
 5 seconds.
 
 A line is the record's value, after the fields asked for, in this order,
-each followed by --key-separator (a tab unless set), as Kafka's
+each followed by key.separator (a tab unless set), as Kafka's
 DefaultMessageFormatter writes them:
 
   --print-timestamp   CreateTime:1700000000000 (LogAppendTime:... when the
@@ -45,6 +45,49 @@ so that --print-partition --print-offset --print-key prints lines such as
 
 A null key or value prints as null. Keys and values are written byte for
 byte: a value holding a newline spans lines.
+
+--property KEY=VALUE sets the properties of kafka-console-consumer.sh's
+formatter, as Kafka's tool takes them (repeat it for more; the flags above
+are the same as the print.* properties):
+
+  print.timestamp=true    the timestamp type and timestamp
+  print.partition=true    Partition:N
+  print.offset=true       Offset:N
+  print.delivery=true     Delivery:NOT_PRESENT (a share group's count)
+  print.epoch=true        Epoch:N, the leader epoch of the record's batch
+  print.headers=true      the headers, or NO_HEADERS
+  print.key=true          the key
+  print.value=false       no value: the last field printed ends the line
+  key.separator=S         what follows each field (--key-separator)
+  line.separator=S        what ends each record; a newline unless set
+  headers.separator=S     what separates headers; a comma unless set
+  null.literal=S          what a null key, value or header prints as
+  key.deserializer=C, value.deserializer=C, headers.deserializer=C
+                          org.apache.kafka.common.serialization.StringDeserializer
+                          (invalid UTF-8 becomes U+FFFD) or ByteArrayDeserializer
+                          (bytes as they are, the default)
+
+For example, --property print.key=true --property key.separator=:
+prints "user-7:clicked". An unknown property is an error.
+
+--formatter offsets (Kafka's
+kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter)
+decodes the records of __consumer_offsets and prints each committed offset
+as Kafka's formatter does:
+
+  [g,t,0]::OffsetAndMetadata(offset=5, leaderEpoch=Optional.empty, metadata=, commitTimestamp=1700000000000, expireTimestamp=None)
+
+and [g,t,0]::NULL for a deleted one. --formatter group-metadata (Kafka's
+...GroupMetadataManager$GroupMetadataMessageFormatter) prints the groups'
+metadata records instead:
+
+  g::GroupMetadata(groupId=g, generation=1, protocolType=Some(consumer), currentState=Stable, members=HashMap(...))
+
+Each skips the other's records, as Kafka's do, and ignores the print.*
+properties. For example:
+
+  partlog consume --dir D --topic __consumer_offsets --from-beginning \
+      --formatter offsets --timeout 1s
 
 --group G makes the consumer a member of consumer group G: the group's
 members share the topic's partitions, each partition starts at the group's
@@ -71,20 +114,27 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	partition := fs.Int("partition", -1, "the `partition` to consume; by default every partition")
 	offset := fs.String("offset", "", "the `offset` in --partition to start at: a number, earliest or latest")
 	maxMessages := fs.Int64("max-messages", 0, "exit after printing `N` records; 0 means no limit")
-	timeout := fs.Duration("timeout", 0, "exit when no record came for this `duration` (as 500ms, 10s); 0 means never")
+	timeout := durationVar(fs, "timeout", 0, "exit when no record came for this `duration`; 0 means never")
 	group := fs.String("group", "", "the consumer `group` to consume in, committing its offsets")
-	var f recordFormat
-	fs.BoolVar(&f.timestamp, "print-timestamp", false, "print each record's timestamp type and timestamp")
-	fs.BoolVar(&f.partition, "print-partition", false, "print each record's partition")
-	fs.BoolVar(&f.offset, "print-offset", false, "print each record's offset")
-	fs.BoolVar(&f.headers, "print-headers", false, "print each record's headers")
-	fs.BoolVar(&f.key, "print-key", false, "print each record's key")
-	separator := fs.String("key-separator", "\t", "the `separator` after each printed field; a tab unless set")
+	f := newDefaultFormatter()
+	fs.BoolVar(&f.timestamp, "print-timestamp", false, "print each record's timestamp type and timestamp (print.timestamp=true)")
+	fs.BoolVar(&f.partition, "print-partition", false, "print each record's partition (print.partition=true)")
+	fs.BoolVar(&f.offset, "print-offset", false, "print each record's offset (print.offset=true)")
+	fs.BoolVar(&f.headers, "print-headers", false, "print each record's headers (print.headers=true)")
+	fs.BoolVar(&f.key, "print-key", false, "print each record's key (print.key=true)")
+	separator := fs.String("key-separator", "\t", "the `separator` after each printed field (key.separator); a tab unless set")
+	props := propertyFlag{}
+	fs.Var(props, "property", "a formatter property `key=value` (see above); repeat for more")
+	formatter := fs.String("formatter", "default", "the `formatter` that prints records: default, offsets or group-metadata, or Kafka's class name of one")
 	operands, err := parseFlags(fs, args, consumeHelp, stdout)
 	if err != nil {
 		return err
 	}
 	f.separator = []byte(*separator)
+	format, err := newFormatter(*formatter, f, props, stderr)
+	if err != nil {
+		return &usageError{command: "consume", err: err}
+	}
 	switch {
 	case len(operands) > 0:
 		return usageErrorf("consume", "unexpected argument %q", operands[0])
@@ -193,7 +243,7 @@ poll:
 					break poll
 				}
 				r := &fetches[i].Records[j]
-				line = f.append(line[:0], r)
+				line = format.append(line[:0], r)
 				out.Write(line)
 				count++
 				printed[r.TopicPartition()] = consumer.CommittedOffset{Offset: r.Offset + 1, LeaderEpoch: -1}
@@ -219,62 +269,4 @@ poll:
 		errs = append(errs, fmt.Errorf("consume: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// recordFormat is how consume prints a record: Kafka's
-// DefaultMessageFormatter with its print.* properties.
-type recordFormat struct {
-	timestamp, partition, offset, headers, key bool
-	// separator follows each field before the value (key.separator).
-	separator []byte
-}
-
-// nullLiteral is what a null key, value or header value prints as.
-const nullLiteral = "null"
-
-// append appends r's line to b.
-func (f *recordFormat) append(b []byte, r *consumer.Record) []byte {
-	if f.timestamp {
-		b = append(b, r.TimestampType.String()...)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, r.Timestamp.UnixMilli(), 10)
-		b = append(b, f.separator...)
-	}
-	if f.partition {
-		b = append(b, "Partition:"...)
-		b = strconv.AppendInt(b, int64(r.Partition), 10)
-		b = append(b, f.separator...)
-	}
-	if f.offset {
-		b = append(b, "Offset:"...)
-		b = strconv.AppendInt(b, r.Offset, 10)
-		b = append(b, f.separator...)
-	}
-	if f.headers {
-		if len(r.Headers) == 0 {
-			b = append(b, "NO_HEADERS"...)
-		}
-		for i, h := range r.Headers {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, h.Key...)
-			b = append(b, ':')
-			b = appendNullable(b, h.Value)
-		}
-		b = append(b, f.separator...)
-	}
-	if f.key {
-		b = appendNullable(b, r.Key)
-		b = append(b, f.separator...)
-	}
-	b = appendNullable(b, r.Value)
-	return append(b, '\n')
-}
-
-func appendNullable(b, v []byte) []byte {
-	if v == nil {
-		return append(b, nullLiteral...)
-	}
-	return append(b, v...)
 }

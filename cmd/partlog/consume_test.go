@@ -156,7 +156,16 @@ func TestConsumeUsage(t *testing.T) {
 		{[]string{"--dir", dir, "--topic", "t", "--partition", "0", "--offset", "-1"}, `consume: --offset "-1" is not an offset, earliest or latest`},
 		{[]string{"--dir", dir, "--topic", "t", "--max-messages", "-1"}, "consume: --max-messages -1 is negative"},
 		{[]string{"--dir", dir, "--topic", "t", "--timeout", "-1s"}, "consume: --timeout -1s is negative"},
-		{[]string{"--dir", dir, "--topic", "t", "--timeout", "5"}, `consume: invalid value "5" for flag -timeout: parse error`},
+		{[]string{"--dir", dir, "--topic", "t", "--timeout", "-1"}, "consume: --timeout -1ms is negative"},
+		{[]string{"--dir", dir, "--topic", "t", "--timeout", "5x"}, `consume: invalid value "5x" for --timeout: not a number of milliseconds (as 500) or a duration (as 500ms, 2s)`},
+		{[]string{"--dir", dir, "--topic", "t", "--timeout"}, "consume: flag needs an argument: --timeout"},
+		{[]string{"--dir", dir, "--topic", "t", "--no-such"}, "consume: flag provided but not defined: --no-such"},
+		{[]string{"--dir", dir, "--topic", "t", "--print-key=maybe"}, `consume: invalid boolean value "maybe" for --print-key: parse error`},
+		{[]string{"--dir", dir, "--topic", "t", "--property", "print.keys=true"}, `consume: unknown --property "print.keys"; consume knows print.timestamp, print.partition, print.offset, print.delivery, print.epoch, print.headers, print.key, print.value, key.separator, line.separator, headers.separator, null.literal, key.deserializer, value.deserializer, headers.deserializer`},
+		{[]string{"--dir", dir, "--topic", "t", "--property", "print.key=yes"}, "consume: --property print.key=yes: not true or false"},
+		{[]string{"--dir", dir, "--topic", "t", "--property", "value.deserializer=com.example.Avro"}, "consume: --property value.deserializer=com.example.Avro: consume prints bytes as they are (org.apache.kafka.common.serialization.ByteArrayDeserializer) or as UTF-8 (org.apache.kafka.common.serialization.StringDeserializer), no other deserializer"},
+		{[]string{"--dir", dir, "--topic", "t", "--property", "nokey"}, `consume: invalid value "nokey" for --property: "nokey" is not key=value`},
+		{[]string{"--dir", dir, "--topic", "t", "--formatter", "kafka.tools.JsonFormatter"}, `consume: --formatter "kafka.tools.JsonFormatter" is not one of default, group-metadata, kafka.coordinator.group.GroupMetadataManager$GroupMetadataMessageFormatter, kafka.coordinator.group.GroupMetadataManager$OffsetsMessageFormatter, kafka.tools.DefaultMessageFormatter, offsets, org.apache.kafka.tools.consumer.DefaultMessageFormatter`},
 	} {
 		stdout, stderr, code := cli(t, append([]string{"consume"}, tc.args...)...)
 		require.Equal(t, exitUsage, code, tc.args)

@@ -43,9 +43,9 @@ func runController(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("controller")
 	dir := fs.String("dir", "", "the controller's data `directory` (required)")
 	listen := fs.String("listen", "127.0.0.1:9093", "the `address` to listen on")
-	session := fs.Duration("session-timeout", 9*time.Second, "how long a node may go without a heartbeat before it is fenced (broker.session.timeout.ms), as a `duration`")
-	tick := fs.Duration("tick", 100*time.Millisecond, "how often the controller checks sessions and elects leaders, as a `duration`")
-	rebalance := fs.Duration("leader-imbalance-check", 300*time.Second, "how often leadership moves back to preferred replicas (leader.imbalance.check.interval.seconds), as a `duration`; 0 turns it off")
+	session := durationVar(fs, "session-timeout", 9*time.Second, "how long a node may go without a heartbeat before it is fenced (broker.session.timeout.ms), a `duration`")
+	tick := durationVar(fs, "tick", 100*time.Millisecond, "how often the controller checks sessions and elects leaders, a `duration`")
+	rebalance := durationVar(fs, "leader-imbalance-check", 300*time.Second, "how often leadership moves back to preferred replicas (leader.imbalance.check.interval.seconds), a `duration`, 0 turning it off")
 	level := logLevelFlag(fs)
 	operands, err := parseFlags(fs, args, controllerHelp, stdout)
 	if err != nil {

@@ -40,6 +40,18 @@ bytes that do not frame a batch (a torn write, garbage) it prints how many
 bytes are left and stops. --deep-iteration adds a line per record, and
 --print-data-log adds each record's key and value, read as UTF-8.
 
+--offsets-decoder reads the records as those of __consumer_offsets (a
+segment of one of its partitions) and prints their keys and values decoded,
+as Kafka's --offsets-decoder does: a committed offset as
+
+  key: offset_commit::group=g,partition=t-0 payload: offset=5
+
+(",metadata=M" when the commit has some), a group's metadata as
+
+  key: group_metadata::group=g payload: {"protocolType":"consumer","protocol":"range","generationId":1,"assignment":"{member-1=[t-0, t-1]}"}
+
+and a deletion (a tombstone) with the payload <DELETE>.
+
 For a .index file it prints "offset: N position: P" per entry, and for a
 .timeindex file "timestamp: T offset: N". With --verify-index-only it prints
 no entries but checks each against the .log beside the index instead, as
@@ -58,6 +70,9 @@ type dumpLogOptions struct {
 	printDataLog    bool
 	deepIteration   bool
 	verifyIndexOnly bool
+	// offsetsDecoder prints records' keys and values decoded as records
+	// of __consumer_offsets.
+	offsetsDecoder bool
 }
 
 // runDumpLog runs "partlog dump-log".
@@ -69,9 +84,13 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.printDataLog, "print-data-log", false, "print each record's key and value (implies --deep-iteration)")
 	fs.BoolVar(&opts.deepIteration, "deep-iteration", false, "print a line for every record, not only for every batch")
 	fs.BoolVar(&opts.verifyIndexOnly, "verify-index-only", false, "check index entries against the log instead of printing them")
+	fs.BoolVar(&opts.offsetsDecoder, "offsets-decoder", false, "decode records as __consumer_offsets records: committed offsets and group metadata (implies --print-data-log)")
 	operands, err := parseFlags(fs, args, dumpLogHelp, stdout)
 	if err != nil {
 		return err
+	}
+	if opts.offsetsDecoder {
+		opts.printDataLog = true // as in Kafka
 	}
 	paths := append([]string(files), operands...)
 	if len(paths) == 0 {
@@ -140,7 +159,7 @@ func dumpLog(out *bufio.Writer, path string, base int64, opts dumpLogOptions) er
 		valid := crcValid(h, b)
 		writeBatch(out, h, sc.Pos(), valid)
 		if deep {
-			writeRecords(out, h, b, valid, opts.printDataLog)
+			writeRecords(out, h, b, valid, opts.printDataLog, opts.offsetsDecoder)
 		}
 	}
 	err = sc.Err()
@@ -197,7 +216,7 @@ func sequence(baseSequence, offsetDelta int32) int32 {
 // writeRecords prints a line per record of batch b (DumpLogSegments'
 // dumpBatchRecords). The records of a batch whose CRC fails are printed too,
 // as Kafka prints them, for whatever they are worth.
-func writeRecords(out *bufio.Writer, h record.Header, b []byte, valid bool, printData bool) {
+func writeRecords(out *bufio.Writer, h record.Header, b []byte, valid bool, printData, offsets bool) {
 	if !valid {
 		// Decode insists on a valid CRC; give it a copy that has one.
 		b = slices.Clone(b)
@@ -209,13 +228,13 @@ func writeRecords(out *bufio.Writer, h record.Header, b []byte, valid bool, prin
 		return
 	}
 	for _, r := range batch.Records {
-		writeRecord(out, h, r, printData)
+		writeRecord(out, h, r, printData, offsets)
 	}
 }
 
 // writeRecord prints one record's line (DumpLogSegments' printRecordMetadata
 // and printRecordContents).
-func writeRecord(out *bufio.Writer, h record.Header, r record.Record, printData bool) {
+func writeRecord(out *bufio.Writer, h record.Header, r record.Record, printData, offsets bool) {
 	fmt.Fprintf(out, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [",
 		r.Offset, h.Attributes.TimestampType(), r.Timestamp, nullableLen(r.Key), nullableLen(r.Value),
 		sequence(h.BaseSequence, int32(r.Offset-h.BaseOffset)))
@@ -229,6 +248,8 @@ func writeRecord(out *bufio.Writer, h record.Header, r record.Record, printData 
 	switch {
 	case h.Attributes.IsControl():
 		writeControlRecord(out, r)
+	case printData && offsets:
+		writeOffsetsRecord(out, r)
 	case printData:
 		if r.Key != nil {
 			out.WriteString(" key: ")
@@ -240,6 +261,26 @@ func writeRecord(out *bufio.Writer, h record.Header, r record.Record, printData 
 		}
 	}
 	out.WriteByte('\n')
+}
+
+// writeOffsetsRecord prints a record of __consumer_offsets as
+// kafka-dump-log.sh --offsets-decoder does: " key: K payload: P" in the
+// words of offsetsRecord.dumpKeyValue, or why it does not decode.
+func writeOffsetsRecord(out *bufio.Writer, r record.Record) {
+	if r.Key == nil {
+		out.WriteString(" error: cannot decode a record of __consumer_offsets without a key")
+		return
+	}
+	rec, err := decodeOffsetsRecord(r.Key, r.Value)
+	if err != nil {
+		fmt.Fprintf(out, " error: cannot decode as a record of __consumer_offsets: %v", err)
+		return
+	}
+	key, payload := rec.dumpKeyValue()
+	out.WriteString(" key: ")
+	out.WriteString(key)
+	out.WriteString(" payload: ")
+	out.WriteString(payload)
 }
 
 // nullableLen returns the length of b, or -1 when b is null, as Kafka's

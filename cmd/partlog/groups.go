@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/partlog/partlog"
@@ -25,26 +26,46 @@ Groups lists and describes consumer groups and resets their committed
 offsets, as Kafka's kafka-consumer-groups.sh does:
 
   partlog groups list --dir D
-  partlog groups describe --dir D --group G [--members | --state]
-  partlog groups reset-offsets --dir D --group G --topic T
-          (--to-earliest | --to-latest | --to-offset N) [--dry-run | --execute]
-  partlog groups delete --dir D --group G
+  partlog groups describe --dir D (--group G... | --all-groups) [--members | --state]
+  partlog groups reset-offsets --dir D (--group G... | --all-groups)
+          (--topic T[:P,P...]... | --all-topics)
+          (--to-earliest | --to-latest | --to-offset N | --shift-by N |
+           --to-datetime YYYY-MM-DDTHH:mm:SS.sss) [--dry-run | --execute]
+  partlog groups delete --dir D (--group G... | --all-groups)
+
+The action may also be given as Kafka's tool takes it, as a flag: groups
+--describe is groups describe. --group may be repeated; --all-groups names
+every group the node knows.
 
 Describe prints, for each partition the group has a committed offset for or
 a member is assigned, the committed offset (CURRENT-OFFSET), the log end
 offset, the lag between them, and the member that owns it; --members prints
 the members and how many partitions each has, --state the group's state,
-assignor and member count.
+assignor and member count. Several groups are described one after another,
+a blank line between them.
 
-Reset-offsets sets the group's committed offsets for every partition of
-TOPIC: to the log start offset (--to-earliest), the log end offset
-(--to-latest) or N (--to-offset, kept within the two). Like Kafka it only
+Reset-offsets sets the groups' committed offsets for every partition of
+each --topic (or the partitions listed after its colon, as in t:0,2), or,
+with --all-topics, for every partition a group has committed offsets for:
+
+  --to-earliest    the log start offset
+  --to-latest      the log end offset
+  --to-offset N    N
+  --shift-by N     the committed offset plus N (minus, when N is negative);
+                   a partition without a committed offset is an error
+  --to-datetime T  the first offset whose record's timestamp is at or after
+                   T, as YYYY-MM-DDTHH:mm:SS.sss (as 2024-05-01T09:30:00.000)
+                   in UTC, or in the zone that follows it (Z, +02:00, +0200,
+                   +02), as Kafka's tool reads it; a partition without such
+                   a record goes to its log end offset
+
+each kept within the log start and log end offsets. Like Kafka it only
 prints the new offsets unless --execute is given, and it refuses a group
 that has members: offsets can only be reset while the group is inactive
 (Empty). A group whose consumers crashed keeps their membership until their
 session timeout passes on a running node.
 
-Delete deletes a group without members and its committed offsets, writing
+Delete deletes groups without members and their committed offsets, writing
 tombstones to __consumer_offsets.
 
 Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
@@ -55,53 +76,81 @@ Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
 func runGroups(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("groups")
 	where := addTargetFlags(fs)
-	group := fs.String("group", "", "the consumer `group`")
-	topic := fs.String("topic", "", "the `topic` whose offsets reset-offsets sets")
+	var groupNames, topics stringsFlag
+	fs.Var(&groupNames, "group", "the consumer `group`; repeat for more")
+	allGroups := fs.Bool("all-groups", false, "describe, delete, reset-offsets: every group")
+	fs.Var(&topics, "topic", "reset-offsets: the `topic` whose offsets to set, or topic:P,P... for some of its partitions; repeat for more")
+	allTopics := fs.Bool("all-topics", false, "reset-offsets: every partition a group has committed offsets for")
 	members := fs.Bool("members", false, "describe: print the members")
 	state := fs.Bool("state", false, "describe: print the group's state")
+	var spec resetSpec
 	toEarliest := fs.Bool("to-earliest", false, "reset-offsets: to the log start offset")
 	toLatest := fs.Bool("to-latest", false, "reset-offsets: to the log end offset")
-	toOffset := fs.Int64("to-offset", -1, "reset-offsets: to `offset`")
+	fs.Int64Var(&spec.offset, "to-offset", 0, "reset-offsets: to `offset`")
+	fs.Int64Var(&spec.shift, "shift-by", 0, "reset-offsets: by `N` offsets from the committed offset, back when negative")
+	toDatetime := fs.String("to-datetime", "", "reset-offsets: to the first offset at or after `datetime`, YYYY-MM-DDTHH:mm:SS.sss, UTC unless a zone (Z, +02:00) follows")
 	dryRun := fs.Bool("dry-run", false, "reset-offsets: print the new offsets only (the default)")
 	execute := fs.Bool("execute", false, "reset-offsets: commit the new offsets")
+	actions := addActionFlags(fs, "groups", "list", "describe", "reset-offsets", "delete")
 	operands, err := parseFlags(fs, args, groupsHelp, stdout)
 	if err != nil {
 		return err
 	}
-	if len(operands) != 1 {
-		return usageErrorf("groups", "say one of list, describe, reset-offsets, delete")
+	action, operands, err := actions.action(operands)
+	if err != nil {
+		return err
 	}
-	action := operands[0]
-	switch action {
-	case "list":
-	case "describe":
-		if *group == "" {
-			return usageErrorf("groups", "describe needs --group")
+	if len(operands) > 0 {
+		return usageErrorf("groups", "unexpected argument %q", operands[0])
+	}
+	if action != "list" {
+		switch {
+		case len(groupNames) == 0 && !*allGroups:
+			return usageErrorf("groups", "%s needs --group or --all-groups", action)
+		case len(groupNames) > 0 && *allGroups:
+			return usageErrorf("groups", "--group and --all-groups cannot both be given")
 		}
+	}
+	var scope []topicScope
+	switch action {
+	case "describe":
 		if *members && *state {
 			return usageErrorf("groups", "--members and --state cannot both be given")
 		}
-	case "delete":
-		if *group == "" {
-			return usageErrorf("groups", "delete needs --group")
-		}
 	case "reset-offsets":
-		n := 0
-		for _, b := range []bool{*toEarliest, *toLatest, *toOffset >= 0} {
-			if b {
-				n++
+		var specs []string
+		for _, f := range []string{"to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime"} {
+			if isSet(fs, f) {
+				specs = append(specs, "--"+f)
+				spec.kind = f
 			}
 		}
 		switch {
-		case *group == "" || *topic == "":
-			return usageErrorf("groups", "reset-offsets needs --group and --topic")
-		case n != 1:
-			return usageErrorf("groups", "reset-offsets needs one of --to-earliest, --to-latest, --to-offset N")
+		case len(topics) == 0 && !*allTopics:
+			return usageErrorf("groups", "reset-offsets needs --topic or --all-topics")
+		case len(topics) > 0 && *allTopics:
+			return usageErrorf("groups", "--topic and --all-topics cannot both be given")
+		case len(specs) != 1:
+			return usageErrorf("groups", "reset-offsets needs one of --to-earliest, --to-latest, --to-offset N, --shift-by N, --to-datetime T")
+		case *toEarliest != isSet(fs, "to-earliest") || *toLatest != isSet(fs, "to-latest"):
+			return usageErrorf("groups", "%s=false asks for nothing; leave it out", specs[0])
 		case *dryRun && *execute:
 			return usageErrorf("groups", "--dry-run and --execute cannot both be given")
 		}
-	default:
-		return usageErrorf("groups", "unknown action %q; say list, describe, reset-offsets or delete", action)
+		if spec.kind == "to-datetime" {
+			at, err := parseKafkaDatetime(*toDatetime)
+			if err != nil {
+				return usageErrorf("groups", "--to-datetime %q: %v", *toDatetime, err)
+			}
+			spec.timestamp = at.UnixMilli()
+		}
+		for _, tv := range topics {
+			ts, err := parseTopicScope(tv)
+			if err != nil {
+				return usageErrorf("groups", "--topic %q: %v", tv, err)
+			}
+			scope = append(scope, ts)
+		}
 	}
 	t, err := openTarget("groups", where, stderr)
 	if err != nil {
@@ -115,24 +164,33 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 	n := groupTarget{t, gc}
 	defer n.Close()
 	ctx := context.Background()
+	names := []string(groupNames)
+	if *allGroups {
+		if names, err = n.groupIDs(ctx); err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
+	}
 	switch action {
 	case "list":
 		err = listGroups(ctx, n, stdout)
 	case "describe":
-		err = describeGroup(ctx, n, *group, *members, *state, stdout)
-	case "delete":
-		var resp *transport.DeleteGroupsResponse
-		if resp, err = n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{*group}}); err == nil {
-			if err = resp.Results[0].Err; err == nil {
-				fmt.Fprintf(stdout, "Deletion of requested consumer groups ('%s') was successful.\n", *group)
+		var errs []error
+		for i, g := range names {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if err := describeGroup(ctx, n, g, *members, *state, stdout); err != nil {
+				errs = append(errs, err)
 			}
 		}
+		err = errors.Join(errs...)
+	case "delete":
+		err = deleteGroups(ctx, n, names, stdout)
 	case "reset-offsets":
-		to := resetTo{earliest: *toEarliest, latest: *toLatest, offset: *toOffset}
 		if !*execute {
 			fmt.Fprintln(stderr, "WARN: No action will be performed as the --execute option is missing. In a future major release, the default behavior of this command will be to prompt the user before executing the reset rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting this command and want to keep the current default behavior without prompting.")
 		}
-		err = resetOffsets(ctx, n, *group, *topic, to, *execute, stdout)
+		err = resetOffsets(ctx, n, names, scope, spec, *execute, stdout, stderr)
 	}
 	if err != nil {
 		return fmt.Errorf("groups: %w", err)
@@ -158,17 +216,67 @@ func (g groupTarget) NodeID() int32 { return g.nodeID(context.Background()) }
 func (g groupTarget) Close() error { return g.close() }
 
 func listGroups(ctx context.Context, n groupTarget, w io.Writer) error {
-	resp, err := n.ListGroups(ctx, &transport.ListGroupsRequest{})
+	ids, err := n.groupIDs(ctx)
+	for _, g := range ids {
+		fmt.Fprintln(w, g)
+	}
+	return err
+}
+
+// groupIDs returns the ids of every group, in ListGroups' order (sorted).
+func (g groupTarget) groupIDs(ctx context.Context) ([]string, error) {
+	resp, err := g.ListGroups(ctx, &transport.ListGroupsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != nil {
+		return nil, resp.Err
+	}
+	var ids []string
+	for _, lg := range resp.Groups {
+		ids = append(ids, lg.Group)
+	}
+	return ids, nil
+}
+
+// deleteGroups deletes groups and prints what kafka-consumer-groups.sh
+// --delete prints: that the deletion was successful, or which groups could
+// not be deleted and why, then those that were.
+func deleteGroups(ctx context.Context, n groupTarget, groups []string, w io.Writer) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	resp, err := n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: groups})
 	if err != nil {
 		return err
 	}
-	if resp.Err != nil {
-		return resp.Err
+	if len(groups) == 1 {
+		if err := resp.Results[0].Err; err != nil {
+			return err
+		}
 	}
-	for _, g := range resp.Groups {
-		fmt.Fprintln(w, g.Group)
+	var deleted, failed []string
+	var errs []error
+	for _, r := range resp.Results {
+		if r.Err != nil {
+			failed = append(failed, fmt.Sprintf("* Group '%s' could not be deleted due to: %v", r.Group, r.Err))
+			errs = append(errs, fmt.Errorf("group %s: %w", r.Group, r.Err))
+			continue
+		}
+		deleted = append(deleted, "'"+r.Group+"'")
 	}
-	return nil
+	if len(failed) == 0 {
+		fmt.Fprintf(w, "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(deleted, ", "))
+		return nil
+	}
+	fmt.Fprintln(w, "Deletion of some consumer groups failed:")
+	for _, f := range failed {
+		fmt.Fprintln(w, f)
+	}
+	if len(deleted) > 0 {
+		fmt.Fprintf(w, "\nThese consumer groups were deleted successfully: %s\n", strings.Join(deleted, ", "))
+	}
+	return errors.Join(errs...)
 }
 
 // groupPartition is a row of describe: a partition, its offsets and owner.
@@ -292,60 +400,6 @@ func groupPartitions(ctx context.Context, n groupTarget, group string, g transpo
 		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 	})
 	return rows, nil
-}
-
-// resetTo is where reset-offsets moves offsets.
-type resetTo struct {
-	earliest, latest bool
-	offset           int64
-}
-
-func resetOffsets(ctx context.Context, n groupTarget, group, topic string, to resetTo, execute bool, w io.Writer) error {
-	dresp, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{group}})
-	if err != nil {
-		return err
-	}
-	if g := dresp.Groups[0]; g.State != "Empty" && g.State != "Dead" {
-		return fmt.Errorf("%w: assignments can only be reset if the group '%s' is inactive, but the current state is %s (%d members)",
-			transport.ErrNonEmptyGroup, group, g.State, len(g.Members))
-	}
-	ds, err := n.DescribeTopics(topic)
-	if err != nil {
-		return err
-	}
-	req := &transport.OffsetCommitRequest{Group: group, GenerationID: transport.NoGeneration,
-		Topics: []transport.OffsetCommitTopic{{Topic: topic}}}
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tNEW-OFFSET")
-	for _, p := range ds[0].Partitions {
-		off := to.offset
-		switch {
-		case to.earliest:
-			off = p.LogStartOffset
-		case to.latest:
-			off = p.HighWatermark
-		}
-		off = min(max(off, p.LogStartOffset), p.HighWatermark)
-		req.Topics[0].Partitions = append(req.Topics[0].Partitions, transport.OffsetCommitPartition{Partition: p.Partition, Offset: off, LeaderEpoch: -1})
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", group, topic, p.Partition, off)
-	}
-	tw.Flush()
-	if !execute {
-		return nil
-	}
-	resp, err := n.OffsetCommit(ctx, req)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.Err != nil {
-				errs = append(errs, fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, p.Err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func dash(s string) string {

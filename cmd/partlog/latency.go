@@ -40,7 +40,10 @@ type latencyShard struct {
 	windowMax atomic.Int64
 	// hist counts the latencies in each bucket; its sum is the count.
 	hist [histBuckets]atomic.Int64
-	_    [64]byte // so that the next shard's first fields start a cache line of their own
+	// bytes is the records' bytes, counted by addBytes only (records of
+	// varying sizes).
+	bytes atomic.Int64
+	_     [64]byte // so that the next shard's first fields start a cache line of their own
 }
 
 // newLatencyStats returns statistics for a topic of partitions partitions.
@@ -63,6 +66,21 @@ func (st *latencyStats) record(p int32, d time.Duration) {
 			break
 		}
 	}
+}
+
+// addBytes counts n bytes of a record of partition p, for runs whose
+// records' sizes vary.
+func (st *latencyStats) addBytes(p int32, n int) {
+	st.shards[p&st.mask].bytes.Add(int64(n))
+}
+
+// totalBytes returns the bytes addBytes counted.
+func (st *latencyStats) totalBytes() int64 {
+	var n int64
+	for i := range st.shards {
+		n += st.shards[i].bytes.Load()
+	}
+	return n
 }
 
 // fail records a record that failed.
@@ -164,9 +182,12 @@ func histBounds(i int) (lo, hi int64) {
 // perfWindow reports perf produce's progress: what each window of
 // progressInterval saw, in the format of Kafka's ProducerPerformance.
 type perfWindow struct {
-	w          io.Writer
+	w io.Writer
+	// recordSize is every record's size, or 0 when sizes vary and the
+	// stats count the bytes.
 	recordSize int
 	stats      *latencyStats
+	bytes      int64 // the bytes counted at the last window's end
 	// start, count and sum are the last window's end and the totals then.
 	start time.Time
 	count int64
@@ -184,7 +205,12 @@ func (pw *perfWindow) report(now time.Time) {
 	if n > 0 {
 		avg = (sum - pw.sum) / time.Duration(n)
 	}
-	writeWindowLine(pw.w, n, elapsed, int64(pw.recordSize)*n, avg, windowMax)
+	bytes := int64(pw.recordSize) * n
+	if pw.recordSize == 0 {
+		total := pw.stats.totalBytes()
+		bytes, pw.bytes = total-pw.bytes, total
+	}
+	writeWindowLine(pw.w, n, elapsed, bytes, avg, windowMax)
 	pw.start, pw.count, pw.sum = now, count, sum
 }
 

@@ -8,14 +8,16 @@
 //
 // Commands:
 //
-//	topics     create, list, describe and delete topics
-//	produce    produce a record per line of standard input
-//	consume    print records on standard output
-//	groups     list and describe consumer groups, reset their offsets
-//	perf       measure producing and consuming speed
-//	serve      answer Kafka protocol requests for a data directory on TCP
-//	controller run a cluster's controller on TCP for serve --controller nodes
-//	dump-log   print the batches, records and index entries of segment files
+//	topics         create, list, describe, alter and delete topics
+//	configs        describe and alter topics' and nodes' configs
+//	delete-records delete a partition's records below an offset
+//	produce        produce a record per line of standard input
+//	consume        print records on standard output
+//	groups         list and describe consumer groups, reset their offsets
+//	perf           measure producing and consuming speed
+//	serve          answer Kafka protocol requests for a data directory on TCP
+//	controller     run a cluster's controller on TCP for serve --controller nodes
+//	dump-log       print the batches, records and index entries of segment files
 //
 // A command's flags may come before, after or between its arguments, and may
 // be written with one dash or two (-print-data-log or --print-data-log); "--"
@@ -69,7 +71,9 @@ type command struct {
 
 // commands lists the commands in the order "partlog help" shows them.
 var commands = []command{
-	{"topics", "create, list, describe and delete topics", runTopics},
+	{"topics", "create, list, describe, alter and delete topics", runTopics},
+	{"configs", "describe and alter topics' and nodes' configs", runConfigs},
+	{"delete-records", "delete a partition's records below an offset", runDeleteRecords},
 	{"produce", "produce a record per line of standard input", runProduce},
 	{"consume", "print records on standard output", runConsume},
 	{"groups", "list and describe consumer groups, reset their offsets", runGroups},
@@ -170,8 +174,12 @@ Usage:
 Commands:
 
 `)
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "\t%-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run 'partlog help <command>' for more about a command.

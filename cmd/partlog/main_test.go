@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -31,14 +32,16 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
-		require.Contains(t, stdout, "\n\ttopics     create, list, describe and delete topics\n"+
-			"\tproduce    produce a record per line of standard input\n"+
-			"\tconsume    print records on standard output\n"+
-			"\tgroups     list and describe consumer groups, reset their offsets\n"+
-			"\tperf       measure producing and consuming speed\n"+
-			"\tserve      answer Kafka protocol requests for a data directory on TCP\n"+
-			"\tcontroller run a cluster's controller on TCP for serve --controller nodes\n"+
-			"\tdump-log   print the batches, records and index entries of segment files\n")
+		require.Contains(t, stdout, "\n\ttopics         create, list, describe, alter and delete topics\n"+
+			"\tconfigs        describe and alter topics' and nodes' configs\n"+
+			"\tdelete-records delete a partition's records below an offset\n"+
+			"\tproduce        produce a record per line of standard input\n"+
+			"\tconsume        print records on standard output\n"+
+			"\tgroups         list and describe consumer groups, reset their offsets\n"+
+			"\tperf           measure producing and consuming speed\n"+
+			"\tserve          answer Kafka protocol requests for a data directory on TCP\n"+
+			"\tcontroller     run a cluster's controller on TCP for serve --controller nodes\n"+
+			"\tdump-log       print the batches, records and index entries of segment files\n")
 	}
 }
 
@@ -52,12 +55,21 @@ func TestHelpSubcommand(t *testing.T) {
 			[]string{"--dir directory", "--topic topic", "--partition partition", "--key-separator separator", "--acks acks", "--property key=value"}},
 		{[]string{"help", "consume"}, "Usage: partlog consume --dir DIR --topic TOPIC [flags]\n",
 			[]string{"--from-beginning", "--partition partition", "--offset offset", "--max-messages N", "--timeout duration",
-				"--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key", "--key-separator separator"}},
+				"--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key", "--key-separator separator",
+				"--property key=value", "--formatter formatter"}},
+		{[]string{"help", "topics"}, "Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]\n",
+			[]string{"--alter", "--partitions partitions", "--config key=value", "--delete-config key"}},
+		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers [--entity-name NAME] [flags]\n",
+			[]string{"--describe", "--alter", "--entity-type type", "--entity-name name", "--topic name", "--broker id", "--all",
+				"--add-config k1=v1,k2=[v2,v3]", "--add-config-file file", "--delete-config k1,k2", "--bootstrap-server host:port"}},
+		{[]string{"delete-records", "-h"}, "Usage: partlog delete-records --dir DIR --offset-json-file FILE\n",
+			[]string{"--offset-json-file file", "--topic topic", "--partition partition", "--offset offset", "--dir directory"}},
 		{[]string{"help", "perf"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
 		{[]string{"perf", "--help"}, "Usage: partlog perf <produce|consume> --dir DIR --topic TOPIC [flags]\n", nil},
 		{[]string{"help", "perf", "produce"}, "Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]\n",
 			[]string{"--num-records records", "--record-size bytes", "--acks acks", "--batch-size bytes", "--linger duration",
-				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value"}},
+				"--buffer-memory bytes", "--throughput records", "--partitions partitions", "--config key=value",
+				"--producer-props key=value", "--payload-file file", "--payload-delimiter delimiter"}},
 		{[]string{"perf", "consume", "-h"}, "Usage: partlog perf consume --dir DIR --topic TOPIC --messages N [flags]\n",
 			[]string{"--messages records", "--fetch-size bytes", "--fetch-max-bytes bytes", "--timeout duration", "--from-latest"}},
 	} {
@@ -80,7 +92,7 @@ func TestHelpCommand(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.True(t, strings.HasPrefix(stdout, "Usage: partlog dump-log [flags] FILE...\n"), stdout)
-		for _, flag := range []string{"--files list", "--print-data-log", "--deep-iteration", "--verify-index-only"} {
+		for _, flag := range []string{"--files list", "--print-data-log", "--deep-iteration", "--verify-index-only", "--offsets-decoder"} {
 			require.Contains(t, stdout, "\n  "+flag+"\n", args)
 		}
 	}
@@ -111,8 +123,8 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"dump-log", "--no-such-flag", "x.log"}, "partlog: dump-log: flag provided but not defined: -no-such-flag"},
-		{[]string{"dump-log", "--print-data-log=maybe", "x.log"}, `partlog: dump-log: invalid boolean value "maybe" for -print-data-log: parse error`},
+		{[]string{"dump-log", "--no-such-flag", "x.log"}, "partlog: dump-log: flag provided but not defined: --no-such-flag"},
+		{[]string{"dump-log", "--print-data-log=maybe", "x.log"}, `partlog: dump-log: invalid boolean value "maybe" for --print-data-log: parse error`},
 		{[]string{"dump-log"}, "partlog: dump-log: no files to dump"},
 		{[]string{"dump-log", "--print-data-log"}, "partlog: dump-log: no files to dump"},
 	} {
@@ -155,4 +167,41 @@ func TestListFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, listFlag{"a.log", "b.index", "d.timeindex"}, l)
 	require.Equal(t, []string{"c"}, operands)
+}
+
+// TestDurationFlags: a duration flag takes milliseconds, as Kafka's tools
+// do, or a Go duration, and its help says so.
+func TestDurationFlags(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"500", 500 * time.Millisecond},
+		{"0", 0},
+		{"-1", -time.Millisecond},
+		{"500ms", 500 * time.Millisecond},
+		{"2s", 2 * time.Second},
+		{"1m30s", 90 * time.Second},
+	} {
+		var d durationFlag
+		require.NoError(t, d.Set(tc.in), tc.in)
+		require.Equal(t, tc.want, time.Duration(d), tc.in)
+	}
+	var d durationFlag
+	require.EqualError(t, d.Set("5x"), "not a number of milliseconds (as 500) or a duration (as 500ms, 2s)")
+	require.EqualError(t, d.Set("9223372036854775807"), "9223372036854775807 milliseconds is out of range")
+
+	for _, tc := range []struct{ args, flags []string }{
+		{[]string{"consume"}, []string{"timeout"}},
+		{[]string{"perf", "produce"}, []string{"linger"}},
+		{[]string{"perf", "consume"}, []string{"timeout"}},
+		{[]string{"serve"}, []string{"heartbeat", "replica-lag-max", "group-initial-rebalance-delay"}},
+		{[]string{"controller"}, []string{"session-timeout", "tick", "leader-imbalance-check"}},
+	} {
+		stdout, _, code := cli(t, append([]string{"help"}, tc.args...)...)
+		require.Equal(t, exitOK, code, tc.args)
+		for _, f := range tc.flags {
+			require.Regexp(t, `\n  --`+f+` duration\n\t[^\n]*; milliseconds \(as 500\) or a duration \(as 500ms, 2s, 1m30s\)\n`, stdout, f)
+		}
+	}
 }

@@ -16,9 +16,10 @@ producer or consumer in this process, as Kafka's kafka-producer-perf-test.sh
 and kafka-consumer-perf-test.sh measure a cluster, and prints what they
 print:
 
-  partlog perf produce --dir D --topic T --num-records N --record-size S
+  partlog perf produce --dir D --topic T --num-records N
+      (--record-size S | --payload-file F [--payload-delimiter D])
       [--acks A] [--batch-size B] [--linger DUR] [--throughput R]
-      [--partitions P] [--config k=v]...
+      [--producer-props k=v...] [--partitions P] [--config k=v]...
   partlog perf consume --dir D --topic T --messages N [--fetch-size B]
       [--timeout DUR] [--from-latest]
 

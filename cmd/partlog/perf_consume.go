@@ -60,7 +60,7 @@ func runPerfConsume(args []string, stdout, stderr io.Writer) error {
 	messages := fs.Int64("messages", 0, "how many `records` to consume (required)")
 	fetchSize := fs.Int("fetch-size", 1<<20, "the consumer's max.partition.fetch.bytes, in `bytes`")
 	fetchMax := fs.Int("fetch-max-bytes", 0, "the consumer's fetch.max.bytes, in `bytes`; 0 means twice --fetch-size with --dir, 50 MiB over TCP")
-	timeout := fs.Duration("timeout", 60*time.Second, "fail when the records have not all come within this `duration`")
+	timeout := durationVar(fs, "timeout", 60*time.Second, "fail when the records have not all come within this `duration`")
 	fromLatest := fs.Bool("from-latest", false, "start at the end of the partitions rather than the beginning")
 	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, perfConsumeHelp, stdout)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +19,7 @@ import (
 )
 
 const perfProduceHelp = `Usage: partlog perf produce --dir DIR --topic TOPIC --num-records N --record-size S [flags]
+       partlog perf produce --dir DIR --topic TOPIC --num-records N --payload-file FILE [flags]
 
 Perf produce measures producing, as Kafka's kafka-producer-perf-test.sh does.
 One goroutine produces N records of S bytes (capital letters, no key) as fast
@@ -43,6 +47,30 @@ OS: to measure that, as Kafka's figures are, give
       --record-size 100 --acks 1 --batch-size 1048576 --linger 5ms \
       --config flush.messages=9223372036854775807
 
+--producer-props takes Kafka's producer configs, as Kafka's tool does,
+several after one flag: acks, linger.ms, batch.size, buffer.memory,
+compression.type, enable.idempotence,
+max.in.flight.requests.per.connection, max.request.size, retries,
+max.block.ms, retry.backoff.ms, delivery.timeout.ms, request.timeout.ms and
+metadata.max.age.ms set the producer's options of those names;
+bootstrap.servers is --bootstrap-server when neither it nor --dir is given;
+key.serializer and value.serializer may only name ByteArraySerializer.
+Another config is an error, and so is a config that a flag (--acks,
+--linger, --batch-size, --buffer-memory) sets too. For example:
+
+  partlog perf produce --bootstrap-server 127.0.0.1:9092 --topic perf \
+      --num-records 100000 --record-size 100 \
+      --producer-props acks=1 linger.ms=5 compression.type=lz4
+
+--payload-file FILE produces values picked at random from FILE's payloads
+instead of --record-size's letters, as Kafka's tool does: FILE is split at
+each --payload-delimiter (a newline unless set; a string here, where
+Kafka's takes a regular expression), trailing empty payloads dropped. The
+run first prints where it read them and how many, as Kafka's does:
+
+  Reading payloads from: /tmp/payloads.txt
+  Number of messages read: 3
+
 A record that fails stops the run; perf produce prints the totals of the
 records acknowledged and the first failure, and exits with status 1. An
 interrupt (Ctrl-C) stops it too, and prints the totals.
@@ -58,18 +86,22 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	where := addTargetFlags(fs)
 	topic := fs.String("topic", "", "the `topic` to produce to (required)")
 	numRecords := fs.Int64("num-records", 0, "how many `records` to produce (required)")
-	recordSize := fs.Int("record-size", 0, "each record's value size in `bytes` (required)")
+	recordSize := fs.Int("record-size", 0, "each record's value size in `bytes` (this or --payload-file is required)")
+	payloadFile := fs.String("payload-file", "", "produce values picked at random from the payloads in `file` instead of --record-size's letters")
+	payloadDelimiter := fs.String("payload-delimiter", "\n", "the `delimiter` between --payload-file's payloads; a newline unless set")
+	props := configFlag{}
+	fs.Var(props, "producer-props", "Kafka producer configs `key=value` (acks, linger.ms, batch.size, buffer.memory, compression.type, enable.idempotence, ...); several may follow one flag")
 	acks := acksFlag(transport.AcksAll)
 	fs.Var(&acks, "acks", "which `acks` to wait for: all (or -1; the default), 1 (the leader's log) or 0 (none)")
 	batchSize := fs.Int("batch-size", 16384, "the producer's batch.size, in `bytes`")
-	linger := fs.Duration("linger", 5*time.Millisecond, "the producer's linger.ms, as a `duration`")
+	linger := durationVar(fs, "linger", 5*time.Millisecond, "the producer's linger.ms, a `duration`")
 	bufferMemory := fs.Int64("buffer-memory", 32<<20, "the producer's buffer.memory, in `bytes`")
 	throughput := fs.Float64("throughput", -1, "at most this many `records` a second; -1 for no limit")
 	partitions := fs.Int("partitions", 1, "the `partitions` of a topic perf produce creates")
 	configs := configFlag{}
 	fs.Var(configs, "config", "a config `key=value` of a topic perf produce creates; repeat for more")
 	cpuProfile := cpuProfileFlag(fs)
-	operands, err := parseFlags(fs, args, perfProduceHelp, stdout)
+	operands, err := parseFlags(fs, expandMultiValue(args, "producer-props"), perfProduceHelp, stdout)
 	if err != nil {
 		return err
 	}
@@ -80,12 +112,32 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf(command, "--topic is required")
 	case *numRecords <= 0:
 		return usageErrorf(command, "--num-records must be positive")
-	case *recordSize <= 0:
-		return usageErrorf(command, "--record-size must be positive")
+	case *payloadFile != "" && isSet(fs, "record-size"):
+		return usageErrorf(command, "--record-size and --payload-file cannot both be given")
+	case *payloadFile == "" && *recordSize <= 0:
+		return usageErrorf(command, "--record-size must be positive (or give --payload-file)")
+	case isSet(fs, "payload-delimiter") && *payloadFile == "":
+		return usageErrorf(command, "--payload-delimiter needs --payload-file")
+	case *payloadDelimiter == "":
+		return usageErrorf(command, "--payload-delimiter is empty")
 	case *throughput <= 0 && *throughput != -1:
 		return usageErrorf(command, "--throughput must be positive, or -1 for no limit")
 	case *partitions <= 0:
 		return usageErrorf(command, "--partitions must be positive")
+	}
+
+	popts, bootstrap, err := parseProducerProps(props, func(f string) bool { return isSet(fs, f) })
+	if err != nil {
+		return &usageError{command: command, err: err}
+	}
+	if bootstrap != "" && *where.dir == "" && *where.bootstrap == "" {
+		*where.bootstrap = bootstrap // as Kafka's tool takes it
+	}
+	var payloads [][]byte
+	if *payloadFile != "" {
+		if payloads, err = readPayloads(stdout, *payloadFile, *payloadDelimiter); err != nil {
+			return fmt.Errorf("%s: %w", command, err)
+		}
 	}
 
 	n, err := openTarget(command, where, stderr)
@@ -100,8 +152,8 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	if desc.Name != "" && (isSet(fs, "partitions") || isSet(fs, "config")) {
 		fmt.Fprintf(stderr, "%s: topic %s exists; --partitions and --config apply only to a topic perf produce creates\n", command, *topic)
 	}
-	p, err := producer.New(n.client(), producer.Acks(transport.Acks(acks)), producer.BatchSize(*batchSize),
-		producer.Linger(*linger), producer.BufferMemory(*bufferMemory))
+	p, err := producer.New(n.client(), append([]producer.Option{producer.Acks(transport.Acks(acks)), producer.BatchSize(*batchSize),
+		producer.Linger(*linger), producer.BufferMemory(*bufferMemory)}, popts...)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", command, err)
 	}
@@ -110,13 +162,17 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptContext(context.Background())
 	defer stop()
 	stats := newLatencyStats(max(*partitions, len(desc.Partitions)))
-	run := perfProducer{p: p, topic: *topic, size: *recordSize, throughput: *throughput, stats: stats}
+	size := *recordSize
+	if payloads != nil {
+		size = 0 // sizes vary: the stats count the bytes
+	}
+	run := perfProducer{p: p, topic: *topic, size: size, payloads: payloads, throughput: *throughput, stats: stats}
 	stopProfile, err := startCPUProfile(command, *cpuProfile)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	window := &perfWindow{w: stdout, recordSize: *recordSize, stats: stats, start: start}
+	window := &perfWindow{w: stdout, recordSize: size, stats: stats, start: start}
 	reporter := startReporter(window)
 	run.produce(ctx, start, *numRecords)
 	flushErr := p.Flush(context.Background())
@@ -129,7 +185,11 @@ func runPerfProduce(args []string, stdout, stderr io.Writer) error {
 		avg = sum / time.Duration(count)
 	}
 	ps := stats.percentiles(0.5, 0.95, 0.99, 0.999)
-	writeTotalLine(stdout, count, end.Sub(start), count*int64(*recordSize), avg, max(window.max, windowMax), ps[0], ps[1], ps[2], ps[3])
+	sent := count * int64(size)
+	if payloads != nil {
+		sent = stats.totalBytes()
+	}
+	writeTotalLine(stdout, count, end.Sub(start), sent, avg, max(window.max, windowMax), ps[0], ps[1], ps[2], ps[3])
 
 	errs := []error{flushErr, stats.err(), p.Close(), n.close(), stopProfile()}
 	for i, err := range errs {
@@ -154,11 +214,38 @@ func ensureTopic(n *target, topic string, partitions int, configs map[string]str
 	return partlog.TopicDescription{}, err
 }
 
+// readPayloads reads --payload-file's payloads, as Kafka's tool does:
+// the file's text split at each delimiter, trailing empty payloads dropped
+// (Java's String.split), saying on w where it read them and how many.
+// Unlike Kafka's, the delimiter is a string, not a regular expression.
+func readPayloads(w io.Writer, path, delimiter string) ([][]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--payload-file: %w", err)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fmt.Fprintf(w, "Reading payloads from: %s\n", path)
+	payloads := bytes.Split(b, []byte(delimiter))
+	for len(payloads) > 0 && len(payloads[len(payloads)-1]) == 0 {
+		payloads = payloads[:len(payloads)-1]
+	}
+	if len(payloads) == 0 {
+		return nil, fmt.Errorf("--payload-file %s holds no payloads", path)
+	}
+	fmt.Fprintf(w, "Number of messages read: %d\n", len(payloads))
+	return payloads, nil
+}
+
 // perfProducer is perf produce's producing loop.
 type perfProducer struct {
-	p          *producer.Producer
-	topic      string
-	size       int
+	p     *producer.Producer
+	topic string
+	size  int
+	// payloads, when not nil, are the values to pick from at random
+	// (--payload-file) instead of windows of size letters.
+	payloads   [][]byte
 	throughput float64 // records a second; -1 for no limit
 	stats      *latencyStats
 }
@@ -196,6 +283,9 @@ func (pp *perfProducer) produce(ctx context.Context, start time.Time, num int64)
 				pp.stats.fail(err)
 			} else {
 				pp.stats.record(r.Partition, time.Since(r.Timestamp))
+				if pp.payloads != nil {
+					pp.stats.addBytes(r.Partition, len(r.Value))
+				}
 			}
 			if c.pending.Add(-1) == 0 {
 				select {
@@ -227,8 +317,12 @@ func (pp *perfProducer) produce(ctx context.Context, start time.Time, num int64)
 		}
 		r := &chunk.records[used]
 		used++
-		at := i & (payloadVariety - 1)
-		r.Topic, r.Value = pp.topic, payload[at:at+int64(pp.size)]
+		if pp.payloads != nil {
+			r.Topic, r.Value = pp.topic, pp.payloads[rng.IntN(len(pp.payloads))]
+		} else {
+			at := i & (payloadVariety - 1)
+			r.Topic, r.Value = pp.topic, payload[at:at+int64(pp.size)]
+		}
 		if i%clockEvery == 0 || pp.throughput > 0 {
 			elapsed = time.Since(start)
 		}

@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,10 +98,10 @@ func TestPerfUsage(t *testing.T) {
 		{[]string{"send"}, `perf: unknown subcommand "send"; say produce or consume`, "perf"},
 		{[]string{"produce", "--dir", dir, "--num-records", "1", "--record-size", "1"}, "perf produce: --topic is required", "perf produce"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--record-size", "1"}, "perf produce: --num-records must be positive", "perf produce"},
-		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1"}, "perf produce: --record-size must be positive", "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1"}, "perf produce: --record-size must be positive (or give --payload-file)", "perf produce"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "0"}, "perf produce: --throughput must be positive, or -1 for no limit", "perf produce"},
 		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--partitions", "0"}, "perf produce: --partitions must be positive", "perf produce"},
-		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--config", "x"}, `perf produce: invalid value "x" for flag -config: "x" is not key=value`, "perf produce"},
+		{[]string{"produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1", "--config", "x"}, `perf produce: invalid value "x" for --config: "x" is not key=value`, "perf produce"},
 		{[]string{"consume", "--dir", dir, "--topic", "t"}, "perf consume: --messages must be positive", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--messages", "1"}, "perf consume: --topic is required", "perf consume"},
 		{[]string{"consume", "--dir", dir, "--topic", "t", "--messages", "1", "--fetch-size", "0"}, "perf consume: --fetch-size must be positive and below 2 GiB", "perf consume"},
@@ -230,5 +234,102 @@ func BenchmarkPerfConsume(b *testing.B) {
 			b.Fatal(errOut.String())
 		}
 		b.Log(lines(out.String())[1])
+	}
+}
+
+// TestPerfProducePayloadFileAndProps: --payload-file's payloads are the
+// values produced, and --producer-props' Kafka configs reach the producer
+// (compression.type shows in the batches).
+func TestPerfProducePayloadFileAndProps(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "payloads.txt")
+	require.NoError(t, os.WriteFile(file, []byte("alpha\nbe\n\ngamma\n\n"), 0o644))
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "300", "--payload-file", file,
+		"--producer-props", "acks=1", "linger.ms=0", "compression.type=gzip", "batch.size=2048", "enable.idempotence=false",
+		"--config", noFlush)
+	require.Equal(t, exitOK, code, stderr)
+	out := lines(stdout)
+	require.Equal(t, []string{"Reading payloads from: " + file, "Number of messages read: 4"}, out[:2])
+	m := perfTotalLine.FindStringSubmatch(out[len(out)-1])
+	require.NotNil(t, m, out[len(out)-1])
+	require.Equal(t, "300", m[1])
+	seen := map[string]int{}
+	for _, v := range strings.Split(strings.TrimSuffix(consumeAll(t, dir), "\n"), "\n") {
+		seen[v]++
+	}
+	require.Subset(t, []string{"alpha", "be", "", "gamma"}, slices.Collect(maps.Keys(seen)))
+	require.Len(t, seen, 4, "300 picks at random take each of 4 payloads")
+
+	logs, err := filepath.Glob(filepath.Join(dir, "t-0", "*.log"))
+	require.NoError(t, err)
+	stdout, stderr, code = cli(t, append([]string{"dump-log"}, logs...)...)
+	require.Equal(t, exitOK, code, stderr)
+	batches := 0
+	for _, l := range lines(stdout) {
+		if strings.HasPrefix(l, "baseOffset: ") {
+			batches++
+			require.Contains(t, l, " producerId: -1 ", "enable.idempotence=false")
+			require.Contains(t, l, " compresscodec: gzip ", "compression.type=gzip")
+		}
+	}
+	require.Positive(t, batches)
+
+	// A delimiter of its own.
+	require.NoError(t, os.WriteFile(file, []byte("x|yy|"), 0o644))
+	stdout, stderr, code = cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "10", "--payload-file", file, "--payload-delimiter", "|")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Number of messages read: 2", lines(stdout)[1])
+}
+
+// TestPerfProducePropsBootstrap: --producer-props bootstrap.servers is the
+// node to reach, as scripts written for Kafka's tool give it.
+func TestPerfProducePropsBootstrap(t *testing.T) {
+	n, addr := servedNode(t)
+	stdout, stderr, code := cli(t, "perf", "produce", "--topic", "p", "--num-records", "100", "--record-size", "10",
+		"--producer-props", "bootstrap.servers="+addr+",127.0.0.1:1", "key.serializer=org.apache.kafka.common.serialization.ByteArraySerializer")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^100 records sent, `, stdout)
+	d, err := n.DescribeTopics("p")
+	require.NoError(t, err)
+	require.Equal(t, int64(100), d[0].Partitions[0].HighWatermark)
+}
+
+func TestPerfProducePropsUsage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(file, []byte("\n\n"), 0o644))
+	base := []string{"perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"--record-size", "1", "--producer-props", "client.id=x"}, "perf produce: --producer-props client.id: not a producer config partlog's producer has; it takes acks, batch.size, buffer.memory, compression.type, delivery.timeout.ms, enable.idempotence, linger.ms, max.block.ms, max.in.flight.requests.per.connection, max.request.size, metadata.max.age.ms, request.timeout.ms, retries, retry.backoff.ms, bootstrap.servers, key.serializer and value.serializer", exitUsage},
+		{[]string{"--record-size", "1", "--linger", "1", "--producer-props", "linger.ms=5"}, "perf produce: --linger and --producer-props linger.ms both set linger.ms; give one", exitUsage},
+		{[]string{"--record-size", "1", "--producer-props", "compression.type=brotli"}, "perf produce: --producer-props compression.type=brotli: not none, gzip, snappy, lz4 or zstd", exitUsage},
+		{[]string{"--record-size", "1", "--producer-props", "linger.ms=5ms"}, "perf produce: --producer-props linger.ms=5ms: not a number of milliseconds", exitUsage},
+		{[]string{"--record-size", "1", "--producer-props", "value.serializer=org.apache.kafka.common.serialization.StringSerializer"}, "perf produce: --producer-props value.serializer=org.apache.kafka.common.serialization.StringSerializer: perf produce's records are bytes; only org.apache.kafka.common.serialization.ByteArraySerializer serializes them", exitUsage},
+		{[]string{"--record-size", "1", "--producer-props", "acks"}, `perf produce: invalid value "acks" for --producer-props: "acks" is not key=value`, exitUsage},
+		{[]string{"--record-size", "1", "--payload-file", file}, "perf produce: --record-size and --payload-file cannot both be given", exitUsage},
+		{[]string{"--record-size", "1", "--payload-delimiter", ","}, "perf produce: --payload-delimiter needs --payload-file", exitUsage},
+		{[]string{"--payload-file", file}, "perf produce: --payload-file " + file + " holds no payloads", exitFailure},
+		{[]string{"--payload-file", file + ".none"}, "perf produce: --payload-file: open " + file + ".none: no such file or directory", exitFailure},
+	} {
+		stdout, stderr, code := cli(t, append(base, tc.args...)...)
+		require.Equal(t, tc.code, code, tc.args)
+		_ = stdout
+		require.Equal(t, "partlog: "+tc.want, lines(stderr)[0], tc.args)
+	}
+}
+
+func TestExpandMultiValue(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--producer-props", "a=1", "b=2", "--topic", "t"}, []string{"--producer-props", "a=1", "--producer-props", "b=2", "--topic", "t"}},
+		{[]string{"-producer-props", "a=1"}, []string{"-producer-props", "a=1"}},
+		{[]string{"--producer-props", "a=1", "--", "b=2"}, []string{"--producer-props", "a=1", "--", "b=2"}},
+		{[]string{"--producer-props=a=1", "b=2"}, []string{"--producer-props=a=1", "b=2"}},
+		{[]string{"--topic", "a=1"}, []string{"--topic", "a=1"}},
+	} {
+		require.Equal(t, tc.want, expandMultiValue(tc.in, "producer-props"), "%v", tc.in)
 	}
 }

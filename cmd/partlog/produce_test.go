@@ -197,7 +197,7 @@ func TestProduceUsage(t *testing.T) {
 		{[]string{"--dir", dir, "--topic", "t", "file.txt"}, `produce: unexpected argument "file.txt": produce reads standard input`},
 		{[]string{"--dir", dir, "--topic", "t", "--partition", "-2"}, "produce: --partition -2 is negative"},
 		{[]string{"--dir", dir, "--topic", "t", "--key-separator", ""}, "produce: --key-separator is empty"},
-		{[]string{"--dir", dir, "--topic", "t", "--acks", "2"}, `produce: invalid value "2" for flag -acks: acks "2" is not all, -1, 1 or 0`},
+		{[]string{"--dir", dir, "--topic", "t", "--acks", "2"}, `produce: invalid value "2" for --acks: acks "2" is not all, -1, 1 or 0`},
 		{[]string{"--dir", dir, "--topic", "t", "--property", "parse.headers=true"}, `produce: unknown --property "parse.headers"; produce knows parse.key, key.separator, ignore.error and null.marker`},
 		{[]string{"--dir", dir, "--topic", "t", "--property", "parse.key=yes"}, "produce: --property parse.key=yes: not true or false"},
 		{[]string{"--dir", dir, "--topic", "t", "--key-separator", "|", "--property", "null.marker=|"}, "produce: --property null.marker and key.separator may not be equal"},

@@ -11,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -176,6 +178,24 @@ func (t *target) nodeID(ctx context.Context) int32 {
 	return -1
 }
 
+// liveNodes returns the ids of the nodes the remote node's Metadata names,
+// those that are alive in its cluster; with --dir, nil: there is no other
+// node to ask about.
+func (t *target) liveNodes(ctx context.Context) ([]int32, error) {
+	if t.node != nil {
+		return nil, nil
+	}
+	md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		return nil, err
+	}
+	ids := []int32{}
+	for _, b := range md.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	return ids, nil
+}
+
 // listTopics returns the topics' names, sorted.
 func (t *target) listTopics(ctx context.Context) ([]string, error) {
 	if t.node != nil {
@@ -287,7 +307,7 @@ func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescrip
 	}
 	req := &transport.DescribeConfigsRequest{}
 	for _, d := range descs {
-		req.Topics = append(req.Topics, d.Name)
+		req.Resources = append(req.Resources, transport.ConfigResource{Type: transport.ConfigTopic, Name: d.Name})
 	}
 	resp, err := t.remote.DescribeConfigs(ctx, req)
 	if errors.Is(err, transport.ErrUnsupportedVersion) {
@@ -296,7 +316,7 @@ func (t *target) remoteConfigs(ctx context.Context, descs []partlog.TopicDescrip
 	if err != nil {
 		return err
 	}
-	for _, tc := range resp.Topics {
+	for _, tc := range resp.Resources {
 		i := slices.IndexFunc(descs, func(d partlog.TopicDescription) bool { return d.Name == tc.Name })
 		if i < 0 || tc.Err != nil {
 			continue
@@ -344,4 +364,92 @@ func (t *target) deleteTopic(ctx context.Context, name string) error {
 		return err
 	}
 	return resp.Topics[0].Err
+}
+
+// admin returns the target's admin calls: the node's own with --dir, or
+// the node at --bootstrap-server, which on a cluster forwards topic and
+// config changes to the controller and answers once it has them.
+func (t *target) admin() transport.AdminClient {
+	if t.node != nil {
+		return t.node
+	}
+	return t.remote
+}
+
+// deleteRecords deletes records as req asks. Only a partition's leader
+// deletes its records: on a cluster each partition's part goes to its
+// leader.
+func (t *target) deleteRecords(ctx context.Context, req *transport.DeleteRecordsRequest) (*transport.DeleteRecordsResponse, error) {
+	if t.cluster != nil {
+		return t.cluster.DeleteRecords(ctx, req)
+	}
+	return t.admin().DeleteRecords(ctx, req)
+}
+
+// brokerIDs returns the ids of the nodes: the data directory's own, or
+// those the remote node's Metadata names, sorted.
+func (t *target) brokerIDs(ctx context.Context) ([]int32, error) {
+	if t.node != nil {
+		return []int32{t.node.NodeID()}, nil
+	}
+	ids, err := t.liveNodes(ctx)
+	slices.Sort(ids)
+	return ids, err
+}
+
+// brokerAdmin returns the admin calls of node id, which alone describes
+// its own settings: the target itself, or, on a cluster, a connection to
+// that node, which close closes.
+func (t *target) brokerAdmin(ctx context.Context, id int32) (admin transport.AdminClient, close func(), err error) {
+	if t.node != nil {
+		if id != t.node.NodeID() {
+			return nil, nil, fmt.Errorf("broker %d is not the node of %s, which is node %d", id, t.where(), t.node.NodeID())
+		}
+		return t.node, func() {}, nil
+	}
+	md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		return nil, nil, err
+	}
+	i := slices.IndexFunc(md.Brokers, func(b transport.Broker) bool { return b.NodeID == id })
+	switch {
+	case i < 0:
+		var live []int32
+		for _, b := range md.Brokers {
+			live = append(live, b.NodeID)
+		}
+		slices.Sort(live)
+		return nil, nil, fmt.Errorf("broker %d is not a live node of the cluster at %s (live: %s)", id, t.addr, ids(live))
+	case len(md.Brokers) == 1:
+		return t.remote, func() {}, nil
+	}
+	b := md.Brokers[i]
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	if addr == t.addr {
+		return t.remote, func() {}, nil
+	}
+	c, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-configs"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("broker %d at %s: %w", id, addr, err)
+	}
+	return c, func() { c.Close() }, nil
+}
+
+// serverMessage returns err's message as the node wrote it. An error that
+// came over TCP reads "NAME: description (the node's message)", and the
+// node's message already starts with the name: it is kept alone, so that
+// a command says the same over TCP as on a data directory.
+func serverMessage(err error) string {
+	s := err.Error()
+	kerr, ok := errors.AsType[*transport.Error](err)
+	if !ok {
+		return s
+	}
+	prefix := kerr.Error() + " ("
+	if i := strings.Index(s, prefix); i >= 0 && strings.HasSuffix(s, ")") {
+		if inner := s[i+len(prefix) : len(s)-1]; strings.HasPrefix(inner, kerr.Name+": ") {
+			return s[:i] + inner
+		}
+	}
+	return s
 }

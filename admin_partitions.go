@@ -1,0 +1,212 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/transport"
+)
+
+// This file answers the admin calls about partitions: DeleteRecords,
+// DescribeLogDirs, ElectLeaders, DescribeProducers, and consumers'
+// OffsetForLeaderEpoch.
+
+// The Node answers OffsetForLeaderEpoch for consumers too.
+var _ transport.EpochClient = (*Node)(nil)
+
+// DeleteRecords moves each partition's log start offset up to the offset
+// asked (-1: the high watermark), as Kafka's DeleteRecords: the records
+// below it are no longer read, and the segments wholly below it are
+// removed. Only a partition's leader answers; on a cluster its followers
+// raise their log start offsets as they next fetch. An offset above the
+// high watermark is refused with OFFSET_OUT_OF_RANGE. The new log start
+// offsets are checkpointed before the answer, so that a restart keeps
+// them.
+func (n *Node) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRequest) (*transport.DeleteRecordsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.DeleteRecordsResponse{}
+	deleted := false
+	for _, dp := range req.Partitions {
+		res := transport.DeleteRecordsResult{TopicPartition: dp.TopicPartition, LowWatermark: -1}
+		p, err := n.readablePartition(dp.Topic, dp.Partition)
+		if err == nil {
+			res.LowWatermark, err = p.DeleteRecordsBefore(dp.Offset)
+			deleted = deleted || err == nil
+		}
+		res.Err = storageError(err)
+		resp.Partitions = append(resp.Partitions, res)
+	}
+	if deleted {
+		if err := n.logs.Checkpoint(); err != nil {
+			n.logger.Warn("checkpointing the log start offsets after DeleteRecords", "err", err)
+		}
+	}
+	return resp, nil
+}
+
+// storageError gives a log's failure Kafka's name for it.
+func storageError(err error) error {
+	var kerr *transport.Error
+	if err == nil || errors.As(err, &kerr) {
+		return err
+	}
+	if errors.Is(err, log.ErrStorage) || errors.Is(err, log.ErrClosed) {
+		return errors.Join(transport.ErrKafkaStorage, err)
+	}
+	return err
+}
+
+// DescribeLogDirs answers with the node's one log directory and the
+// partitions it holds (those asked, or all), with their sizes and, for a
+// follower, how far its log end offset is behind the high watermark.
+func (n *Node) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDirsRequest) (*transport.DescribeLogDirsResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	dir := transport.LogDir{Path: n.dir, TotalBytes: -1, UsableBytes: -1}
+	var st unix.Statfs_t
+	if err := unix.Statfs(n.dir, &st); err == nil {
+		dir.TotalBytes, dir.UsableBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	}
+	var asked map[transport.TopicPartition]bool
+	if req.Partitions != nil {
+		asked = map[transport.TopicPartition]bool{}
+		for _, tp := range req.Partitions {
+			asked[tp] = true
+		}
+	}
+	for _, p := range n.hostedPartitions() {
+		tp := transport.TopicPartition{Topic: p.Topic(), Partition: p.ID()}
+		if asked != nil && !asked[tp] {
+			continue
+		}
+		lag := max(p.HighWatermark()-p.LogEndOffset(), 0)
+		dir.Partitions = append(dir.Partitions, transport.LogDirPartition{TopicPartition: tp, Size: p.Log().Size(), OffsetLag: lag})
+	}
+	return &transport.DescribeLogDirsResponse{Dirs: []transport.LogDir{dir}}, nil
+}
+
+// hostedPartitions returns every partition replica the node has open: its
+// own topics' and, on a cluster, the replicas it hosts.
+func (n *Node) hostedPartitions() []*partition.Partition {
+	parts := n.partitionsOf(func(*topic) bool { return true })
+	if n.cluster != nil {
+		parts = append(parts, n.cluster.partitions()...)
+	}
+	return parts
+}
+
+// ElectLeaders elects each partition's preferred replica (the first of its
+// assignment) as its leader, as Kafka's ElectLeaders with the PREFERRED
+// type; nil Partitions means every partition. On a single node every
+// partition is led by its only replica: ELECTION_NOT_NEEDED. Unclean
+// elections are asked for with a topic's unclean.leader.election.enable;
+// the UNCLEAN type is refused with INVALID_REQUEST.
+func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequest) (*transport.ElectLeadersResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	n.end()
+	tps := req.Partitions
+	if tps == nil {
+		tps = n.allPartitions()
+	}
+	resp := &transport.ElectLeadersResponse{}
+	for _, tp := range tps {
+		res := transport.ElectionResult{TopicPartition: tp}
+		switch {
+		case req.Type != transport.PreferredElection:
+			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", transport.ErrInvalidRequest)
+		case n.topic(tp.Topic) != nil:
+			if _, err := n.partition(tp.Topic, tp.Partition); err != nil {
+				res.Err = err
+			} else {
+				res.Err = fmt.Errorf("%w: %s-%d has one replica, its leader", transport.ErrElectionNotNeeded, tp.Topic, tp.Partition)
+			}
+		case n.cluster != nil:
+			res.Err = n.callController(ctx, &controllerRequest{Op: opElectLeader, Node: n.meta.NodeID, Topic: tp.Topic, Partition: tp.Partition})
+		default:
+			res.Err = fmt.Errorf("%w: %s-%d", transport.ErrUnknownTopicOrPartition, tp.Topic, tp.Partition)
+		}
+		resp.Partitions = append(resp.Partitions, res)
+	}
+	return resp, nil
+}
+
+// allPartitions names every partition of every topic the node knows:
+// its own topics' and the cluster's.
+func (n *Node) allPartitions() []transport.TopicPartition {
+	var tps []transport.TopicPartition
+	for _, name := range n.ListTopics() {
+		if d, err := n.DescribeTopics(name); err == nil && len(d) == 1 {
+			for _, p := range d[0].Partitions {
+				tps = append(tps, transport.TopicPartition{Topic: name, Partition: p.Partition})
+			}
+		}
+	}
+	return tps
+}
+
+// DescribeProducers answers, for each partition this node leads, the
+// idempotent producers it keeps state for (Kafka's DescribeProducers).
+func (n *Node) DescribeProducers(ctx context.Context, req *transport.DescribeProducersRequest) (*transport.DescribeProducersResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.DescribeProducersResponse{}
+	for _, tp := range req.Partitions {
+		res := transport.PartitionProducers{TopicPartition: tp}
+		p, err := n.readablePartition(tp.Topic, tp.Partition)
+		var states []partition.ProducerStateEntry
+		if err == nil {
+			states, err = p.ProducerStates()
+		}
+		res.Err = storageError(err)
+		for _, s := range states {
+			res.Producers = append(res.Producers, transport.ProducerState{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch,
+				LastSequence: s.LastSequence(), LastTimestamp: s.LastTimestamp, CurrentTxnStartOffset: -1})
+		}
+		resp.Partitions = append(resp.Partitions, res)
+	}
+	return resp, nil
+}
+
+// OffsetsForLeaderEpoch answers where each asked epoch ended in the
+// leader's log (KIP-320: a consumer checks its position after a leader
+// change). A request in another epoch than the leader's is refused with
+// FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer).
+func (n *Node) OffsetsForLeaderEpoch(ctx context.Context, req *transport.OffsetsForLeaderEpochRequest) (*transport.OffsetsForLeaderEpochResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.OffsetsForLeaderEpochResponse{}
+	for _, rp := range req.Partitions {
+		res := transport.OffsetForLeaderEpochPartitionResponse{Topic: rp.Topic, Partition: rp.Partition,
+			EpochEndOffset: transport.EpochEndOffset{LeaderEpoch: transport.UndefinedEpoch, EndOffset: -1}}
+		p, err := n.readablePartition(rp.Topic, rp.Partition)
+		if err == nil {
+			switch cur := p.LeaderEpoch(); {
+			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < cur:
+				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not %d", transport.ErrFencedLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
+			case rp.CurrentLeaderEpoch > cur:
+				err = fmt.Errorf("%w: %s-%d is in leader epoch %d, not yet %d", transport.ErrUnknownLeaderEpoch, rp.Topic, rp.Partition, cur, rp.CurrentLeaderEpoch)
+			default:
+				res.LeaderEpoch, res.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+		}
+		res.Err = storageError(err)
+		resp.Partitions = append(resp.Partitions, res)
+	}
+	return resp, nil
+}
