@@ -80,15 +80,15 @@ func (tg *target) topicConfigs(ctx context.Context, topic string) (map[string]st
 		return nil, err
 	}
 	defer c.Close()
-	resp, err := c.DescribeConfigs(ctx, &transport.DescribeConfigsRequest{Topics: []string{topic}})
+	resp, err := c.DescribeConfigs(ctx, &transport.DescribeConfigsRequest{Resources: []transport.ConfigResource{{Type: transport.ConfigTopic, Name: topic}}})
 	if err != nil {
 		return nil, fmt.Errorf("harness: describe configs of %s: %w", topic, err)
 	}
-	if err := resp.Topics[0].Err; err != nil {
+	if err := resp.Resources[0].Err; err != nil {
 		return nil, fmt.Errorf("harness: describe configs of %s: %w", topic, err)
 	}
 	out := map[string]string{}
-	for _, e := range resp.Topics[0].Configs {
+	for _, e := range resp.Resources[0].Configs {
 		out[e.Name] = e.Value
 	}
 	return out, nil

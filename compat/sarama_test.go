@@ -453,10 +453,13 @@ func (d saramaDriver) earliestOffset(ctx context.Context, tg *target, topic stri
 			return 0, err
 		}
 		r := res[topic][partition]
-		if r == nil {
+		switch {
+		case r == nil:
 			return 0, fmt.Errorf("no answer for %s-%d", topic, partition)
+		case r.Err != nil && !errors.Is(r.Err, sarama.ErrNoError): // a KError, ErrNoError when there is none
+			return 0, r.Err
 		}
-		return r.Offset, r.Err
+		return r.Offset, nil
 	})
 }
 
