@@ -1,0 +1,541 @@
+package compat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// saramaDriver is IBM/sarama with its default protocol version (Kafka
+// 2.8), as a user who does not set Config.Version has it.
+type saramaDriver struct{}
+
+func (saramaDriver) name() string   { return "sarama" }
+func (saramaDriver) label() string  { return "sarama 1.61.1" }
+func (d saramaDriver) admin() admin { return d }
+
+// config returns sarama's default config with short backoffs, so that a
+// check does not wait out Kafka's defaults.
+func (saramaDriver) config() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.ClientID = "partlog-compat"
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
+	cfg.Consumer.Retry.Backoff = 50 * time.Millisecond
+	cfg.Admin.Retry.Backoff = 50 * time.Millisecond
+	cfg.Admin.Timeout = 10 * time.Second
+	return cfg
+}
+
+var saramaCodecs = map[string]sarama.CompressionCodec{"none": sarama.CompressionNone, "gzip": sarama.CompressionGZIP,
+	"snappy": sarama.CompressionSnappy, "lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD}
+
+var saramaAcks = map[int]sarama.RequiredAcks{0: sarama.NoResponse, 1: sarama.WaitForLocal, -1: sarama.WaitForAll}
+
+// bytesOrNilEncoder keeps a null key or value null.
+func bytesOrNilEncoder(b []byte) sarama.Encoder {
+	if b == nil {
+		return nil
+	}
+	return sarama.ByteEncoder(b)
+}
+
+func (d saramaDriver) produce(ctx context.Context, tg *target, spec produceSpec) ([]rec, error) {
+	cfg := d.config()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = saramaAcks[spec.Acks]
+	cfg.Producer.Compression = saramaCodecs[spec.Compression]
+	if spec.Idempotent {
+		cfg.Producer.Idempotent = true
+		cfg.Net.MaxOpenRequests = 1
+	}
+	p, err := sarama.NewSyncProducer(tg.addrs(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	var msgs []*sarama.ProducerMessage
+	for _, r := range spec.Records {
+		m := &sarama.ProducerMessage{Topic: spec.Topic, Partition: r.Partition, Key: bytesOrNilEncoder(r.Key), Value: bytesOrNilEncoder(r.Value)}
+		if r.Timestamp != 0 {
+			m.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		for _, h := range r.Headers {
+			m.Headers = append(m.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		}
+		msgs = append(msgs, m)
+	}
+	if err := withContext(ctx, func() error { return p.SendMessages(msgs) }); err != nil {
+		return nil, err
+	}
+	var out []rec
+	for _, m := range msgs {
+		offset := m.Offset
+		if spec.Acks == 0 {
+			offset = -1 // there is no answer to carry one
+		}
+		out = append(out, rec{Partition: m.Partition, Offset: offset})
+	}
+	return out, nil
+}
+
+// withContext runs fn, a sarama call that takes no context, and returns
+// its error, or ctx's if ctx is done first (fn is left to finish).
+func withContext(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func saramaRec(m *sarama.ConsumerMessage) rec {
+	x := rec{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp.UnixMilli(), Key: m.Key, Value: m.Value}
+	for _, h := range m.Headers {
+		x.Headers = append(x.Headers, hdr{Key: string(h.Key), Value: h.Value})
+	}
+	return x
+}
+
+// startOffset resolves where a consumer starts: sarama's consumer takes
+// an offset, OffsetOldest or OffsetNewest, and a timestamp becomes an
+// offset through the client's GetOffset (ListOffsets).
+func (d saramaDriver) startOffset(client sarama.Client, topic string, partition int32, from start) (int64, error) {
+	switch from.Kind {
+	case "beginning":
+		return sarama.OffsetOldest, nil
+	case "end":
+		return sarama.OffsetNewest, nil
+	case "timestamp":
+		return client.GetOffset(topic, partition, from.At)
+	}
+	return from.At, nil
+}
+
+func (d saramaDriver) consume(ctx context.Context, tg *target, spec consumeSpec) ([]rec, error) {
+	client, err := sarama.NewClient(tg.addrs(), d.config())
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	offset, err := d.startOffset(client, spec.Topic, spec.Partition, spec.From)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(spec.Topic, spec.Partition, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Close()
+	var out []rec
+	for len(out) < spec.Count {
+		select {
+		case m := <-pc.Messages():
+			out = append(out, saramaRec(m))
+		case err := <-pc.Errors():
+			return out, err
+		case <-ctx.Done():
+			return out, fmt.Errorf("read %d of %d records: %w", len(out), spec.Count, ctx.Err())
+		}
+	}
+	return out, nil
+}
+
+// consumeToEnd reads until the partition consumer's HighWaterMarkOffset
+// (the high watermark of the last fetch) is past the last record read.
+func (d saramaDriver) consumeToEnd(ctx context.Context, tg *target, topic string, partition int32) ([]rec, int64, error) {
+	c, err := sarama.NewConsumer(tg.addrs(), d.config())
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, partition, sarama.OffsetOldest)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer pc.Close()
+	var out []rec
+	for {
+		select {
+		case m := <-pc.Messages():
+			out = append(out, saramaRec(m))
+			if hw := pc.HighWaterMarkOffset(); m.Offset+1 >= hw {
+				return out, hw, nil
+			}
+		case err := <-pc.Errors():
+			return out, 0, err
+		case <-ctx.Done():
+			return out, 0, fmt.Errorf("read %d records, high watermark %d: %w", len(out), pc.HighWaterMarkOffset(), ctx.Err())
+		}
+	}
+}
+
+// saramaMember is a group member: it marks and commits (synchronously)
+// every message it consumes, and reports its claims in Setup and their
+// end in Cleanup.
+type saramaMember struct {
+	group  sarama.ConsumerGroup
+	events chan memberEvent
+	cancel context.CancelFunc
+	done   chan struct{}
+	topic  string
+}
+
+func (d saramaDriver) join(ctx context.Context, tg *target, group, topic string) (member, error) {
+	cfg := d.config()
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	g, err := sarama.NewConsumerGroup(tg.addrs(), group, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &saramaMember{group: g, events: make(chan memberEvent, 1024), done: make(chan struct{}), topic: topic}
+	runCtx, cancel := context.WithCancel(ctx)
+	m.cancel = cancel
+	go func() {
+		defer close(m.done)
+		for runCtx.Err() == nil {
+			if err := g.Consume(runCtx, []string{topic}, m); err != nil && runCtx.Err() == nil {
+				m.events <- memberEvent{Err: err.Error()}
+				return
+			}
+		}
+	}()
+	return m, nil
+}
+
+func (m *saramaMember) Setup(s sarama.ConsumerGroupSession) error {
+	m.events <- memberEvent{Assigned: append([]int32{}, s.Claims()[m.topic]...)}
+	return nil
+}
+
+func (m *saramaMember) Cleanup(s sarama.ConsumerGroupSession) error {
+	s.Commit()
+	m.events <- memberEvent{Assigned: []int32{}}
+	return nil
+}
+
+func (m *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case msg, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			x := saramaRec(msg)
+			m.events <- memberEvent{Record: &x}
+			s.MarkMessage(msg, "")
+			s.Commit()
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+func (m *saramaMember) Events() <-chan memberEvent { return m.events }
+
+// Leave ends the session (Cleanup commits) and closes the group, which
+// sends LeaveGroup.
+func (m *saramaMember) Leave() error {
+	if m.cancel == nil {
+		return nil
+	}
+	m.cancel()
+	m.cancel = nil
+	<-m.done
+	err := m.group.Close()
+	close(m.events)
+	return err
+}
+
+// saramaStream is an idempotent async producer at acks=all.
+type saramaStream struct {
+	p    sarama.AsyncProducer
+	acks chan streamAck
+	stop chan struct{}
+	sent chan int // the number of records sent, once the sender stops
+	done chan struct{}
+	once sync.Once
+}
+
+func (d saramaDriver) produceStream(ctx context.Context, tg *target, topic string) (stream, error) {
+	cfg := d.config()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Retry.Max = 1000
+	p, err := sarama.NewAsyncProducer(tg.addrs(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &saramaStream{p: p, acks: make(chan streamAck, 1024), stop: make(chan struct{}), sent: make(chan int, 1), done: make(chan struct{})}
+	inFlight := make(chan struct{}, 100)
+	go func() { // send
+		seq := 0
+		defer func() { s.sent <- seq }()
+		for ; ; seq++ {
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			case inFlight <- struct{}{}:
+			}
+			p.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprintf("key-%d", seq%30)),
+				Value: sarama.StringEncoder(strconv.Itoa(seq)), Metadata: seq}
+		}
+	}()
+	go func() { // collect
+		defer close(s.done)
+		sent, outcomes := -1, 0
+		for sent < 0 || outcomes < sent {
+			select {
+			case m := <-p.Successes():
+				s.acks <- streamAck{Seq: m.Metadata.(int), Partition: m.Partition, Offset: m.Offset}
+			case e := <-p.Errors():
+				s.acks <- streamAck{Seq: e.Msg.Metadata.(int), Partition: e.Msg.Partition, Offset: -1, Err: e.Err.Error()}
+			case n := <-s.sent:
+				sent = n
+				continue
+			}
+			outcomes++
+			<-inFlight
+		}
+	}()
+	return s, nil
+}
+
+func (s *saramaStream) Acks() <-chan streamAck { return s.acks }
+
+func (s *saramaStream) Stop() error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		select {
+		case <-s.done:
+		case <-time.After(60 * time.Second):
+			err = errors.New("records sent had no outcome within 60 s")
+		}
+		s.p.Close()
+		close(s.acks)
+	})
+	return err
+}
+
+// The admin calls, through sarama's ClusterAdmin.
+
+func withSaramaAdmin[T any](d saramaDriver, tg *target, fn func(sarama.ClusterAdmin) (T, error)) (T, error) {
+	adm, err := sarama.NewClusterAdmin(tg.addrs(), d.config())
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer adm.Close()
+	return fn(adm)
+}
+
+func (d saramaDriver) createTopic(ctx context.Context, tg *target, topic string, partitions int32, rf int16, configs map[string]string) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		entries := map[string]*string{}
+		for k, v := range configs {
+			entries[k] = &v
+		}
+		return nil, adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: rf, ConfigEntries: entries}, false)
+	})
+	return err
+}
+
+func (d saramaDriver) partitions(ctx context.Context, tg *target, topic string) (int, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (int, error) {
+		md, err := adm.DescribeTopics([]string{topic})
+		if err != nil {
+			return 0, err
+		}
+		if md[0].Err != sarama.ErrNoError {
+			return 0, md[0].Err
+		}
+		return len(md[0].Partitions), nil
+	})
+}
+
+func (d saramaDriver) deleteTopic(ctx context.Context, tg *target, topic string) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) { return nil, adm.DeleteTopic(topic) })
+	return err
+}
+
+func (d saramaDriver) createPartitions(ctx context.Context, tg *target, topic string, total int32) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		return nil, adm.CreatePartitions(topic, total, nil, false)
+	})
+	return err
+}
+
+func (d saramaDriver) incrementalAlterTopicConfig(ctx context.Context, tg *target, topic string, set map[string]string) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		entries := map[string]sarama.IncrementalAlterConfigsEntry{}
+		for k, v := range set {
+			entries[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}
+		}
+		return nil, adm.IncrementalAlterConfig(sarama.TopicResource, topic, entries, false)
+	})
+	return err
+}
+
+func (d saramaDriver) alterTopicConfig(ctx context.Context, tg *target, topic string, configs map[string]string) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		entries := map[string]*string{}
+		for k, v := range configs {
+			entries[k] = &v
+		}
+		return nil, adm.AlterConfig(sarama.TopicResource, topic, entries, false)
+	})
+	return err
+}
+
+// describeConfig describes a resource: a config is a default when its
+// source is DEFAULT_CONFIG (sarama's Default from a version 0 answer).
+func (d saramaDriver) describeConfig(tg *target, typ sarama.ConfigResourceType, name string) (map[string]configValue, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (map[string]configValue, error) {
+		entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: typ, Name: name})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]configValue{}
+		for _, e := range entries {
+			isDefault := e.Source == sarama.SourceDefault
+			if e.Source == sarama.SourceUnknown {
+				isDefault = e.Default
+			}
+			out[e.Name] = configValue{Value: &e.Value, IsDefault: isDefault}
+		}
+		return out, nil
+	})
+}
+
+func (d saramaDriver) describeTopicConfig(ctx context.Context, tg *target, topic string) (map[string]configValue, error) {
+	return d.describeConfig(tg, sarama.TopicResource, topic)
+}
+
+func (d saramaDriver) describeBrokerConfig(ctx context.Context, tg *target, broker int32) (map[string]configValue, error) {
+	return d.describeConfig(tg, sarama.BrokerResource, strconv.Itoa(int(broker)))
+}
+
+// deleteRecords: sarama's DeleteRecords returns only an error, not the
+// low watermark.
+func (d saramaDriver) deleteRecords(ctx context.Context, tg *target, topic string, partition int32, before int64) (int64, error) {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		return nil, adm.DeleteRecords(topic, map[int32]int64{partition: before})
+	})
+	return -1, err
+}
+
+func (d saramaDriver) earliestOffset(ctx context.Context, tg *target, topic string, partition int32) (int64, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (int64, error) {
+		res, err := adm.ListOffsets(map[string]map[int32]int64{topic: {partition: sarama.OffsetOldest}}, nil)
+		if err != nil {
+			return 0, err
+		}
+		r := res[topic][partition]
+		switch {
+		case r == nil:
+			return 0, fmt.Errorf("no answer for %s-%d", topic, partition)
+		case r.Err != nil && !errors.Is(r.Err, sarama.ErrNoError): // a KError, ErrNoError when there is none
+			return 0, r.Err
+		}
+		return r.Offset, nil
+	})
+}
+
+// describeCluster: sarama's DescribeCluster sends Metadata, and gives no
+// cluster id.
+func (d saramaDriver) describeCluster(ctx context.Context, tg *target) (clusterInfo, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (clusterInfo, error) {
+		brokers, controller, err := adm.DescribeCluster()
+		if err != nil {
+			return clusterInfo{}, err
+		}
+		info := clusterInfo{ControllerID: controller}
+		for _, b := range brokers {
+			info.Brokers = append(info.Brokers, b.ID())
+		}
+		return info, nil
+	})
+}
+
+func (d saramaDriver) describeLogDirs(ctx context.Context, tg *target, topic string) (map[int32]map[int32]int64, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (map[int32]map[int32]int64, error) {
+		all, err := adm.DescribeLogDirs(tg.ids())
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]map[int32]int64{}
+		for broker, dirs := range all {
+			for _, dir := range dirs {
+				if dir.ErrorCode != sarama.ErrNoError {
+					return nil, fmt.Errorf("broker %d dir %s: %w", broker, dir.Path, dir.ErrorCode)
+				}
+				for _, t := range dir.Topics {
+					if t.Topic != topic {
+						continue
+					}
+					for _, p := range t.Partitions {
+						if out[broker] == nil {
+							out[broker] = map[int32]int64{}
+						}
+						out[broker][p.PartitionID] += p.Size
+					}
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+func (d saramaDriver) electPreferredLeaders(ctx context.Context, tg *target, topic string, partitions []int32) (map[int32]string, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (map[int32]string, error) {
+		res, err := adm.ElectLeaders(sarama.PreferredElection, map[string][]int32{topic: partitions})
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32]string{}
+		for _, p := range partitions {
+			r := res[topic][p]
+			switch {
+			case r == nil:
+				return nil, fmt.Errorf("no answer for %s-%d", topic, p)
+			case r.ErrorCode == sarama.ErrNoError:
+				out[p] = ""
+			case r.ErrorCode == sarama.ErrElectionNotNeeded:
+				out[p] = "ELECTION_NOT_NEEDED"
+			default:
+				out[p] = r.ErrorCode.Error()
+			}
+		}
+		return out, nil
+	})
+}
+
+func (saramaDriver) describeProducers(context.Context, *target, string, int32) ([]producerState, error) {
+	return nil, na("sarama's ClusterAdmin has no DescribeProducers")
+}
+
+func (saramaDriver) offsetForLeaderEpoch(context.Context, *target, string, int32, int32) (int64, int32, error) {
+	return 0, 0, na("sarama's ClusterAdmin has no OffsetForLeaderEpoch")
+}
