@@ -2,13 +2,16 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fakeAdminNode is a fakeNode that is also an AdminClient and an
@@ -210,4 +213,40 @@ func codeErr(err error) error {
 		return kafka.ErrorForCode(e.Code)
 	}
 	return err
+}
+
+// TestTCPAcksNoneFailureClosesConnection: an acks=0 produce gets no
+// answer, so when it fails the server closes the connection, as Kafka
+// does, and the producer learns to refresh its metadata; one that
+// succeeds leaves the connection open.
+func TestTCPAcksNoneFailureClosesConnection(t *testing.T) {
+	_, addr := serve(t, &fakeNode{}, ServerOptions{})
+	f := kmsg.NewRequestFormatter()
+	produce := func(topic string) []byte {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 9, 0, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = []byte("x")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return f.AppendRequest(nil, req, 1)
+	}
+	nc, r := rawConn(t, addr)
+	_, err := nc.Write(produce("good"))
+	require.NoError(t, err)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	_, err = nc.Write(f.AppendRequest(nil, md, 2))
+	require.NoError(t, err)
+	frame, err := readFrame(r, nil, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, int32(2), int32(binary.BigEndian.Uint32(frame)), "the Metadata after a good acks=0 produce is answered")
+
+	_, err = nc.Write(produce("bad"))
+	require.NoError(t, err)
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second)) // without the close, a timeout
+	_, err = r.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the server closed the connection of the failed acks=0 produce")
 }

@@ -189,6 +189,10 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		c.SetReadDeadline(time.Time{})
 		var files []filePiece
 		out, files, err = s.answer(out[:0], frame, p, sc)
+		if errors.Is(err, errAcksNoneFailed) {
+			s.opts.Logger.Debug("transport: closing the connection of a failed acks=0 produce", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
 		if err != nil {
 			// Kafka closes a connection whose request it cannot parse.
 			s.opts.Logger.Warn("transport: bad request", "remote", c.RemoteAddr(), "err", err)
@@ -288,6 +292,22 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 	return appendResponseFrame(out, h.correlationID, resp), nil, nil
 }
 
+// errAcksNoneFailed says an acks=0 produce failed in part: the server
+// closes the connection, as Kafka does, since it sends no answer.
+var errAcksNoneFailed = errors.New("transport: acks=0 produce failed")
+
+// firstProduceError returns the first partition error of a produce answer.
+func firstProduceError(resp *ProduceResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Err != nil {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, p.Err)
+			}
+		}
+	}
+	return nil
+}
+
 // dispatch calls the handler for one decoded request with header h.
 func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Response, error) {
 	ctx, version := s.ctx, h.apiVersion
@@ -301,6 +321,11 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 			return nil, err
 		}
 		if req.Acks == 0 {
+			if err := firstProduceError(resp); err != nil {
+				// Kafka closes the connection instead: the producer, which
+				// gets no answer, learns that way to refresh its metadata.
+				return nil, fmt.Errorf("%w: %w", errAcksNoneFailed, err)
+			}
 			return nil, nil
 		}
 		return produceResponseToWire(resp, version), nil
@@ -444,6 +469,13 @@ func apiVersionsResponse(apis []apiRange, version int16) kmsg.Response {
 	for _, r := range apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = r.key, r.min, r.max
+		if r.key == 0 {
+			// Kafka 4 does the same (KAFKA-18659): librdkafka before 2.10
+			// compresses with gzip, snappy and lz4 only for a broker that
+			// lists Produce v0, and sends them uncompressed otherwise. A
+			// Produce below v3 is still refused.
+			k.MinVersion = 0
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp
