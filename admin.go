@@ -319,6 +319,15 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 		return nil, err
 	}
 	defer n.end()
+	if n.cluster != nil && slices.ContainsFunc(req.Resources, func(r transport.ConfigResource) bool { return r.Type == transport.ConfigTopic }) {
+		// Another node may have changed the topic's configs a moment ago:
+		// answer with the controller's metadata, not this node's last
+		// heartbeat's, so that an alter then a describe reads back the
+		// change whichever nodes they reach.
+		if err := n.cluster.sync(ctx); err != nil {
+			n.logger.Debug("DescribeConfigs answers from the metadata the node has", "err", err)
+		}
+	}
 	resp := &transport.DescribeConfigsResponse{}
 	for _, r := range req.Resources {
 		rc := transport.ResourceConfigs{ConfigResource: r}

@@ -116,8 +116,6 @@ func testAdminWorkflow(t *testing.T, tg adminTarget) {
 	}, topic)
 	require.NoError(t, err)
 	require.NoError(t, alter[0].Err)
-	// On a cluster the node answering may learn of the change a moment
-	// after the one that made it.
 	configs := describedTopicConfigsWhen(ctx, t, adm, topic, "retention.ms", "3600000")
 	require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, configs["retention.ms"].Source)
 	require.Equal(t, "delete,compact", *configs["cleanup.policy"].Value)
@@ -234,22 +232,21 @@ func testAdminWorkflow(t *testing.T, tg adminTarget) {
 	require.NoError(t, deleted.Err)
 }
 
-// describedTopicConfigsWhen returns a topic's configs by name once the
-// config key has value.
+// describedTopicConfigsWhen returns a topic's configs by name, checking
+// that the config key has value: read back at once, whichever node
+// answers.
 func describedTopicConfigsWhen(ctx context.Context, t *testing.T, adm *kadm.Client, topic, key, value string) map[string]kadm.Config {
 	t.Helper()
-	var out map[string]kadm.Config
-	require.Eventually(t, func() bool {
-		rc, err := adm.DescribeTopicConfigs(ctx, topic)
-		require.NoError(t, err)
-		require.Len(t, rc, 1)
-		require.NoError(t, rc[0].Err)
-		out = map[string]kadm.Config{}
-		for _, c := range rc[0].Configs {
-			out[c.Key] = c
-		}
-		return out[key].Value != nil && *out[key].Value == value
-	}, 10*time.Second, 10*time.Millisecond, "%s=%s described", key, value)
+	rc, err := adm.DescribeTopicConfigs(ctx, topic)
+	require.NoError(t, err)
+	require.Len(t, rc, 1)
+	require.NoError(t, rc[0].Err)
+	out := map[string]kadm.Config{}
+	for _, c := range rc[0].Configs {
+		out[c.Key] = c
+	}
+	require.NotNil(t, out[key].Value, "%s described", key)
+	require.Equal(t, value, *out[key].Value, "%s described", key)
 	return out
 }
 

@@ -304,6 +304,9 @@ func (m *member) reconcile(md *clusterMetadata) {
 				// replica must get its state all the same.
 				err = m.apply(m.ctx, h, s)
 			}
+			if err != nil && m.ctx.Err() != nil {
+				return // the node is leaving: nothing to host, nothing wrong
+			}
 			if err != nil {
 				m.n.logger.Error("cannot host a replica", "partition", tp.String(), "err", err)
 				m.retryNextHeartbeat()

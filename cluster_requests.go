@@ -228,12 +228,18 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 	if n.cluster == nil {
 		return nil
 	}
-	if err := n.cluster.heartbeat(ctx); err != nil {
+	return n.cluster.sync(ctx)
+}
+
+// sync fetches the cluster metadata from the controller now and applies
+// it (see SyncMetadata).
+func (m *member) sync(ctx context.Context) error {
+	if err := m.heartbeat(ctx); err != nil {
 		return err
 	}
 	// The background heartbeat may have taken the same metadata and be
 	// applying it still: wait for it.
-	n.cluster.reconcileMu.Lock()
-	n.cluster.reconcileMu.Unlock()
+	m.reconcileMu.Lock()
+	m.reconcileMu.Unlock()
 	return nil
 }
