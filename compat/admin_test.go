@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -276,7 +277,7 @@ func checkDeleteRecords(ctx context.Context, x *run) error {
 	if earliest != 4 {
 		return fmt.Errorf("ListOffsets earliest says %d after deleting before 4", earliest)
 	}
-	if e, err := x.tg.listOffset(ctx, topic, 0, transport.EarliestTimestamp); err != nil || e != 4 {
+	if e, err := x.tg.listOffset(ctx, topic, 0, kafka.EarliestTimestamp); err != nil || e != 4 {
 		return fmt.Errorf("partlog's log start offset is %d (%v) after deleting before 4", e, err)
 	}
 	got, err := x.d.consume(ctx, x.tg, consumeSpec{Topic: topic, Partition: 0, From: start{Kind: "beginning"}, Count: 6})

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -125,7 +126,7 @@ func (tg *target) waitEnds(ctx context.Context, topic string, partitions int32, 
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		ends, err := tg.listOffsets(ctx, topic, partitions, transport.LatestTimestamp)
+		ends, err := tg.listOffsets(ctx, topic, partitions, kafka.LatestTimestamp)
 		if err == nil && !slices.ContainsFunc(slices.Collect(maps.Values(ends)), func(e int64) bool { return e < end }) {
 			return nil
 		}
@@ -508,7 +509,7 @@ func checkGroup(ctx context.Context, x *run) error {
 	if len(w.consumed) != len(produced) {
 		return fmt.Errorf("%d records consumed, %d produced", len(w.consumed), len(produced))
 	}
-	ends, err := x.tg.listOffsets(ctx, topic, partitions, transport.LatestTimestamp)
+	ends, err := x.tg.listOffsets(ctx, topic, partitions, kafka.LatestTimestamp)
 	if err != nil {
 		return err
 	}
@@ -652,18 +653,25 @@ func checkLeaderKill(ctx context.Context, x *run) (err error) {
 		offset    int64
 	}
 	inLog := map[int]at{}
+	batchOf := map[at]string{} // the producer id, epoch and sequence of each record's batch
 	for p := range int32(3) {
-		recs, err := x.tg.logRecords(ctx, topic, p)
+		batches, err := x.tg.readLog(ctx, topic, p)
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
+		for _, b := range batches {
+			for _, r := range b.Records {
+				batchOf[at{p, r.Offset}] = fmt.Sprintf("producer %d epoch %d base sequence %d, batch at %d", b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.BaseOffset)
+			}
+		}
+		for _, r := range recordsOf(p, batches) {
 			seq, err := strconv.Atoi(string(r.Value))
 			if err != nil {
 				return fmt.Errorf("partition %d offset %d holds %q, not a sequence number", p, r.Offset, r.Value)
 			}
 			if prev, dup := inLog[seq]; dup {
-				return fmt.Errorf("record %d is in the log twice: partition %d offset %d and partition %d offset %d", seq, prev.partition, prev.offset, p, r.Offset)
+				return fmt.Errorf("record %d is in the log twice: partition %d offset %d (%s) and partition %d offset %d (%s)",
+					seq, prev.partition, prev.offset, batchOf[prev], p, r.Offset, batchOf[at{p, r.Offset}])
 			}
 			if want := fmt.Sprintf("key-%d", seq%30); string(r.Key) != want {
 				return fmt.Errorf("record %d at partition %d offset %d has key %q, want %q", seq, p, r.Offset, r.Key, want)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -317,7 +318,7 @@ func (tg *target) createTopic(ctx context.Context, name string, partitions int32
 	// ... (leader 2)"), which an acks=0 record sent then would not
 	// survive: wait until every leader answers for its partition.
 	for p := range partitions {
-		if _, err := tg.listOffset(ctx, name, p, transport.LatestTimestamp); err != nil {
+		if _, err := tg.listOffset(ctx, name, p, kafka.LatestTimestamp); err != nil {
 			return err
 		}
 	}

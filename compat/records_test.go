@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -195,14 +196,14 @@ func (tg *target) produceWithPartlog(ctx context.Context, topic string, recs []r
 // high watermark, with the harness's own client, and returns them decoded.
 // This is what the partition holds, whichever client wrote it.
 func (tg *target) readLog(ctx context.Context, topic string, partition int32) ([]record.Batch, error) {
-	start, err := tg.listOffset(ctx, topic, partition, transport.EarliestTimestamp)
+	start, err := tg.listOffset(ctx, topic, partition, kafka.EarliestTimestamp)
 	if err != nil {
 		return nil, err
 	}
 	var batches []record.Batch
 	for offset := start; ; {
 		pr, err := retrying(ctx, func() (transport.FetchPartitionResponse, error) {
-			resp, err := tg.client.Fetch(ctx, &transport.FetchRequest{ReplicaID: transport.ConsumerReplicaID, MaxBytes: 8 << 20,
+			resp, err := tg.client.Fetch(ctx, &transport.FetchRequest{ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 8 << 20,
 				Topics: []transport.FetchTopic{{Topic: topic, Partitions: []transport.FetchPartition{
 					{Partition: partition, CurrentLeaderEpoch: -1, FetchOffset: offset, LastFetchedEpoch: -1, LogStartOffset: -1, MaxBytes: 8 << 20}}}}})
 			if err != nil {
@@ -265,7 +266,7 @@ func recordsOf(partition int32, batches []record.Batch) []rec {
 }
 
 // retrying calls fn until it returns no error or one that
-// transport.IsRetriable says will not pass by itself, every pollInterval
+// kafka.IsRetriable says will not pass by itself, every pollInterval
 // for at most 10 s: after a node is killed, the harness's client learns
 // the new leaders as a Kafka client does, by failing and asking again.
 func retrying[T any](ctx context.Context, fn func() (T, error)) (T, error) {
@@ -275,7 +276,7 @@ func retrying[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	defer tick.Stop()
 	for {
 		v, err := fn()
-		if err == nil || !transport.IsRetriable(err) {
+		if err == nil || !kafka.IsRetriable(err) {
 			return v, err
 		}
 		select {
@@ -287,7 +288,7 @@ func retrying[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 }
 
 // listOffsets asks, with ListOffsets, for each of partitions' offset at
-// timestamp (transport.EarliestTimestamp, LatestTimestamp or a time in ms).
+// timestamp (kafka.EarliestTimestamp, LatestTimestamp or a time in ms).
 func (tg *target) listOffsets(ctx context.Context, topic string, partitions int32, timestamp int64) (map[int32]int64, error) {
 	out := map[int32]int64{}
 	for p := range partitions {
@@ -302,7 +303,7 @@ func (tg *target) listOffsets(ctx context.Context, topic string, partitions int3
 
 // listOffset asks for one partition's offset at timestamp.
 func (tg *target) listOffset(ctx context.Context, topic string, partition int32, timestamp int64) (int64, error) {
-	req := &transport.ListOffsetsRequest{ReplicaID: transport.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{{Topic: topic,
+	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{{Topic: topic,
 		Partitions: []transport.ListOffsetsPartition{{Partition: partition, CurrentLeaderEpoch: -1, Timestamp: timestamp}}}}}
 	offset, err := retrying(ctx, func() (int64, error) {
 		resp, err := tg.client.ListOffsets(ctx, req)
