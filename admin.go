@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 )
@@ -144,7 +143,7 @@ func (n *Node) addPartitionsLocked(t *topic, count int32) error {
 			if int(p) < len(next.partitions) {
 				next.partitions[p].Close()
 			}
-			if rerr := n.logs.Remove(log.TopicPartition{Topic: t.name, Partition: p}); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			if rerr := n.logs.Remove(kafka.TopicPartition{Topic: t.name, Partition: p}); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				n.logger.Warn("removing a partition that could not be added", "partition", p, "err", rerr)
 			}
 		}

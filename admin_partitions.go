@@ -78,15 +78,15 @@ func (n *Node) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDi
 	if err := unix.Statfs(n.dir, &st); err == nil {
 		dir.TotalBytes, dir.UsableBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
 	}
-	var asked map[transport.TopicPartition]bool
+	var asked map[kafka.TopicPartition]bool
 	if req.Partitions != nil {
-		asked = map[transport.TopicPartition]bool{}
+		asked = map[kafka.TopicPartition]bool{}
 		for _, tp := range req.Partitions {
 			asked[tp] = true
 		}
 	}
 	for _, p := range n.hostedPartitions() {
-		tp := transport.TopicPartition{Topic: p.Topic(), Partition: p.ID()}
+		tp := kafka.TopicPartition{Topic: p.Topic(), Partition: p.ID()}
 		if asked != nil && !asked[tp] {
 			continue
 		}
@@ -145,12 +145,12 @@ func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequ
 
 // allPartitions names every partition of every topic the node knows:
 // its own topics' and the cluster's.
-func (n *Node) allPartitions() []transport.TopicPartition {
-	var tps []transport.TopicPartition
+func (n *Node) allPartitions() []kafka.TopicPartition {
+	var tps []kafka.TopicPartition
 	for _, name := range n.ListTopics() {
 		if d, err := n.DescribeTopics(name); err == nil && len(d) == 1 {
 			for _, p := range d[0].Partitions {
-				tps = append(tps, transport.TopicPartition{Topic: name, Partition: p.Partition})
+				tps = append(tps, kafka.TopicPartition{Topic: name, Partition: p.Partition})
 			}
 		}
 	}

@@ -284,7 +284,7 @@ func TestAdminChangesSurviveCrash(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ac.Resources[0].Err)
 	dr, err := n.DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
-		{TopicPartition: transport.TopicPartition{Topic: "orders", Partition: 0}, Offset: 4}}})
+		{TopicPartition: kafka.TopicPartition{Topic: "orders", Partition: 0}, Offset: 4}}})
 	require.NoError(t, err)
 	require.NoError(t, dr.Partitions[0].Err)
 	require.Equal(t, int64(4), dr.Partitions[0].LowWatermark)
@@ -316,7 +316,7 @@ func TestClusterClientDeleteRecords(t *testing.T) {
 	req := &transport.DeleteRecordsRequest{}
 	for p := range int32(3) {
 		require.NotEmpty(t, acked[p], "the key hash spreads 60 records over the 3 partitions")
-		req.Partitions = append(req.Partitions, transport.DeleteRecordsPartition{TopicPartition: transport.TopicPartition{Topic: "events", Partition: p}, Offset: 1})
+		req.Partitions = append(req.Partitions, transport.DeleteRecordsPartition{TopicPartition: kafka.TopicPartition{Topic: "events", Partition: p}, Offset: 1})
 		leaders[c.ctl.State().Topics["events"].Partitions[p].Leader] = true
 	}
 	require.Len(t, leaders, 3, "each partition has its own leader, so one node cannot answer for all")

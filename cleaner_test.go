@@ -66,14 +66,14 @@ func consumeAll(t *testing.T, n *partlog.Node, topic string) []kvRecord {
 	d, err := n.DescribeTopics(topic)
 	require.NoError(t, err)
 	hw := d[0].Partitions[0].HighWatermark
-	c, err := consumer.New(n, consumer.Partitions(consumer.TopicPartition{Topic: topic, Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
+	c, err := consumer.New(n, consumer.Partitions(kafka.TopicPartition{Topic: topic, Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out []kvRecord
 	for {
-		pos, err := c.Position(ctx, consumer.TopicPartition{Topic: topic, Partition: 0})
+		pos, err := c.Position(ctx, kafka.TopicPartition{Topic: topic, Partition: 0})
 		require.NoError(t, err)
 		if pos >= hw {
 			return out

@@ -94,8 +94,8 @@ type member struct {
 	brokerEpoch int64
 	md          *clusterMetadata
 	mdChanged   chan struct{} // closed and replaced when md changes
-	hosts       map[log.TopicPartition]*replicaHost
-	hws         map[log.TopicPartition]int64 // from the checkpoint, for replicas not yet started
+	hosts       map[kafka.TopicPartition]*replicaHost
+	hws         map[kafka.TopicPartition]int64 // from the checkpoint, for replicas not yet started
 	// retry says a reconcile failed in part: the next heartbeat asks for
 	// the metadata again and reconciles even if it is not newer.
 	retry bool
@@ -116,7 +116,7 @@ type member struct {
 
 // replicaHost is one replica the node hosts.
 type replicaHost struct {
-	tp      log.TopicPartition
+	tp      kafka.TopicPartition
 	topicID string
 	p       *partition.Partition
 	rn      *replica.Node
@@ -151,7 +151,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if o.heartbeat <= 0 {
 		o.heartbeat = 500 * time.Millisecond
 	}
-	m := &member{n: n, opts: o, hosts: map[log.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
+	m := &member{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
 		md:      &clusterMetadata{Version: -1, Nodes: map[int32]nodeMetadata{}, Topics: map[string]replica.TopicState{}},
 		refresh: make(chan struct{}, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -170,7 +170,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	var err error
 	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.fs, path.Join(n.dir, HighWatermarkFileName)); err != nil {
 		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)
-		m.hws = map[log.TopicPartition]int64{}
+		m.hws = map[kafka.TopicPartition]int64{}
 	}
 	n.cluster = m
 	if o.network != nil {
@@ -288,14 +288,14 @@ func (m *member) reconcile(md *clusterMetadata) {
 	m.mu.Unlock()
 
 	id := m.n.meta.NodeID
-	want := map[log.TopicPartition]bool{}
+	want := map[kafka.TopicPartition]bool{}
 	for _, name := range slices.Sorted(maps.Keys(md.Topics)) {
 		t := md.Topics[name]
 		for p, s := range t.Partitions {
 			if !slices.Contains(s.Replicas, id) {
 				continue
 			}
-			tp := log.TopicPartition{Topic: name, Partition: int32(p)}
+			tp := kafka.TopicPartition{Topic: name, Partition: int32(p)}
 			want[tp] = true
 			h, err := m.host(tp, t)
 			if err == nil {
@@ -354,7 +354,7 @@ func (m *member) stopReplica(h *replicaHost) {
 // removeStrays removes partition directories of replicated topics the
 // metadata no longer assigns to the node: a crash can leave them while a
 // topic is being deleted.
-func (m *member) removeStrays(want map[log.TopicPartition]bool) {
+func (m *member) removeStrays(want map[kafka.TopicPartition]bool) {
 	present, err := m.n.logs.Partitions()
 	if err != nil {
 		return
@@ -372,7 +372,7 @@ func (m *member) removeStrays(want map[log.TopicPartition]bool) {
 
 // host returns the replica of tp, opening its partition and starting its
 // replica.Node first if needed.
-func (m *member) host(tp log.TopicPartition, t replica.TopicState) (*replicaHost, error) {
+func (m *member) host(tp kafka.TopicPartition, t replica.TopicState) (*replicaHost, error) {
 	m.mu.Lock()
 	h := m.hosts[tp]
 	hw := m.hws[tp]
@@ -526,7 +526,7 @@ func (m *member) retryNextHeartbeat() {
 }
 
 // replica returns the replica of tp the node hosts, or nil.
-func (m *member) replica(tp log.TopicPartition) *replicaHost {
+func (m *member) replica(tp kafka.TopicPartition) *replicaHost {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.hosts[tp]
@@ -619,18 +619,18 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 }
 
 // messagePartition returns the partition a replica message is about.
-func messagePartition(m replica.Message) (log.TopicPartition, bool) {
+func messagePartition(m replica.Message) (kafka.TopicPartition, bool) {
 	switch {
 	case m.Fetch != nil:
-		return log.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}, true
+		return kafka.TopicPartition{Topic: m.Fetch.Topic, Partition: m.Fetch.Partition}, true
 	case m.FetchResponse != nil:
-		return log.TopicPartition{Topic: m.FetchResponse.Topic, Partition: m.FetchResponse.Partition}, true
+		return kafka.TopicPartition{Topic: m.FetchResponse.Topic, Partition: m.FetchResponse.Partition}, true
 	case m.EpochRequest != nil:
-		return log.TopicPartition{Topic: m.EpochRequest.Topic, Partition: m.EpochRequest.Partition}, true
+		return kafka.TopicPartition{Topic: m.EpochRequest.Topic, Partition: m.EpochRequest.Partition}, true
 	case m.EpochResponse != nil:
-		return log.TopicPartition{Topic: m.EpochResponse.Topic, Partition: m.EpochResponse.Partition}, true
+		return kafka.TopicPartition{Topic: m.EpochResponse.Topic, Partition: m.EpochResponse.Partition}, true
 	}
-	return log.TopicPartition{}, false
+	return kafka.TopicPartition{}, false
 }
 
 // HandleInternal answers partlog's internal calls that come over TCP:
@@ -731,7 +731,7 @@ func (m *member) goUnlessLeaving(f func()) {
 // partition.metadata names another topic id than id: a topic of the same
 // name was deleted and created again while the node was down, and the old
 // topic's records must not pass for the new one's.
-func (n *Node) removeIfOtherTopic(tp log.TopicPartition, id string) error {
+func (n *Node) removeIfOtherTopic(tp kafka.TopicPartition, id string) error {
 	f, err := n.opts.fs.Open(path.Join(n.dir, tp.String(), "partition.metadata"))
 	if err != nil {
 		return nil // none: a new replica, or one from before topic ids

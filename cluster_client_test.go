@@ -152,7 +152,7 @@ func TestClusterClientFollowsLeaders(t *testing.T) {
 	require.Equal(t, []int64{50, 0}, ends(nodes[0]))
 	require.Equal(t, []int64{50, 100}, ends(nodes[1]), "after the move, node 2 took partition 0's records")
 
-	cons, err := consumer.New(c, consumer.Partitions(consumer.TopicPartition{Topic: "t", Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
+	cons, err := consumer.New(c, consumer.Partitions(kafka.TopicPartition{Topic: "t", Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, err)
 	defer cons.Close()
 	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -237,7 +236,7 @@ type replicatedOffsetsLog struct{ n *Node }
 
 func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 	n := o.n
-	tp := log.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
+	tp := kafka.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
 	h := n.cluster.replica(tp)
 	if h == nil || !h.leads(n.meta.NodeID) {
 		return fmt.Errorf("%w: node %d does not lead %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)

@@ -114,10 +114,10 @@ func (g *groupProgress) process(member int32, r *consumer.Record) {
 // partitions: after the last record processed. (A member commits only its
 // own: a commit of another's partition could land after that member's
 // later one, and take the committed offset back.)
-func (g *groupProgress) positions(tps []consumer.TopicPartition) map[consumer.TopicPartition]consumer.CommittedOffset {
+func (g *groupProgress) positions(tps []kafka.TopicPartition) map[kafka.TopicPartition]consumer.CommittedOffset {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := map[consumer.TopicPartition]consumer.CommittedOffset{}
+	out := map[kafka.TopicPartition]consumer.CommittedOffset{}
 	for _, tp := range tps {
 		if next, ok := g.next[tp.Partition]; ok {
 			out[tp] = consumer.CommittedOffset{Offset: next, LeaderEpoch: -1}
@@ -127,7 +127,7 @@ func (g *groupProgress) positions(tps []consumer.TopicPartition) map[consumer.To
 }
 
 // acked notes offsets the coordinator acknowledged.
-func (g *groupProgress) acked(offsets map[consumer.TopicPartition]consumer.CommittedOffset) {
+func (g *groupProgress) acked(offsets map[kafka.TopicPartition]consumer.CommittedOffset) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for tp, o := range offsets {
@@ -140,7 +140,7 @@ func (g *groupProgress) acked(offsets map[consumer.TopicPartition]consumer.Commi
 // after each poll until stop closes; it commits what it processed of the
 // partitions it gives up before it gives them up.
 func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, id int32, topic string, g *groupProgress, stop <-chan struct{}, settled chan<- struct{}) {
-	commit := func(ctx context.Context, m *consumer.Consumer, tps []consumer.TopicPartition) error {
+	commit := func(ctx context.Context, m *consumer.Consumer, tps []kafka.TopicPartition) error {
 		offsets := g.positions(tps)
 		if len(offsets) == 0 {
 			return nil
@@ -151,7 +151,7 @@ func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, 
 		}
 		return err
 	}
-	signal := func(context.Context, *consumer.Consumer, []consumer.TopicPartition) {
+	signal := func(context.Context, *consumer.Consumer, []kafka.TopicPartition) {
 		select {
 		case settled <- struct{}{}:
 		default:
@@ -161,13 +161,13 @@ func runGroupMember(ctx context.Context, t *testing.T, client transport.Client, 
 		consumer.DisableAutoCommit(), consumer.SessionTimeout(6*time.Second), consumer.HeartbeatInterval(100*time.Millisecond),
 		consumer.RetryBackoff(20*time.Millisecond), consumer.RetryBackoffMax(200*time.Millisecond),
 		consumer.OnPartitionsAssigned(signal),
-		consumer.OnPartitionsRevoked(func(ctx context.Context, m *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsRevoked(func(ctx context.Context, m *consumer.Consumer, tps []kafka.TopicPartition) {
 			if err := commit(ctx, m, tps); err != nil {
 				g.fail(fmt.Errorf("member %d: commit on revoke: %w", id, err))
 			}
 			signal(ctx, m, tps)
 		}),
-		consumer.OnPartitionsLost(func(ctx context.Context, m *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsLost(func(ctx context.Context, m *consumer.Consumer, tps []kafka.TopicPartition) {
 			g.fail(fmt.Errorf("member %d: lost %v", id, tps))
 		}))
 	require.NoError(t, err)

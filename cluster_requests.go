@@ -32,7 +32,7 @@ func (n *Node) clusterReplica(name string, id int32) (h *replicaHost, err error,
 	if m == nil || n.topic(name) != nil {
 		return nil, nil, false
 	}
-	if h := m.replica(log.TopicPartition{Topic: name, Partition: id}); h != nil {
+	if h := m.replica(kafka.TopicPartition{Topic: name, Partition: id}); h != nil {
 		return h, nil, true
 	}
 	md, _ := m.metadata()
@@ -182,7 +182,7 @@ func (n *Node) describeReplicated(name string) (TopicDescription, bool) {
 		d.ReplicationFactor = int16(len(s.Replicas))
 		pd := PartitionDescription{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 			Replicas: slices.Clone(s.Replicas), ISR: slices.Clone(s.ISR), LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1}
-		if h := n.cluster.replica(log.TopicPartition{Topic: name, Partition: int32(p)}); h != nil {
+		if h := n.cluster.replica(kafka.TopicPartition{Topic: name, Partition: int32(p)}); h != nil {
 			pd.LogStartOffset, pd.LogEndOffset, pd.HighWatermark = h.p.LogStartOffset(), h.p.LogEndOffset(), h.p.HighWatermark()
 			pd.Size = h.p.Log().Size()
 		}

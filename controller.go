@@ -74,7 +74,7 @@ type Controller struct {
 
 // controllerTopic is the controller's metadata log in its directory, named
 // as KRaft's.
-var controllerTopic = log.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
+var controllerTopic = kafka.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
 
 // OpenController opens (creating as needed) the controller's directory,
 // replays its metadata log and starts ticking. Close stops it.
@@ -188,7 +188,7 @@ func (c *Controller) State() replica.ClusterState {
 func (c *Controller) Partition(topic string, partition int32) (replica.LeaderAndISR, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ctl.Partition(log.TopicPartition{Topic: topic, Partition: partition})
+	return c.ctl.Partition(kafka.TopicPartition{Topic: topic, Partition: partition})
 }
 
 // WaitFor waits until cond, called with the metadata after each change,
@@ -355,7 +355,7 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 			return nil, fmt.Errorf("%w: AlterPartition without a change", kafka.ErrInvalidRequest)
 		}
 		var s replica.LeaderAndISR
-		s, err = c.ctl.AlterPartition(req.Node, log.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
+		s, err = c.ctl.AlterPartition(req.Node, kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
 		resp.State = &s
 	case opCreateTopic:
 		nt := req.NewTopic
@@ -373,7 +373,7 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 		unclean, _ := strconv.ParseBool(req.Configs["unclean.leader.election.enable"])
 		err = c.ctl.AlterTopicConfig(req.Topic, replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(req.Configs)})
 	case opElectLeader:
-		err = c.ctl.ElectPreferredLeader(log.TopicPartition{Topic: req.Topic, Partition: req.Partition})
+		err = c.ctl.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition})
 	case opProducerIDs:
 		resp.ProducerIDStart, err = c.pids.allocateBlock(c.fs, path.Join(c.dir, ProducerIDsFileName), controllerProducerIDBlock)
 		resp.ProducerIDEnd = resp.ProducerIDStart + controllerProducerIDBlock

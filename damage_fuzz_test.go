@@ -66,7 +66,7 @@ func FuzzDamagedDirectory(f *testing.F) {
 				t.Fatalf("describe %s: %v", topic, err)
 			}
 			for _, pd := range d[0].Partitions {
-				tp := log.TopicPartition{Topic: topic, Partition: pd.Partition}
+				tp := kafka.TopicPartition{Topic: topic, Partition: pd.Partition}
 				if pd.Offline != nil {
 					continue // kept on disk, not served: not lost
 				}
@@ -100,7 +100,7 @@ func damageFixture(t *testing.T) (*vfs.MemFS, map[string][]string) {
 			t.Fatal(err)
 		}
 		for p := range int32(damagePartitions) {
-			tp := log.TopicPartition{Topic: topic, Partition: p}.String()
+			tp := kafka.TopicPartition{Topic: topic, Partition: p}.String()
 			for i := range 30 {
 				values := []string{fmt.Sprintf("%s/%d/a", tp, i), fmt.Sprintf("%s/%d/b", tp, i)}
 				resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
@@ -128,7 +128,7 @@ func damage(t *testing.T, mem *vfs.MemFS, input []byte) map[string]int64 {
 	var dirs []string
 	for _, topic := range damageTopics {
 		for p := range int32(damagePartitions) {
-			name := log.TopicPartition{Topic: topic, Partition: p}.String()
+			name := kafka.TopicPartition{Topic: topic, Partition: p}.String()
 			dirs = append(dirs, name)
 			lost[name] = math.MaxInt64
 		}
@@ -214,7 +214,7 @@ func noteLoss(lost map[string]int64, dir, file string, data []byte, i int64) {
 
 // readBelow reads tp's records from offset 0 below offset end, or until a
 // read fails or returns nothing, and returns their values by offset.
-func readBelow(t *testing.T, n *partlog.Node, tp log.TopicPartition, end int64) []string {
+func readBelow(t *testing.T, n *partlog.Node, tp kafka.TopicPartition, end int64) []string {
 	t.Helper()
 	var values []string
 	for off := int64(0); off < end; {

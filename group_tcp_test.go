@@ -12,6 +12,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -51,7 +52,7 @@ func TestTCPConsumerGroup(t *testing.T) {
 	var wg sync.WaitGroup
 	members := make([]*consumer.Consumer, 2)
 	for i := range members {
-		c, err := consumer.New(dial(), append(opts, consumer.OnPartitionsAssigned(func(context.Context, *consumer.Consumer, []consumer.TopicPartition) { signal() }))...)
+		c, err := consumer.New(dial(), append(opts, consumer.OnPartitionsAssigned(func(context.Context, *consumer.Consumer, []kafka.TopicPartition) { signal() }))...)
 		require.NoError(t, err)
 		members[i] = c
 	}

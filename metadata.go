@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 )
 
 // metadataTopic is the internal partition that holds the node's topic
 // metadata, named as Kafka's KRaft metadata log.
-var metadataTopic = log.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
+var metadataTopic = kafka.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
 
 // topicRecord is what the metadata log keeps of a topic: one record per
 // change, keyed by the topic's name; a tombstone deletes it. The latest

@@ -208,7 +208,7 @@ func (n *Node) newTopic(name string, rec topicRecord) (*topic, log.Options, part
 
 // openPartition opens (creating as needed) partition p of t.
 func (n *Node) openPartition(t *topic, p int32, lo log.Options, po partition.Options) (*partition.Partition, error) {
-	tp := log.TopicPartition{Topic: t.name, Partition: p}
+	tp := kafka.TopicPartition{Topic: t.name, Partition: p}
 	l, err := n.logs.Open(tp, lo)
 	if err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func (n *Node) openTopic(name string, rec topicRecord) {
 	for p := range rec.Partitions {
 		part, err := n.openPartition(t, p, lo, po)
 		if err != nil {
-			n.logger.Error("partition offline: its log could not be opened", "partition", log.TopicPartition{Topic: name, Partition: p}.String(), "err", err)
+			n.logger.Error("partition offline: its log could not be opened", "partition", kafka.TopicPartition{Topic: name, Partition: p}.String(), "err", err)
 			if t.offline == nil {
 				t.offline = map[int32]error{}
 			}
@@ -265,7 +265,7 @@ func (n *Node) createTopicLocked(name string, rec topicRecord) error {
 	if err != nil {
 		t.close()
 		for p := range tried {
-			if rerr := n.logs.Remove(log.TopicPartition{Topic: name, Partition: p}); rerr != nil {
+			if rerr := n.logs.Remove(kafka.TopicPartition{Topic: name, Partition: p}); rerr != nil {
 				n.logger.Warn("removing a partition of a topic that could not be created", "partition", p, "err", rerr)
 			}
 		}
@@ -288,7 +288,7 @@ func (n *Node) topicConfig(own map[string]string) topicConfig {
 
 // writePartitionMetadata writes Kafka's partition.metadata, which names the
 // topic id a partition directory belongs to, if it is missing.
-func (n *Node) writePartitionMetadata(tp log.TopicPartition, id string) error {
+func (n *Node) writePartitionMetadata(tp kafka.TopicPartition, id string) error {
 	name := path.Join(n.dir, tp.String(), "partition.metadata")
 	if _, err := n.opts.fs.Stat(name); err == nil {
 		return nil
@@ -374,7 +374,7 @@ func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
 
 // partitionName names p as topic-partition, for logs.
 func partitionName(p *partition.Partition) string {
-	return log.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
+	return kafka.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
 }
 
 // EnforceRetention runs retention now, as the node does every
@@ -538,7 +538,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	delete(n.topics, name)
 	t.close()
 	for p := range t.partitions {
-		if err := n.logs.Remove(log.TopicPartition{Topic: name, Partition: int32(p)}); err != nil {
+		if err := n.logs.Remove(kafka.TopicPartition{Topic: name, Partition: int32(p)}); err != nil {
 			return fmt.Errorf("partlog: delete %s-%d: %w", name, p, err)
 		}
 	}

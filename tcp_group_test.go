@@ -84,7 +84,7 @@ func TestTCPGroupProducerConsumer(t *testing.T) {
 	// Two members join before anything is produced, so that what each
 	// reads is settled before there is anything to read.
 	changed := make(chan struct{}, 1)
-	signal := func(context.Context, *consumer.Consumer, []consumer.TopicPartition) {
+	signal := func(context.Context, *consumer.Consumer, []kafka.TopicPartition) {
 		select {
 		case changed <- struct{}{}:
 		default:
@@ -625,6 +625,6 @@ func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
 	committed, err := m.Committed(ctx)
 	require.NoError(t, err)
 	for p := range int32(2) {
-		require.Equal(t, d[0].Partitions[p].LogEndOffset, committed[consumer.TopicPartition{Topic: "study", Partition: p}].Offset)
+		require.Equal(t, d[0].Partitions[p].LogEndOffset, committed[kafka.TopicPartition{Topic: "study", Partition: p}].Offset)
 	}
 }

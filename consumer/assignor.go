@@ -3,6 +3,8 @@ package consumer
 import (
 	"cmp"
 	"slices"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // RebalanceProtocol is how a consumer gives partitions up in a rebalance.
@@ -42,7 +44,7 @@ type Assignor interface {
 	// partitions holds the partition count of every topic a member
 	// subscribes to that exists. Members are sorted as Kafka sorts them:
 	// by instance id where both have one, else by member id.
-	Assign(members []GroupMember, partitions map[string]int32) map[string][]TopicPartition
+	Assign(members []GroupMember, partitions map[string]int32) map[string][]kafka.TopicPartition
 }
 
 // sortMembers sorts members as Kafka's MemberInfo compares them.
@@ -61,7 +63,7 @@ func sortMembers(members []GroupMember) {
 	})
 }
 
-func compareTP(a, b TopicPartition) int {
+func compareTP(a, b kafka.TopicPartition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
@@ -77,7 +79,7 @@ type rangeAssignor struct{}
 func (rangeAssignor) Name() string                { return "range" }
 func (rangeAssignor) Protocol() RebalanceProtocol { return Eager }
 
-func (rangeAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]TopicPartition {
+func (rangeAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]kafka.TopicPartition {
 	members = slices.Clone(members)
 	sortMembers(members)
 	out := emptyAssignment(members)
@@ -98,7 +100,7 @@ func (rangeAssignor) Assign(members []GroupMember, partitions map[string]int32) 
 				length++
 			}
 			for p := start; p < start+length; p++ {
-				out[id] = append(out[id], TopicPartition{Topic: t, Partition: int32(p)})
+				out[id] = append(out[id], kafka.TopicPartition{Topic: t, Partition: int32(p)})
 			}
 		}
 	}
@@ -117,7 +119,7 @@ type roundRobinAssignor struct{}
 func (roundRobinAssignor) Name() string                { return "roundrobin" }
 func (roundRobinAssignor) Protocol() RebalanceProtocol { return Eager }
 
-func (roundRobinAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]TopicPartition {
+func (roundRobinAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]kafka.TopicPartition {
 	members = slices.Clone(members)
 	sortMembers(members)
 	out := emptyAssignment(members)
@@ -131,15 +133,15 @@ func (roundRobinAssignor) Assign(members []GroupMember, partitions map[string]in
 				next = (next + 1) % len(members)
 			}
 			id := members[next].MemberID
-			out[id] = append(out[id], TopicPartition{Topic: t, Partition: p})
+			out[id] = append(out[id], kafka.TopicPartition{Topic: t, Partition: p})
 			next = (next + 1) % len(members)
 		}
 	}
 	return out
 }
 
-func emptyAssignment(members []GroupMember) map[string][]TopicPartition {
-	out := make(map[string][]TopicPartition, len(members))
+func emptyAssignment(members []GroupMember) map[string][]kafka.TopicPartition {
+	out := make(map[string][]kafka.TopicPartition, len(members))
 	for _, m := range members {
 		out[m.MemberID] = nil
 	}
@@ -161,4 +163,4 @@ func subscribedTopics(members []GroupMember, partitions map[string]int32) []stri
 	return out
 }
 
-func sortTPs(tps []TopicPartition) { slices.SortFunc(tps, compareTP) }
+func sortTPs(tps []kafka.TopicPartition) { slices.SortFunc(tps, compareTP) }

@@ -6,11 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
 )
 
-func tps(s ...string) []TopicPartition {
-	var out []TopicPartition
+func tps(s ...string) []kafka.TopicPartition {
+	var out []kafka.TopicPartition
 	for _, x := range s {
 		var t string
 		var p int32
@@ -20,7 +21,7 @@ func tps(s ...string) []TopicPartition {
 		}
 		t = x[:i]
 		fmt.Sscan(x[i+1:], &p)
-		out = append(out, TopicPartition{Topic: t, Partition: p})
+		out = append(out, kafka.TopicPartition{Topic: t, Partition: p})
 	}
 	return out
 }
@@ -33,7 +34,7 @@ func member(id string, topics ...string) GroupMember {
 // topics of three partitions each.
 func TestRangeKafkaExample(t *testing.T) {
 	got := Range().Assign([]GroupMember{member("C1", "t0", "t1"), member("C0", "t0", "t1")}, map[string]int32{"t0": 3, "t1": 3})
-	require.Equal(t, map[string][]TopicPartition{
+	require.Equal(t, map[string][]kafka.TopicPartition{
 		"C0": tps("t0p0", "t0p1", "t1p0", "t1p1"),
 		"C1": tps("t0p2", "t1p2"),
 	}, got)
@@ -41,7 +42,7 @@ func TestRangeKafkaExample(t *testing.T) {
 
 func TestRoundRobinKafkaExamples(t *testing.T) {
 	got := RoundRobin().Assign([]GroupMember{member("C0", "t0", "t1"), member("C1", "t0", "t1")}, map[string]int32{"t0": 3, "t1": 3})
-	require.Equal(t, map[string][]TopicPartition{
+	require.Equal(t, map[string][]kafka.TopicPartition{
 		"C0": tps("t0p0", "t0p2", "t1p1"),
 		"C1": tps("t0p1", "t1p0", "t1p2"),
 	}, got)
@@ -49,7 +50,7 @@ func TestRoundRobinKafkaExamples(t *testing.T) {
 	// t0, t1, t2; with 1, 2 and 3 partitions.
 	got = RoundRobin().Assign([]GroupMember{member("C0", "t0"), member("C1", "t0", "t1"), member("C2", "t0", "t1", "t2")},
 		map[string]int32{"t0": 1, "t1": 2, "t2": 3})
-	require.Equal(t, map[string][]TopicPartition{
+	require.Equal(t, map[string][]kafka.TopicPartition{
 		"C0": tps("t0p0"),
 		"C1": tps("t1p0"),
 		"C2": tps("t1p1", "t2p0", "t2p1", "t2p2"),
@@ -61,16 +62,16 @@ func TestRangeUnevenAndMissing(t *testing.T) {
 	// exist assigns nothing; a member subscribed to nothing that exists
 	// gets an empty assignment.
 	got := Range().Assign([]GroupMember{member("a", "x", "gone"), member("b", "x"), member("c", "x"), member("d", "gone")}, map[string]int32{"x": 7})
-	require.Equal(t, map[string][]TopicPartition{
+	require.Equal(t, map[string][]kafka.TopicPartition{
 		"a": tps("x-0", "x-1", "x-2"), "b": tps("x-3", "x-4"), "c": tps("x-5", "x-6"), "d": nil,
 	}, got)
 }
 
 // checkComplete requires that every partition of partitions has exactly one
 // owner in a, subscribed to its topic.
-func checkComplete(t *testing.T, members []GroupMember, partitions map[string]int32, a map[string][]TopicPartition) {
+func checkComplete(t *testing.T, members []GroupMember, partitions map[string]int32, a map[string][]kafka.TopicPartition) {
 	t.Helper()
-	seen := map[TopicPartition]string{}
+	seen := map[kafka.TopicPartition]string{}
 	for _, m := range members {
 		for _, tp := range a[m.MemberID] {
 			require.Contains(t, m.Subscription.Topics, tp.Topic)
@@ -90,9 +91,9 @@ func checkComplete(t *testing.T, members []GroupMember, partitions map[string]in
 // assigns, members revoke what they lost, and if any did the leader
 // assigns again. It returns the final assignment and how many partitions
 // changed owner.
-func stickyRound(t *testing.T, members []GroupMember, partitions map[string]int32, gen int32) (map[string][]TopicPartition, int) {
+func stickyRound(t *testing.T, members []GroupMember, partitions map[string]int32, gen int32) (map[string][]kafka.TopicPartition, int) {
 	t.Helper()
-	before := map[TopicPartition]string{}
+	before := map[kafka.TopicPartition]string{}
 	for _, m := range members {
 		for _, tp := range m.Subscription.Owned {
 			before[tp] = m.MemberID
@@ -131,7 +132,7 @@ func stickyRound(t *testing.T, members []GroupMember, partitions map[string]int3
 	return a, moved
 }
 
-func counts(a map[string][]TopicPartition) []int {
+func counts(a map[string][]kafka.TopicPartition) []int {
 	var out []int
 	for _, tps := range a {
 		out = append(out, len(tps))
@@ -154,7 +155,7 @@ func TestCooperativeStickyMovesOnlyWhatMust(t *testing.T) {
 	require.Equal(t, 1, moved)
 
 	// A member leaves: only its partitions move.
-	var gone []TopicPartition
+	var gone []kafka.TopicPartition
 	for i, m := range ms {
 		if m.MemberID == "b" {
 			gone = m.Subscription.Owned
@@ -162,7 +163,7 @@ func TestCooperativeStickyMovesOnlyWhatMust(t *testing.T) {
 			break
 		}
 	}
-	before := map[string][]TopicPartition{}
+	before := map[string][]kafka.TopicPartition{}
 	for _, m := range ms {
 		before[m.MemberID] = m.Subscription.Owned
 	}

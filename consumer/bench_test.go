@@ -142,7 +142,7 @@ func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
 // "bench"-0 and checks that they all came.
 func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool, buffers consumer.BufferPolicy) {
 	c, err := consumer.New(node,
-		consumer.PartitionsAt(map[consumer.TopicPartition]int64{{Topic: "bench"}: 0}),
+		consumer.PartitionsAt(map[kafka.TopicPartition]int64{{Topic: "bench"}: 0}),
 		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)), consumer.FetchBuffers(buffers))
 	if err != nil {
 		b.Fatal(err)

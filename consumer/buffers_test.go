@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 )
 
@@ -36,7 +37,7 @@ func fillBufferTopic(t *testing.T, parts int32, n int) *consumer.Consumer {
 			produce(t, node, "t", p, recs...)
 		}
 	}
-	tps := make([]consumer.TopicPartition, parts)
+	tps := make([]kafka.TopicPartition, parts)
 	for p := range parts {
 		tps[p] = tp("t", p)
 	}

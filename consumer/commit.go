@@ -26,7 +26,7 @@ func (c *Consumer) Commit(ctx context.Context) error {
 
 // commitPositions commits the positions of tps, or of every assigned
 // partition when tps is nil.
-func (c *Consumer) commitPositions(ctx context.Context, tps []TopicPartition) error {
+func (c *Consumer) commitPositions(ctx context.Context, tps []kafka.TopicPartition) error {
 	offsets := c.positionOffsets(tps)
 	if len(offsets) == 0 {
 		return nil
@@ -36,10 +36,10 @@ func (c *Consumer) commitPositions(ctx context.Context, tps []TopicPartition) er
 
 // positionOffsets returns the positions of tps, or of every assigned
 // partition when tps is nil, that have one, as offsets to commit.
-func (c *Consumer) positionOffsets(tps []TopicPartition) map[TopicPartition]CommittedOffset {
+func (c *Consumer) positionOffsets(tps []kafka.TopicPartition) map[kafka.TopicPartition]CommittedOffset {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	offsets := map[TopicPartition]CommittedOffset{}
+	offsets := map[kafka.TopicPartition]CommittedOffset{}
 	for _, p := range c.order {
 		if p.state == posReady && (tps == nil || slices.Contains(tps, p.tp)) {
 			offsets[p.tp] = CommittedOffset{Offset: p.position, LeaderEpoch: -1}
@@ -53,7 +53,7 @@ func (c *Consumer) positionOffsets(tps []TopicPartition) map[TopicPartition]Comm
 // its generation; see Commit for a refused commit. A retriable error (the
 // group's coordinator moved, is loading or cannot be reached) is retried
 // after the retry backoff until ctx ends or it has lasted RetryTimeout.
-func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]CommittedOffset) error {
+func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[kafka.TopicPartition]CommittedOffset) error {
 	g := c.grp
 	if g == nil {
 		return ErrNoGroup
@@ -105,7 +105,7 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition
 // ends or the failures have lasted RetryTimeout, as Kafka's commitSync
 // retries until default.api.timeout.ms. Commits are idempotent: sending
 // one again is harmless.
-func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets map[TopicPartition]CommittedOffset) error {
+func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets map[kafka.TopicPartition]CommittedOffset) error {
 	g := c.grp
 	var r retry
 	for {
@@ -128,7 +128,7 @@ func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets m
 // Commit does, without waiting; done, if not nil, is called with the
 // offsets and the outcome, from another goroutine. Close waits for the
 // commits in flight.
-func (c *Consumer) CommitAsync(ctx context.Context, done func(map[TopicPartition]CommittedOffset, error)) {
+func (c *Consumer) CommitAsync(ctx context.Context, done func(map[kafka.TopicPartition]CommittedOffset, error)) {
 	g := c.grp
 	offsets := c.positionOffsets(nil)
 	if g == nil {
@@ -148,7 +148,7 @@ func (c *Consumer) CommitAsync(ctx context.Context, done func(map[TopicPartition
 // Committed returns the group's committed offsets for tps, or for every
 // assigned partition when none is named; a partition without one is left
 // out.
-func (c *Consumer) Committed(ctx context.Context, tps ...TopicPartition) (map[TopicPartition]CommittedOffset, error) {
+func (c *Consumer) Committed(ctx context.Context, tps ...kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
 	g := c.grp
 	if g == nil {
 		return nil, ErrNoGroup
@@ -156,7 +156,7 @@ func (c *Consumer) Committed(ctx context.Context, tps ...TopicPartition) (map[To
 	if len(tps) == 0 {
 		tps = c.Assignment()
 		if len(tps) == 0 {
-			return map[TopicPartition]CommittedOffset{}, nil
+			return map[kafka.TopicPartition]CommittedOffset{}, nil
 		}
 	}
 	return g.store.FetchOffsets(ctx, g.cfg.group, tps)
@@ -165,10 +165,10 @@ func (c *Consumer) Committed(ctx context.Context, tps ...TopicPartition) (map[To
 // Lag returns, for each assigned partition with a position and a high
 // watermark known from a fetch, how many records are left to consume: the
 // high watermark minus the position.
-func (c *Consumer) Lag() map[TopicPartition]int64 {
+func (c *Consumer) Lag() map[kafka.TopicPartition]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[TopicPartition]int64{}
+	out := map[kafka.TopicPartition]int64{}
 	for _, p := range c.order {
 		if p.state == posReady && p.highWatermark >= 0 {
 			out[p.tp] = max(p.highWatermark-p.position, 0)

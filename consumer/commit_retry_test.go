@@ -22,7 +22,7 @@ type movingCoordinator struct {
 	calls int
 }
 
-func (m *movingCoordinator) CommitOffsets(ctx context.Context, group string, gen consumer.Generation, offsets map[consumer.TopicPartition]consumer.CommittedOffset) error {
+func (m *movingCoordinator) CommitOffsets(ctx context.Context, group string, gen consumer.Generation, offsets map[kafka.TopicPartition]consumer.CommittedOffset) error {
 	m.mu.Lock()
 	m.calls++
 	var err error
@@ -47,14 +47,14 @@ func TestCommitRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	require.NoError(t, c.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 3}}))
+	require.NoError(t, c.CommitOffsets(ctx, map[kafka.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 3}}))
 	require.Equal(t, 4, store.calls)
 	got, err := c.Committed(ctx, tp("t", 0))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), got[tp("t", 0)].Offset)
 
 	store.fails = []error{kafka.ErrUnknownMemberID}
-	require.ErrorIs(t, c.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrUnknownMemberID)
+	require.ErrorIs(t, c.CommitOffsets(ctx, map[kafka.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrUnknownMemberID)
 	require.Equal(t, 5, store.calls, "not retried")
 
 	// Retriable failures that last RetryTimeout are reported.
@@ -66,5 +66,5 @@ func TestCommitRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	for i := range store.fails {
 		store.fails[i] = kafka.ErrCoordinatorNotAvailable
 	}
-	require.ErrorIs(t, c2.CommitOffsets(ctx, map[consumer.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrCoordinatorNotAvailable)
+	require.ErrorIs(t, c2.CommitOffsets(ctx, map[kafka.TopicPartition]consumer.CommittedOffset{tp("t", 0): {Offset: 4}}), kafka.ErrCoordinatorNotAvailable)
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 )
@@ -27,7 +28,7 @@ type Consumer struct {
 	mu sync.Mutex
 	// parts holds the assigned partitions; order the same, sorted, in
 	// the order Poll serves them, starting at next.
-	parts    map[TopicPartition]*partState
+	parts    map[kafka.TopicPartition]*partState
 	order    []*partState
 	next     int
 	buffered int // bytes of the chunks in the partitions' queues
@@ -89,7 +90,7 @@ const (
 // partState is one assigned partition. Its fields are guarded by
 // Consumer.mu.
 type partState struct {
-	tp TopicPartition
+	tp kafka.TopicPartition
 	// epoch changes whenever the position is set other than by reading
 	// on, and on Pause: answers to requests sent before are dropped.
 	epoch uint64
@@ -163,7 +164,7 @@ func New(client transport.Client, opts ...Option) (*Consumer, error) {
 	c := &Consumer{
 		client:  client,
 		cfg:     cfg,
-		parts:   map[TopicPartition]*partState{},
+		parts:   map[kafka.TopicPartition]*partState{},
 		ready:   make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
@@ -190,7 +191,7 @@ func New(client transport.Client, opts ...Option) (*Consumer, error) {
 }
 
 // addLocked assigns tp, if it is not, with no position yet.
-func (c *Consumer) addLocked(tp TopicPartition) *partState {
+func (c *Consumer) addLocked(tp kafka.TopicPartition) *partState {
 	if p := c.parts[tp]; p != nil {
 		return p
 	}
@@ -304,10 +305,10 @@ func (c *Consumer) Close() error {
 // Assignment returns the partitions the consumer is assigned, sorted. A
 // subscribing consumer learns its partitions from the first metadata it
 // reads, after the first Poll.
-func (c *Consumer) Assignment() []TopicPartition {
+func (c *Consumer) Assignment() []kafka.TopicPartition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]TopicPartition, len(c.order))
+	out := make([]kafka.TopicPartition, len(c.order))
 	for i, p := range c.order {
 		out[i] = p.tp
 	}

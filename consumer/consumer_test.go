@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 )
 
@@ -20,7 +21,7 @@ func TestAssignReadsOnlyTheAssignedPartitions(t *testing.T) {
 		produceValues(t, n, "t", p, seq(fmt.Sprint("p", p, "-"), 5)...)
 	}
 	c := newConsumer(t, n, consumer.Partitions(tp("t", 2), tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
-	require.Equal(t, []consumer.TopicPartition{tp("t", 0), tp("t", 2)}, c.Assignment())
+	require.Equal(t, []kafka.TopicPartition{tp("t", 0), tp("t", 2)}, c.Assignment())
 
 	recs := pollN(t, c, 10)
 	byPartition := map[int32][]string{}
@@ -50,7 +51,7 @@ func TestSubscribeReadsEveryPartition(t *testing.T) {
 
 	recs := pollN(t, c, 4)
 	require.ElementsMatch(t, []string{"a0", "a1", "a2", "b0"}, values(recs))
-	require.Equal(t, []consumer.TopicPartition{tp("a", 0), tp("a", 1), tp("a", 2), tp("b", 0)}, c.Assignment())
+	require.Equal(t, []kafka.TopicPartition{tp("a", 0), tp("a", 1), tp("a", 2), tp("b", 0)}, c.Assignment())
 }
 
 func TestSubscribeFindsATopicCreatedLater(t *testing.T) {
@@ -66,7 +67,7 @@ func TestSubscribeFindsATopicCreatedLater(t *testing.T) {
 		produceValues(t, n, "later", 1, "x")
 		recs := pollN(t, c, 1)
 		require.Equal(t, "x", string(recs[0].Value))
-		require.Equal(t, []consumer.TopicPartition{tp("later", 0), tp("later", 1)}, c.Assignment())
+		require.Equal(t, []kafka.TopicPartition{tp("later", 0), tp("later", 1)}, c.Assignment())
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 )
 
@@ -80,7 +81,7 @@ func scanBatches(data []byte, from, hw int64) (batches []byte, next int64, bad b
 
 // appendRecords appends to recs the records of src at from and after, of
 // the batch with header h.
-func appendRecords(recs []Record, src []record.Record, tp TopicPartition, from int64, h *record.Header) []Record {
+func appendRecords(recs []Record, src []record.Record, tp kafka.TopicPartition, from int64, h *record.Header) []Record {
 	recs = slices.Grow(recs, len(src))
 	tsType := h.Attributes.TimestampType()
 	epoch := h.PartitionLeaderEpoch

@@ -249,7 +249,7 @@ func TestSubscribePicksUpNewPartitions(t *testing.T) {
 			consumer.MetadataMaxAge(time.Minute))
 		start := time.Now()
 		require.Equal(t, []string{"p0"}, values(pollN(t, c, 1)))
-		require.Equal(t, []consumer.TopicPartition{tp("t", 0)}, c.Assignment())
+		require.Equal(t, []kafka.TopicPartition{tp("t", 0)}, c.Assignment())
 
 		l.mu.Lock()
 		l.visible = 3
@@ -292,7 +292,7 @@ func TestNewChecksOptions(t *testing.T) {
 		"both":                  {p, consumer.Topics("t")},
 		"empty topic":           {consumer.Topics("")},
 		"negative partition":    {consumer.Partitions(tp("t", -1))},
-		"negative start":        {consumer.PartitionsAt(map[consumer.TopicPartition]int64{tp("t", 0): -2})},
+		"negative start":        {consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 0): -2})},
 		"max poll records":      {p, consumer.MaxPollRecords(0)},
 		"fetch max bytes":       {p, consumer.FetchMaxBytes(0)},
 		"partition fetch bytes": {p, consumer.MaxPartitionFetchBytes(-1)},

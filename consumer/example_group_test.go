@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 )
 
 // A member of group "lzl" reads two records, commits, and closes; the next
@@ -17,7 +18,7 @@ func ExampleGroup() {
 	member := func() *consumer.Consumer {
 		c, err := consumer.New(node, consumer.Group("lzl"), consumer.Topics("study"),
 			consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(2), consumer.DisableAutoCommit(),
-			consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []consumer.TopicPartition) {
+			consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 				fmt.Println("assigned", tps, "in generation", c.GroupMetadata().Generation)
 			}))
 		if err != nil {
@@ -36,7 +37,7 @@ func ExampleGroup() {
 		panic(err)
 	}
 	committed, _ := c.Committed(ctx)
-	fmt.Println("committed", committed[consumer.TopicPartition{Topic: "study"}].Offset)
+	fmt.Println("committed", committed[kafka.TopicPartition{Topic: "study"}].Offset)
 	c.Close() // leaves the group at once
 
 	c = member()

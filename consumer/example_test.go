@@ -58,7 +58,7 @@ func ExampleConsumer_Poll() {
 			seen++
 		})
 	}
-	pos, _ := c.Position(ctx, consumer.TopicPartition{Topic: "study", Partition: 0})
+	pos, _ := c.Position(ctx, kafka.TopicPartition{Topic: "study", Partition: 0})
 	fmt.Println("position:", pos)
 	// Output:
 	// study-0 offset 0: hello
@@ -74,7 +74,7 @@ func Example() {
 	defer node.Close()
 
 	c, err := consumer.New(node,
-		consumer.Partitions(consumer.TopicPartition{Topic: "study", Partition: 0}),
+		consumer.Partitions(kafka.TopicPartition{Topic: "study", Partition: 0}),
 		consumer.AutoOffsetReset(consumer.Earliest))
 	if err != nil {
 		panic(err)
@@ -105,7 +105,7 @@ func ExampleConsumer_SeekToTimestamp() {
 	node := openExampleNode("study", "a", "b", "c", "d") // a minute apart from 12:00
 	defer node.Close()
 
-	tp := consumer.TopicPartition{Topic: "study", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "study", Partition: 0}
 	c, err := consumer.New(node, consumer.Partitions(tp))
 	if err != nil {
 		panic(err)

@@ -251,7 +251,7 @@ func (c *Consumer) refreshMetadata() {
 			continue
 		}
 		for _, pm := range t.Partitions {
-			c.addLocked(TopicPartition{Topic: t.Topic, Partition: pm.Partition})
+			c.addLocked(kafka.TopicPartition{Topic: t.Topic, Partition: pm.Partition})
 		}
 	}
 	if missing {
@@ -269,13 +269,13 @@ func (c *Consumer) refreshMetadata() {
 // resetOffsets looks up the positions of the partitions in ts, each as its
 // reset policy says.
 func (c *Consumer) resetOffsets(ts []target) {
-	tps := make([]TopicPartition, len(ts))
-	byTP := make(map[TopicPartition]target, len(ts))
+	tps := make([]kafka.TopicPartition, len(ts))
+	byTP := make(map[kafka.TopicPartition]target, len(ts))
 	for i, t := range ts {
 		tps[i] = t.p.tp
 		byTP[t.p.tp] = t
 	}
-	req := listOffsetsRequest(tps, func(tp TopicPartition) int64 { return byTP[tp].at }, c.cfg.isolation)
+	req := listOffsetsRequest(tps, func(tp kafka.TopicPartition) int64 { return byTP[tp].at }, c.cfg.isolation)
 	resp, err := c.client.ListOffsets(c.ctx, req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -288,7 +288,7 @@ func (c *Consumer) resetOffsets(ts []target) {
 		return
 	}
 	c.requests = retry{}
-	eachListOffsets(resp, func(tp TopicPartition, r *transport.ListOffsetsPartitionResponse) {
+	eachListOffsets(resp, func(tp kafka.TopicPartition, r *transport.ListOffsetsPartitionResponse) {
 		t, ok := byTP[tp]
 		if !ok || t.p.removed || t.p.epoch != t.epoch || t.p.state != posReset {
 			return

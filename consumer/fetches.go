@@ -2,22 +2,11 @@ package consumer
 
 import (
 	"iter"
-	"strconv"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 )
-
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String returns the partition as Kafka names its directory: "topic-0".
-func (tp TopicPartition) String() string {
-	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
-}
 
 // RecordHeader is one of a record's headers: a key and a value. A nil
 // Value is a null value, distinct from an empty one.
@@ -63,8 +52,8 @@ type Record struct {
 }
 
 // TopicPartition returns the record's partition.
-func (r *Record) TopicPartition() TopicPartition {
-	return TopicPartition{Topic: r.Topic, Partition: r.Partition}
+func (r *Record) TopicPartition() kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 }
 
 // FetchPartition holds the records one Poll returns for one partition,

@@ -36,7 +36,7 @@ type groupMember struct {
 	mu         sync.Mutex
 	memberID   string
 	generation int32
-	owned      []TopicPartition
+	owned      []kafka.TopicPartition
 	// rejoin says a rebalance is due, for the next Poll; lost that the
 	// partitions owned were lost with the membership.
 	rejoin  bool
@@ -310,7 +310,7 @@ func (g *groupMember) rebalance(ctx context.Context) error {
 // giveUp takes partitions away from the consumer: revoked (committing
 // first when auto-commit is on, then OnPartitionsRevoked) or lost
 // (OnPartitionsLost).
-func (g *groupMember) giveUp(ctx context.Context, tps []TopicPartition, lost bool) {
+func (g *groupMember) giveUp(ctx context.Context, tps []kafka.TopicPartition, lost bool) {
 	if len(tps) == 0 {
 		return
 	}
@@ -330,7 +330,7 @@ func (g *groupMember) giveUp(ctx context.Context, tps []TopicPartition, lost boo
 	}
 	g.c.unassign(tps)
 	g.mu.Lock()
-	g.owned = slices.DeleteFunc(g.owned, func(tp TopicPartition) bool { return slices.Contains(tps, tp) })
+	g.owned = slices.DeleteFunc(g.owned, func(tp kafka.TopicPartition) bool { return slices.Contains(tps, tp) })
 	g.mu.Unlock()
 }
 
@@ -475,11 +475,11 @@ func (g *groupMember) assign(ctx context.Context, jr *transport.JoinGroupRespons
 // not given are revoked (cooperative protocol), which makes a second
 // rebalance due; those it is given start at the group's committed
 // offsets.
-func (g *groupMember) apply(ctx context.Context, assigned []TopicPartition) error {
+func (g *groupMember) apply(ctx context.Context, assigned []kafka.TopicPartition) error {
 	g.mu.Lock()
 	owned := slices.Clone(g.owned)
 	g.mu.Unlock()
-	var revoked, added []TopicPartition
+	var revoked, added []kafka.TopicPartition
 	for _, tp := range owned {
 		if !slices.Contains(assigned, tp) {
 			revoked = append(revoked, tp)
@@ -494,7 +494,7 @@ func (g *groupMember) apply(ctx context.Context, assigned []TopicPartition) erro
 		g.giveUp(ctx, revoked, false)
 		g.setRejoin("partitions revoked")
 	}
-	var offsets map[TopicPartition]CommittedOffset
+	var offsets map[kafka.TopicPartition]CommittedOffset
 	for failures := 0; len(added) > 0; failures++ {
 		var err error
 		offsets, err = g.store.FetchOffsets(ctx, g.cfg.group, added)
@@ -575,7 +575,7 @@ func (g *groupMember) leave() {
 
 // assign adds tps to the consumer's partitions, each at its committed
 // offset, or to be reset as AutoOffsetReset says when it has none.
-func (c *Consumer) assign(tps []TopicPartition, offsets map[TopicPartition]CommittedOffset) {
+func (c *Consumer) assign(tps []kafka.TopicPartition, offsets map[kafka.TopicPartition]CommittedOffset) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, tp := range tps {
@@ -590,7 +590,7 @@ func (c *Consumer) assign(tps []TopicPartition, offsets map[TopicPartition]Commi
 }
 
 // unassign removes tps from the consumer's partitions.
-func (c *Consumer) unassign(tps []TopicPartition) {
+func (c *Consumer) unassign(tps []kafka.TopicPartition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, tp := range tps {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // groupConfig is what the group options set.
@@ -44,7 +46,7 @@ func defaultGroupConfig() groupConfig {
 // ConsumerRebalanceListener does, so that no record of the partitions is
 // being processed meanwhile; it may call the consumer's methods, Commit
 // among them, but not Poll or Close (which waits for the rebalance).
-type RebalanceCallback func(ctx context.Context, c *Consumer, tps []TopicPartition)
+type RebalanceCallback func(ctx context.Context, c *Consumer, tps []kafka.TopicPartition)
 
 // Group makes the consumer a member of the consumer group id (group.id).
 // With Topics, the group's members share the topics' partitions: the

@@ -37,7 +37,7 @@ func fastGroup(group string, topics ...string) []consumer.Option {
 // got is a record a member received.
 type got struct {
 	member string
-	tp     consumer.TopicPartition
+	tp     kafka.TopicPartition
 	offset int64
 	value  string
 }
@@ -52,7 +52,7 @@ type member struct {
 	done  chan struct{}
 	mu    sync.Mutex
 	err   error
-	owned sync.Map // consumer.TopicPartition -> bool, from the callbacks
+	owned sync.Map // kafka.TopicPartition -> bool, from the callbacks
 }
 
 // startMember starts a member whose commits are manual: after each poll,
@@ -68,7 +68,7 @@ func startMember(tb testing.TB, n *partlog.Node, name string, out chan<- got, ch
 	}
 	all := append(slices.Clone(opts),
 		consumer.ClientID(name),
-		consumer.OnPartitionsRevoked(func(ctx context.Context, c *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsRevoked(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 			if err := c.Commit(ctx); err != nil {
 				m.fail(fmt.Errorf("%s: commit on revoke: %w", name, err))
 			}
@@ -77,7 +77,7 @@ func startMember(tb testing.TB, n *partlog.Node, name string, out chan<- got, ch
 			}
 			signal()
 		}),
-		consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 			for _, tp := range tps {
 				m.owned.Store(tp, true)
 			}
@@ -134,13 +134,13 @@ func (m *member) close() {
 	<-m.done
 }
 
-func (m *member) partitions() []consumer.TopicPartition {
-	var out []consumer.TopicPartition
+func (m *member) partitions() []kafka.TopicPartition {
+	var out []kafka.TopicPartition
 	m.owned.Range(func(k, _ any) bool {
-		out = append(out, k.(consumer.TopicPartition))
+		out = append(out, k.(kafka.TopicPartition))
 		return true
 	})
-	slices.SortFunc(out, func(a, b consumer.TopicPartition) int {
+	slices.SortFunc(out, func(a, b kafka.TopicPartition) int {
 		if a.Topic != b.Topic {
 			return map[bool]int{true: -1, false: 1}[a.Topic < b.Topic]
 		}
@@ -178,7 +178,7 @@ func collect(tb testing.TB, out <-chan got, n int) []got {
 func requireExactlyOnce(tb testing.TB, recs []got, want int) {
 	tb.Helper()
 	seen := map[string]got{}
-	last := map[consumer.TopicPartition]int64{}
+	last := map[kafka.TopicPartition]int64{}
 	for _, r := range recs {
 		if prev, dup := seen[r.value]; dup {
 			tb.Fatalf("%s received twice: by %s at %v@%d and by %s at %v@%d", r.value, prev.member, prev.tp, prev.offset, r.member, r.tp, r.offset)
@@ -195,12 +195,12 @@ func requireExactlyOnce(tb testing.TB, recs []got, want int) {
 // waitOwners waits until the members own every partition of topic between
 // them, each exactly once, balanced (a member owns parts/members, rounded
 // down or up), and returns who owns what.
-func waitOwners(tb testing.TB, changed <-chan struct{}, partitions int32, ms ...*member) map[string][]consumer.TopicPartition {
+func waitOwners(tb testing.TB, changed <-chan struct{}, partitions int32, ms ...*member) map[string][]kafka.TopicPartition {
 	tb.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
-		owners := map[consumer.TopicPartition][]string{}
-		byMember := map[string][]consumer.TopicPartition{}
+		owners := map[kafka.TopicPartition][]string{}
+		byMember := map[string][]kafka.TopicPartition{}
 		for _, m := range ms {
 			for _, tp := range m.partitions() {
 				owners[tp] = append(owners[tp], m.name)
@@ -356,9 +356,9 @@ func TestGroupMaxPollInterval(t *testing.T) {
 	createTopic(t, n, "study", parts, nil)
 	out := make(chan got, 1000)
 	changed := make(chan struct{}, 1)
-	var lost []consumer.TopicPartition
+	var lost []kafka.TopicPartition
 	slow, err := consumer.New(n, append(fastGroup("lzl", "study"), consumer.ClientID("slow"), consumer.MaxPollInterval(300*time.Millisecond),
-		consumer.OnPartitionsLost(func(_ context.Context, _ *consumer.Consumer, tps []consumer.TopicPartition) { lost = tps }))...)
+		consumer.OnPartitionsLost(func(_ context.Context, _ *consumer.Consumer, tps []kafka.TopicPartition) { lost = tps }))...)
 	require.NoError(t, err)
 	defer slow.Close()
 	ctx := context.Background()
@@ -402,7 +402,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	committed, err := c.Committed(ctx)
 	require.NoError(t, err)
 	first, other := recs[0].Partition, 1-recs[0].Partition
-	require.Equal(t, map[consumer.TopicPartition]consumer.CommittedOffset{
+	require.Equal(t, map[kafka.TopicPartition]consumer.CommittedOffset{
 		tp("study", first): {Offset: 3, LeaderEpoch: -1},
 		tp("study", other): {Offset: 0, LeaderEpoch: -1}, // positioned, nothing consumed
 	}, committed)
@@ -543,7 +543,7 @@ func TestGroupLeaderNoticesNewTopic(t *testing.T) {
 	ctx := context.Background()
 	produceValues(t, n, "a", 0, "a0")
 	require.Equal(t, []string{"a0"}, values(pollN(t, c, 1)))
-	require.Equal(t, []consumer.TopicPartition{tp("a", 0)}, c.Assignment())
+	require.Equal(t, []kafka.TopicPartition{tp("a", 0)}, c.Assignment())
 	gen := c.GroupMetadata().Generation
 
 	createTopic(t, n, "b", 2, nil)
@@ -556,6 +556,6 @@ func TestGroupLeaderNoticesNewTopic(t *testing.T) {
 		fs.EachRecord(func(r *consumer.Record) { got = append(got, string(r.Value)) })
 	}
 	require.Equal(t, []string{"b0"}, got)
-	require.Equal(t, []consumer.TopicPartition{tp("a", 0), tp("b", 0), tp("b", 1)}, c.Assignment())
+	require.Equal(t, []kafka.TopicPartition{tp("a", 0), tp("b", 0), tp("b", 1)}, c.Assignment())
 	require.Greater(t, c.GroupMetadata().Generation, gen)
 }

@@ -93,8 +93,8 @@ func newConsumer(tb testing.TB, n transport.Client, opts ...consumer.Option) *co
 }
 
 // tp names partition p of topic.
-func tp(topic string, p int32) consumer.TopicPartition {
-	return consumer.TopicPartition{Topic: topic, Partition: p}
+func tp(topic string, p int32) kafka.TopicPartition {
+	return kafka.TopicPartition{Topic: topic, Partition: p}
 }
 
 // pollTimeout is how long test polls wait for records that are coming:
@@ -126,7 +126,7 @@ func values(recs []consumer.Record) []string {
 }
 
 // position waits for tp's position.
-func position(tb testing.TB, c *consumer.Consumer, tp consumer.TopicPartition) int64 {
+func position(tb testing.TB, c *consumer.Consumer, tp kafka.TopicPartition) int64 {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
 	defer cancel()
@@ -152,7 +152,7 @@ func pollErr(tb testing.TB, c *consumer.Consumer) ([]consumer.Record, error) {
 
 // requireFetchError checks that err is a *FetchError for tp matching
 // target.
-func requireFetchError(tb testing.TB, err error, tp consumer.TopicPartition, target error) *consumer.FetchError {
+func requireFetchError(tb testing.TB, err error, tp kafka.TopicPartition, target error) *consumer.FetchError {
 	tb.Helper()
 	var fe *consumer.FetchError
 	require.True(tb, errors.As(err, &fe), "want a *FetchError, got %v", err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -40,10 +41,10 @@ type OffsetStore interface {
 	// that fences generations refuses a stale one with an error matching
 	// kafka.ErrIllegalGeneration (or ErrUnknownMemberID,
 	// ErrRebalanceInProgress).
-	CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[TopicPartition]CommittedOffset) error
+	CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[kafka.TopicPartition]CommittedOffset) error
 	// FetchOffsets returns group's committed offsets for tps; a partition
 	// without one is left out of the map.
-	FetchOffsets(ctx context.Context, group string, tps []TopicPartition) (map[TopicPartition]CommittedOffset, error)
+	FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error)
 }
 
 // CoordinatorOffsets returns the OffsetStore that commits through a
@@ -53,7 +54,7 @@ func CoordinatorOffsets(gc transport.GroupClient) OffsetStore { return coordinat
 
 type coordinatorStore struct{ gc transport.GroupClient }
 
-func (s coordinatorStore) CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[TopicPartition]CommittedOffset) error {
+func (s coordinatorStore) CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[kafka.TopicPartition]CommittedOffset) error {
 	req := &transport.OffsetCommitRequest{Group: group, GenerationID: gen.ID, MemberID: gen.MemberID, GroupInstanceID: gen.InstanceID}
 	for _, tp := range slices.SortedFunc(maps.Keys(offsets), compareTP) {
 		o := offsets[tp]
@@ -78,7 +79,7 @@ func (s coordinatorStore) CommitOffsets(ctx context.Context, group string, gen G
 	return errors.Join(errs...)
 }
 
-func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []TopicPartition) (map[TopicPartition]CommittedOffset, error) {
+func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
 	req := &transport.OffsetFetchRequest{Group: group}
 	if tps != nil {
 		req.Topics = []transport.OffsetFetchTopic{}
@@ -97,7 +98,7 @@ func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []
 	if resp.Err != nil {
 		return nil, resp.Err
 	}
-	out := map[TopicPartition]CommittedOffset{}
+	out := map[kafka.TopicPartition]CommittedOffset{}
 	var errs []error
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -105,7 +106,7 @@ func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []
 			case p.Err != nil:
 				errs = append(errs, fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, p.Err))
 			case p.Offset >= 0:
-				out[TopicPartition{Topic: t.Topic, Partition: p.Partition}] = CommittedOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
+				out[kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = CommittedOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
 			}
 		}
 	}
@@ -116,21 +117,21 @@ func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []
 // generations. It is safe for concurrent use.
 type MemoryOffsets struct {
 	mu      sync.Mutex
-	offsets map[string]map[TopicPartition]CommittedOffset
+	offsets map[string]map[kafka.TopicPartition]CommittedOffset
 }
 
 // NewMemoryOffsets returns an empty MemoryOffsets.
 func NewMemoryOffsets() *MemoryOffsets {
-	return &MemoryOffsets{offsets: map[string]map[TopicPartition]CommittedOffset{}}
+	return &MemoryOffsets{offsets: map[string]map[kafka.TopicPartition]CommittedOffset{}}
 }
 
 // CommitOffsets stores offsets.
-func (m *MemoryOffsets) CommitOffsets(_ context.Context, group string, _ Generation, offsets map[TopicPartition]CommittedOffset) error {
+func (m *MemoryOffsets) CommitOffsets(_ context.Context, group string, _ Generation, offsets map[kafka.TopicPartition]CommittedOffset) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.offsets[group]
 	if g == nil {
-		g = map[TopicPartition]CommittedOffset{}
+		g = map[kafka.TopicPartition]CommittedOffset{}
 		m.offsets[group] = g
 	}
 	maps.Copy(g, offsets)
@@ -139,13 +140,13 @@ func (m *MemoryOffsets) CommitOffsets(_ context.Context, group string, _ Generat
 
 // FetchOffsets returns the offsets stored for tps, or every offset of the
 // group when tps is nil.
-func (m *MemoryOffsets) FetchOffsets(_ context.Context, group string, tps []TopicPartition) (map[TopicPartition]CommittedOffset, error) {
+func (m *MemoryOffsets) FetchOffsets(_ context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if tps == nil {
 		return maps.Clone(m.offsets[group]), nil
 	}
-	out := map[TopicPartition]CommittedOffset{}
+	out := map[kafka.TopicPartition]CommittedOffset{}
 	for _, tp := range tps {
 		if o, ok := m.offsets[group][tp]; ok {
 			out[tp] = o

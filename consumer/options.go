@@ -77,8 +77,8 @@ const (
 // config is what the options set.
 type config struct {
 	topics      []string
-	assign      []TopicPartition
-	startAt     map[TopicPartition]int64
+	assign      []kafka.TopicPartition
+	startAt     map[kafka.TopicPartition]int64
 	subscribing bool
 	assigning   bool
 
@@ -101,7 +101,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		startAt:                map[TopicPartition]int64{},
+		startAt:                map[kafka.TopicPartition]int64{},
 		maxPollRecords:         500,
 		fetchMaxBytes:          50 << 20,
 		maxPartitionFetchBytes: 1 << 20,
@@ -188,7 +188,7 @@ func Topics(names ...string) Option {
 // Partitions assigns the consumer exactly these partitions, as Kafka's
 // assign. Each starts as AutoOffsetReset says, unless Seek moves it before
 // the first Poll.
-func Partitions(tps ...TopicPartition) Option {
+func Partitions(tps ...kafka.TopicPartition) Option {
 	return optionFunc(func(c *config) {
 		c.assigning = true
 		c.assign = append(c.assign, tps...)
@@ -198,7 +198,7 @@ func Partitions(tps ...TopicPartition) Option {
 // PartitionsAt assigns the consumer the partitions in offsets, each
 // starting at its offset, as Kafka's assign followed by seek. An offset
 // outside the partition is reset as AutoOffsetReset says.
-func PartitionsAt(offsets map[TopicPartition]int64) Option {
+func PartitionsAt(offsets map[kafka.TopicPartition]int64) Option {
 	return optionFunc(func(c *config) {
 		c.assigning = true
 		for tp, off := range offsets {

@@ -14,7 +14,7 @@ import (
 // on. What was fetched for tp and not yet returned is dropped, and an error
 // that stopped tp is cleared. An offset outside the partition is reset as
 // AutoOffsetReset says when it is fetched, as in Kafka.
-func (c *Consumer) Seek(tp TopicPartition, offset int64) error {
+func (c *Consumer) Seek(tp kafka.TopicPartition, offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("consumer: seek %v to negative offset %d", tp, offset)
 	}
@@ -42,7 +42,7 @@ func (c *Consumer) seekLocked(p *partState, offset int64) {
 // is named, to its log start offset: the oldest record kept. Like Kafka's
 // seekToBeginning it is lazy: the offset is looked up by the next Poll or
 // Position.
-func (c *Consumer) SeekToBeginning(tps ...TopicPartition) error {
+func (c *Consumer) SeekToBeginning(tps ...kafka.TopicPartition) error {
 	return c.seekToReset(Earliest, tps)
 }
 
@@ -50,11 +50,11 @@ func (c *Consumer) SeekToBeginning(tps ...TopicPartition) error {
 // named, to its end (the high watermark): the next Poll returns only
 // records produced after the end was looked up. Like Kafka's seekToEnd it
 // is lazy: the offset is looked up by the next Poll or Position.
-func (c *Consumer) SeekToEnd(tps ...TopicPartition) error {
+func (c *Consumer) SeekToEnd(tps ...kafka.TopicPartition) error {
 	return c.seekToReset(Latest, tps)
 }
 
-func (c *Consumer) seekToReset(to OffsetReset, tps []TopicPartition) error {
+func (c *Consumer) seekToReset(to OffsetReset, tps []kafka.TopicPartition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, err := c.partitionsLocked(tps)
@@ -78,7 +78,7 @@ func (c *Consumer) resetLocked(p *partState, to OffsetReset, byUser bool) {
 
 // partitionsLocked returns the states of tps, or of every assigned
 // partition when tps is empty.
-func (c *Consumer) partitionsLocked(tps []TopicPartition) ([]*partState, error) {
+func (c *Consumer) partitionsLocked(tps []kafka.TopicPartition) ([]*partState, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
@@ -100,18 +100,18 @@ func (c *Consumer) partitionsLocked(tps []TopicPartition) ([]*partState, error) 
 // partition with no such record moves to its end. It returns when the
 // offsets are found; a partition whose lookup fails keeps its position,
 // and the error names it.
-func (c *Consumer) SeekToTimestamp(ctx context.Context, ts time.Time, tps ...TopicPartition) error {
+func (c *Consumer) SeekToTimestamp(ctx context.Context, ts time.Time, tps ...kafka.TopicPartition) error {
 	c.mu.Lock()
 	ps, err := c.partitionsLocked(tps)
 	c.mu.Unlock()
 	if err != nil || len(ps) == 0 {
 		return err
 	}
-	var names []TopicPartition
+	var names []kafka.TopicPartition
 	for _, p := range ps {
 		names = append(names, p.tp)
 	}
-	req := listOffsetsRequest(names, func(TopicPartition) int64 { return ts.UnixMilli() }, c.cfg.isolation)
+	req := listOffsetsRequest(names, func(kafka.TopicPartition) int64 { return ts.UnixMilli() }, c.cfg.isolation)
 	resp, err := c.client.ListOffsets(ctx, req)
 	if err != nil {
 		return fmt.Errorf("consumer: seek to %v: %w", ts, err)
@@ -123,7 +123,7 @@ func (c *Consumer) SeekToTimestamp(ctx context.Context, ts time.Time, tps ...Top
 	}
 	var errs []error
 	found := 0
-	eachListOffsets(resp, func(tp TopicPartition, r *transport.ListOffsetsPartitionResponse) {
+	eachListOffsets(resp, func(tp kafka.TopicPartition, r *transport.ListOffsetsPartitionResponse) {
 		p := c.parts[tp]
 		if p == nil {
 			return
@@ -150,7 +150,7 @@ func (c *Consumer) SeekToTimestamp(ctx context.Context, ts time.Time, tps ...Top
 // SeekToBeginning, SeekToEnd, or for a new partition) it waits until the
 // consumer has found it, or ctx ends. A partition stopped by an error
 // returns that error (a *FetchError).
-func (c *Consumer) Position(ctx context.Context, tp TopicPartition) (int64, error) {
+func (c *Consumer) Position(ctx context.Context, tp kafka.TopicPartition) (int64, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -187,17 +187,17 @@ func (c *Consumer) Position(ctx context.Context, tp TopicPartition) (int64, erro
 // named, and Poll returns none of their records until Resume. Positions do
 // not change; records fetched ahead are dropped, so that a paused
 // partition holds no buffer, and fetched again after Resume.
-func (c *Consumer) Pause(tps ...TopicPartition) error {
+func (c *Consumer) Pause(tps ...kafka.TopicPartition) error {
 	return c.setPaused(tps, true)
 }
 
 // Resume undoes Pause for tps, or every assigned partition when none is
 // named.
-func (c *Consumer) Resume(tps ...TopicPartition) error {
+func (c *Consumer) Resume(tps ...kafka.TopicPartition) error {
 	return c.setPaused(tps, false)
 }
 
-func (c *Consumer) setPaused(tps []TopicPartition, paused bool) error {
+func (c *Consumer) setPaused(tps []kafka.TopicPartition, paused bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, err := c.partitionsLocked(tps)
@@ -218,10 +218,10 @@ func (c *Consumer) setPaused(tps []TopicPartition, paused bool) error {
 }
 
 // Paused returns the paused partitions, sorted.
-func (c *Consumer) Paused() []TopicPartition {
+func (c *Consumer) Paused() []kafka.TopicPartition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []TopicPartition
+	var out []kafka.TopicPartition
 	for _, p := range c.order {
 		if p.paused {
 			out = append(out, p.tp)
@@ -232,7 +232,7 @@ func (c *Consumer) Paused() []TopicPartition {
 
 // listOffsetsRequest asks for the offset of each of tps at the timestamp
 // at returns for it.
-func listOffsetsRequest(tps []TopicPartition, at func(TopicPartition) int64, isolation IsolationLevel) *transport.ListOffsetsRequest {
+func listOffsetsRequest(tps []kafka.TopicPartition, at func(kafka.TopicPartition) int64, isolation IsolationLevel) *transport.ListOffsetsRequest {
 	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Isolation: isolation}
 	topics := map[string]int{}
 	for _, tp := range tps {
@@ -251,11 +251,11 @@ func listOffsetsRequest(tps []TopicPartition, at func(TopicPartition) int64, iso
 }
 
 // eachListOffsets calls fn with each partition of resp.
-func eachListOffsets(resp *transport.ListOffsetsResponse, fn func(TopicPartition, *transport.ListOffsetsPartitionResponse)) {
+func eachListOffsets(resp *transport.ListOffsetsResponse, fn func(kafka.TopicPartition, *transport.ListOffsetsPartitionResponse)) {
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
-			fn(TopicPartition{Topic: t.Topic, Partition: t.Partitions[j].Partition}, &t.Partitions[j])
+			fn(kafka.TopicPartition{Topic: t.Topic, Partition: t.Partitions[j].Partition}, &t.Partitions[j])
 		}
 	}
 }

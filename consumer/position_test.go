@@ -38,7 +38,7 @@ func TestAutoOffsetResetNone(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
 	produceValues(t, n, "t", 0, "a", "b")
-	c := newConsumer(t, n, consumer.PartitionsAt(map[consumer.TopicPartition]int64{tp("t", 1): 0}),
+	c := newConsumer(t, n, consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 1): 0}),
 		consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.None))
 
 	_, err := pollErr(t, c)
@@ -79,7 +79,7 @@ func TestOutOfRangeResetsAsThePolicySays(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := openNode(t)
 				logStart, hw := retainedTopic(t, n, 20)
-				c := newConsumer(t, n, consumer.PartitionsAt(map[consumer.TopicPartition]int64{tp("t", 0): 3}),
+				c := newConsumer(t, n, consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 0): 3}),
 					consumer.AutoOffsetReset(reset))
 				switch reset {
 				case consumer.Earliest:
@@ -172,7 +172,7 @@ func TestPauseResume(t *testing.T) {
 	produceValues(t, n, "t", 1, "b")
 	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, c.Pause(tp("t", 0)))
-	require.Equal(t, []consumer.TopicPartition{tp("t", 0)}, c.Paused())
+	require.Equal(t, []kafka.TopicPartition{tp("t", 0)}, c.Paused())
 	require.Equal(t, []string{"b"}, values(pollN(t, c, 1)))
 	produceValues(t, n, "t", 1, "c")
 	require.Equal(t, []string{"c"}, values(pollN(t, c, 1)))

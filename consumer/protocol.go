@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // The consumer protocol: what a consumer puts in its JoinGroup metadata
@@ -35,7 +37,7 @@ type Subscription struct {
 	UserData []byte
 	// Owned is what the member has from the generation before (sent by
 	// every member, used by the cooperative assignors).
-	Owned []TopicPartition
+	Owned []kafka.TopicPartition
 	// Generation is the generation in which the member had Owned, or -1.
 	Generation int32
 	Rack       string
@@ -92,7 +94,7 @@ func DecodeSubscription(b []byte) (Subscription, error) {
 
 // Assignment is what the leader gave a member.
 type Assignment struct {
-	Partitions []TopicPartition
+	Partitions []kafka.TopicPartition
 	UserData   []byte
 }
 
@@ -140,7 +142,7 @@ func appendBytes(b, v []byte) []byte {
 
 // appendPartitions writes tps grouped by topic, in the order topics first
 // appear.
-func appendPartitions(b []byte, tps []TopicPartition) []byte {
+func appendPartitions(b []byte, tps []kafka.TopicPartition) []byte {
 	var topics []string
 	byTopic := map[string][]int32{}
 	for _, tp := range tps {
@@ -220,14 +222,14 @@ func (r *protoReader) count(min int) int {
 	return int(n)
 }
 
-func (r *protoReader) partitions() []TopicPartition {
-	var out []TopicPartition
+func (r *protoReader) partitions() []kafka.TopicPartition {
+	var out []kafka.TopicPartition
 	n := r.count(2 + 4)
 	for i := 0; i < n && r.err == nil; i++ {
 		t := r.string()
 		k := r.count(4)
 		for j := 0; j < k && r.err == nil; j++ {
-			out = append(out, TopicPartition{Topic: t, Partition: r.int32()})
+			out = append(out, kafka.TopicPartition{Topic: t, Partition: r.int32()})
 		}
 	}
 	return out

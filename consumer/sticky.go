@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"slices"
+
+	"github.com/partlog/partlog/kafka"
 )
 
 // CooperativeSticky returns Kafka's CooperativeStickyAssignor
@@ -23,7 +25,7 @@ type stickyAssignor struct{}
 func (stickyAssignor) Name() string                { return "cooperative-sticky" }
 func (stickyAssignor) Protocol() RebalanceProtocol { return Cooperative }
 
-func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]TopicPartition {
+func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32) map[string][]kafka.TopicPartition {
 	members = slices.Clone(members)
 	sortMembers(members)
 	out := emptyAssignment(members)
@@ -34,7 +36,7 @@ func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32)
 
 	// Keep what each member owns and may still have; where two members
 	// claim a partition, the one of the later generation keeps it.
-	owner := map[TopicPartition]int{}
+	owner := map[kafka.TopicPartition]int{}
 	for i := range members {
 		m := &members[i]
 		for _, tp := range m.Subscription.Owned {
@@ -48,7 +50,7 @@ func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32)
 			owner[tp] = i
 		}
 	}
-	prev := make(map[TopicPartition]int, len(owner))
+	prev := make(map[kafka.TopicPartition]int, len(owner))
 	for tp, i := range owner {
 		prev[tp] = i
 	}
@@ -60,7 +62,7 @@ func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32)
 	// have it.
 	for _, t := range subscribedTopics(members, partitions) {
 		for p := range partitions[t] {
-			tp := TopicPartition{Topic: t, Partition: p}
+			tp := kafka.TopicPartition{Topic: t, Partition: p}
 			if _, ok := owner[tp]; ok {
 				continue
 			}
@@ -76,8 +78,8 @@ func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32)
 	}
 	// Move partitions from the most loaded members to members with two
 	// fewer that may take them, until none can.
-	byMember := func(i int) []TopicPartition {
-		var tps []TopicPartition
+	byMember := func(i int) []kafka.TopicPartition {
+		var tps []kafka.TopicPartition
 		for tp, j := range owner {
 			if j == i {
 				tps = append(tps, tp)
@@ -95,11 +97,11 @@ func (stickyAssignor) Assign(members []GroupMember, partitions map[string]int32)
 		slices.SortStableFunc(order, func(a, b int) int { return count[b] - count[a] })
 		for _, from := range order {
 			to := -1
-			var give TopicPartition
+			var give kafka.TopicPartition
 			tps := byMember(from)
 			// Give away the partition that was not previously this
 			// member's first, then the highest.
-			slices.SortStableFunc(tps, func(a, b TopicPartition) int {
+			slices.SortStableFunc(tps, func(a, b kafka.TopicPartition) int {
 				ap, bp := prev[a] == from, prev[b] == from
 				if ap != bp {
 					if ap {

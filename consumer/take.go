@@ -3,6 +3,7 @@ package consumer
 import (
 	"slices"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 )
 
@@ -17,7 +18,7 @@ import (
 // run is what takeLocked takes from one partition.
 type run struct {
 	p  *partState // for identity only: read its fields under the lock
-	tp TopicPartition
+	tp kafka.TopicPartition
 	// moves and seeks are the partition's when the run was taken.
 	moves, seeks uint64
 	// records were decoded before; batches are whole batches to decode,

@@ -525,7 +525,7 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 	resp := &transport.OffsetCommitResponse{Topics: make([]transport.OffsetCommitTopicResponse, len(req.Topics))}
 	var recs []Record
 	var values []OffsetValue
-	var keys []TopicPartition
+	var keys []kafka.TopicPartition
 	for i, t := range req.Topics {
 		tr := &resp.Topics[i]
 		tr.Topic = t.Topic
@@ -542,7 +542,7 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 				v := OffsetValue{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
 				recs = append(recs, Record{Key: OffsetKey(req.Group, t.Topic, p.Partition).Encode(), Value: v.Encode()})
 				values = append(values, v)
-				keys = append(keys, TopicPartition{Topic: t.Topic, Partition: p.Partition})
+				keys = append(keys, kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			}
 		}
 	}
@@ -645,7 +645,7 @@ func (c *Coordinator) Fetch(req *transport.OffsetFetchRequest) *transport.Offset
 		for _, p := range t.Partitions {
 			v, ok := OffsetValue{}, false
 			if g != nil {
-				v, ok = g.offsets[TopicPartition{Topic: t.Topic, Partition: p}]
+				v, ok = g.offsets[kafka.TopicPartition{Topic: t.Topic, Partition: p}]
 			}
 			if !ok {
 				tr.Partitions = append(tr.Partitions, transport.OffsetFetchPartitionResponse{Partition: p, Offset: -1, LeaderEpoch: -1})
@@ -662,7 +662,7 @@ func offsetFetched(p int32, v OffsetValue) transport.OffsetFetchPartitionRespons
 	return transport.OffsetFetchPartitionResponse{Partition: p, Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata}
 }
 
-func compareTP(a, b TopicPartition) int {
+func compareTP(a, b kafka.TopicPartition) int {
 	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
@@ -844,7 +844,7 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 			}
 			return true
 		}
-		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
+		tp := kafka.TopicPartition{Topic: k.Topic, Partition: k.Partition}
 		if r.Value == nil {
 			if g := c.groups[k.Group]; g != nil {
 				delete(g.offsets, tp)

@@ -8,14 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
-
-// TopicPartition names a partition whose offset a group commits.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
 
 // member is one member of a group.
 type member struct {
@@ -86,16 +81,16 @@ type group struct {
 	// up to rebalanceDeadline.
 	joinsUntil time.Time
 
-	offsets map[TopicPartition]OffsetValue
+	offsets map[kafka.TopicPartition]OffsetValue
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {
-	return &group{id: id, partition: partition, state: Empty, stateTime: now, offsets: map[TopicPartition]OffsetValue{}}
+	return &group{id: id, partition: partition, state: Empty, stateTime: now, offsets: map[kafka.TopicPartition]OffsetValue{}}
 }
 
 // sortedPartitions returns the partitions g has offsets for, by topic and
 // partition.
-func (g *group) sortedPartitions() []TopicPartition {
+func (g *group) sortedPartitions() []kafka.TopicPartition {
 	return slices.SortedFunc(maps.Keys(g.offsets), compareTP)
 }
 

@@ -6,6 +6,8 @@
 // kerr apart from kgo.
 package kafka
 
+import "strconv"
+
 // Acks is how many replicas must have a produced batch before the leader
 // answers (Kafka's acks).
 type Acks int16
@@ -36,6 +38,17 @@ const (
 // ConsumerReplicaID is the replica id of a fetch or list offsets request
 // sent by a consumer rather than a follower.
 const ConsumerReplicaID int32 = -1
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String returns the partition as Kafka names its directory: "topic-0".
+func (tp TopicPartition) String() string {
+	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
+}
 
 // Special timestamps of a ListOffsetsPartition.
 const (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/kafka"
 	plog "github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/vfs"
@@ -33,7 +34,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 
 	d, err := plog.OpenDir("/data", plog.DirOptions{FS: base})
 	require.NoError(t, err)
-	l, err := d.Open(plog.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
+	l, err := d.Open(kafka.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
 	require.NoError(t, err)
 	var h history
 	rng := rand.New(rand.NewPCG(26, 26))
@@ -111,7 +112,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 			return
 		}
 		defer d.Close()
-		l, err := d.Open(plog.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
+		l, err := d.Open(kafka.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
 		if err != nil {
 			return
 		}
@@ -139,7 +140,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 			what := fmt.Sprintf("crash before op %d of %d keeping %v", i, total, keep)
 			d, err := plog.OpenDir("/data", plog.DirOptions{FS: crashed})
 			require.NoError(t, err, what)
-			l, err := d.Open(plog.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
+			l, err := d.Open(kafka.TopicPartition{Topic: "__consumer_offsets", Partition: 0}, opts)
 			require.NoError(t, err, what)
 			got := readKV(t, l)
 			require.Equal(t, want, reload(t, l, lso), what)

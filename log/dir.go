@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -24,29 +25,18 @@ const (
 	CleanerOffsetFileName = "cleaner-offset-checkpoint"
 )
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// String returns the partition's directory name, "<topic>-<partition>".
-func (tp TopicPartition) String() string {
-	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
-}
-
 // ParseTopicPartition splits a partition directory name at its last dash.
 // The topic must be a legal Kafka topic name.
-func ParseTopicPartition(name string) (TopicPartition, bool) {
+func ParseTopicPartition(name string) (kafka.TopicPartition, bool) {
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 || !legalTopic(name[:i]) {
-		return TopicPartition{}, false
+		return kafka.TopicPartition{}, false
 	}
 	p, err := strconv.ParseInt(name[i+1:], 10, 32)
 	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
-		return TopicPartition{}, false
+		return kafka.TopicPartition{}, false
 	}
-	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+	return kafka.TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
 // DirOptions configures a Dir. The zero value works.
@@ -147,12 +137,12 @@ func (d *Dir) Path() string { return d.path }
 func (d *Dir) WasClean() bool { return d.clean }
 
 // Partitions lists the partition directories present, sorted by name.
-func (d *Dir) Partitions() ([]TopicPartition, error) {
+func (d *Dir) Partitions() ([]kafka.TopicPartition, error) {
 	names, err := d.fs.List(d.path)
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", d.path, err)
 	}
-	var out []TopicPartition
+	var out []kafka.TopicPartition
 	for _, name := range names {
 		if tp, ok := ParseTopicPartition(name); ok {
 			if fi, err := d.fs.Stat(path.Join(d.path, name)); err == nil && fi.IsDir() {
@@ -166,7 +156,7 @@ func (d *Dir) Partitions() ([]TopicPartition, error) {
 // Open opens the log of a partition, creating it if it does not exist. The
 // Dir supplies FS, RecoveryPoint, CleanShutdown and LogStartOffset; the
 // other options are the caller's.
-func (d *Dir) Open(tp TopicPartition, opts Options) (*Log, error) {
+func (d *Dir) Open(tp kafka.TopicPartition, opts Options) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -196,7 +186,7 @@ func (d *Dir) Open(tp TopicPartition, opts Options) (*Log, error) {
 }
 
 // Remove closes a partition's log if it is open and deletes its directory.
-func (d *Dir) Remove(tp TopicPartition) error {
+func (d *Dir) Remove(tp kafka.TopicPartition) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	name := tp.String()
@@ -311,7 +301,7 @@ func readOffsetCheckpoint(fsys vfs.FS, name string) (map[string]int64, error) {
 		if err1 != nil || err2 != nil || p < 0 || off < 0 || !legalTopic(l[0]) {
 			return nil, fmt.Errorf("%s: %w: entry %q", name, ErrBadCheckpoint, strings.Join(l, " "))
 		}
-		out[TopicPartition{Topic: l[0], Partition: int32(p)}.String()] = off
+		out[kafka.TopicPartition{Topic: l[0], Partition: int32(p)}.String()] = off
 	}
 	return out, nil
 }

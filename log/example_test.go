@@ -3,6 +3,7 @@ package log_test
 import (
 	"fmt"
 
+	"github.com/partlog/partlog/kafka"
 	plog "github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/vfs"
@@ -58,7 +59,7 @@ func ExampleLog_Append() {
 // A Dir remembers, across restarts, whether its logs were closed cleanly.
 func ExampleDir() {
 	fsys := vfs.NewMem()
-	tp := plog.TopicPartition{Topic: "study", Partition: 1}
+	tp := kafka.TopicPartition{Topic: "study", Partition: 1}
 	d, _ := plog.OpenDir("/data", plog.DirOptions{FS: fsys})
 	l, _ := d.Open(tp, plog.Options{})
 	b := record.NewBuilder(record.DefaultBatchOptions())

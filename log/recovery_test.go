@@ -17,13 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/internal/batchtest"
+	"github.com/partlog/partlog/kafka"
 	plog "github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/vfs"
 )
 
-var tp = plog.TopicPartition{Topic: "study", Partition: 0}
+var tp = kafka.TopicPartition{Topic: "study", Partition: 0}
 
 // epochBatch builds a batch of n records stamped with a leader epoch.
 func epochBatch(n int, tag string, epoch int32) []byte {
@@ -78,7 +79,7 @@ func TestCleanAndUncleanRestart(t *testing.T) {
 		require.Equal(t, wantEpochs, l.EpochEntries())
 		parts, err := d.Partitions()
 		require.NoError(t, err)
-		require.Equal(t, []plog.TopicPartition{tp}, parts)
+		require.Equal(t, []kafka.TopicPartition{tp}, parts)
 	})
 
 	t.Run("unclean", func(t *testing.T) {

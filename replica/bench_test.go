@@ -26,7 +26,7 @@ func BenchmarkReplicateAcksAll(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer l.Close()
-		r, err := replica.New(id, log.TopicPartition{Topic: "p"}, l, replica.Options{MinInsyncReplicas: 2})
+		r, err := replica.New(id, kafka.TopicPartition{Topic: "p"}, l, replica.Options{MinInsyncReplicas: 2})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 )
 
 // Controller owns a cluster's metadata, as Kafka's controller does: the
@@ -48,11 +47,11 @@ type Controller interface {
 	// replica (the first of its assignment), or says why not:
 	// ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
 	// ErrUnknownTopicOrPartition.
-	ElectPreferredLeader(tp log.TopicPartition) error
+	ElectPreferredLeader(tp kafka.TopicPartition) error
 	// AlterPartition commits the ISR change a partition's leader, node
 	// from, proposed (Ready.AlterPartition), and returns the partition's
 	// new state, or refuses it with a Kafka error.
-	AlterPartition(from int32, tp log.TopicPartition, change ISRChange) (LeaderAndISR, error)
+	AlterPartition(from int32, tp kafka.TopicPartition, change ISRChange) (LeaderAndISR, error)
 	// ElectPreferredLeaders moves the leadership of every partition whose
 	// preferred replica (the first of its assignment) is unfenced and in
 	// the ISR to that replica.
@@ -62,7 +61,7 @@ type Controller interface {
 	// LeaderImbalanceCheckInterval, elects preferred leaders.
 	Tick() error
 	// Partition returns a partition's state.
-	Partition(tp log.TopicPartition) (LeaderAndISR, error)
+	Partition(tp kafka.TopicPartition) (LeaderAndISR, error)
 	// State returns a copy of the whole metadata.
 	State() ClusterState
 	// Updates returns the commands nodes must carry out since the last
@@ -136,7 +135,7 @@ type TopicConfig struct {
 // TopicPartition, or, with Deleted, stop and delete that replica.
 type Update struct {
 	Node           int32
-	TopicPartition log.TopicPartition
+	TopicPartition kafka.TopicPartition
 	State          LeaderAndISR
 	Deleted        bool
 }
@@ -187,7 +186,7 @@ type LocalController struct {
 
 type updateKey struct {
 	node int32
-	tp   log.TopicPartition
+	tp   kafka.TopicPartition
 }
 
 var _ Controller = (*LocalController)(nil)
@@ -268,7 +267,7 @@ func (c *LocalController) apply(r MetadataRecord) error {
 			return bad("no such partition")
 		}
 		t.Partitions[r.Partition] = r.State.clone()
-		tp := log.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		tp := kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 		for _, id := range r.State.Replicas {
 			if c.live(id) {
 				c.push(Update{Node: id, TopicPartition: tp, State: r.State.clone()})
@@ -289,7 +288,7 @@ func (c *LocalController) apply(r MetadataRecord) error {
 		for p, s := range t.Partitions {
 			for _, id := range s.Replicas {
 				if c.live(id) {
-					c.push(Update{Node: id, TopicPartition: log.TopicPartition{Topic: r.Topic, Partition: int32(p)}, Deleted: true})
+					c.push(Update{Node: id, TopicPartition: kafka.TopicPartition{Topic: r.Topic, Partition: int32(p)}, Deleted: true})
 				}
 			}
 		}
@@ -320,7 +319,7 @@ func (c *LocalController) pushNode(id int32) {
 	if c.replaying {
 		return
 	}
-	c.eachPartition(func(tp log.TopicPartition, s *LeaderAndISR, _ Unclean) {
+	c.eachPartition(func(tp kafka.TopicPartition, s *LeaderAndISR, _ Unclean) {
 		if slices.Contains(s.Replicas, id) {
 			c.push(Update{Node: id, TopicPartition: tp, State: s.clone()})
 		}
@@ -328,7 +327,7 @@ func (c *LocalController) pushNode(id int32) {
 }
 
 // eachPartition calls fn for every partition, in topic name order.
-func (c *LocalController) eachPartition(fn func(tp log.TopicPartition, s *LeaderAndISR, unclean Unclean)) {
+func (c *LocalController) eachPartition(fn func(tp kafka.TopicPartition, s *LeaderAndISR, unclean Unclean)) {
 	names := make([]string, 0, len(c.topics))
 	for name := range c.topics {
 		names = append(names, name)
@@ -337,7 +336,7 @@ func (c *LocalController) eachPartition(fn func(tp log.TopicPartition, s *Leader
 	for _, name := range names {
 		t := c.topics[name]
 		for p := range t.Partitions {
-			fn(log.TopicPartition{Topic: name, Partition: int32(p)}, &t.Partitions[p], t.Unclean)
+			fn(kafka.TopicPartition{Topic: name, Partition: int32(p)}, &t.Partitions[p], t.Unclean)
 		}
 	}
 }
@@ -370,12 +369,12 @@ func (c *LocalController) Updates() []Update {
 func (c *LocalController) Now() int64 { return c.now }
 
 // partitionRecord returns the record that sets tp to s.
-func partitionRecord(tp log.TopicPartition, s LeaderAndISR) MetadataRecord {
+func partitionRecord(tp kafka.TopicPartition, s LeaderAndISR) MetadataRecord {
 	return MetadataRecord{Type: RecordPartition, Topic: tp.Topic, Partition: tp.Partition, State: s}
 }
 
 // Partition implements Controller.
-func (c *LocalController) Partition(tp log.TopicPartition) (LeaderAndISR, error) {
+func (c *LocalController) Partition(tp kafka.TopicPartition) (LeaderAndISR, error) {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return LeaderAndISR{}, fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)

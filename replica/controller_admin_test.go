@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -58,7 +57,7 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 				t.Fatalf("after AlterTopicConfig: configs %v unclean %v", got.Configs, got.Unclean)
 			}
 
-			tp := log.TopicPartition{Topic: "orders", Partition: 0}
+			tp := kafka.TopicPartition{Topic: "orders", Partition: 0}
 			if err := c.ElectPreferredLeader(tp); !errors.Is(err, kafka.ErrElectionNotNeeded) {
 				t.Fatalf("ElectPreferredLeader of a partition its preferred replica leads: %v", err)
 			}
@@ -72,7 +71,7 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			if got, _ := c.Partition(tp); got.Leader != ps.Replicas[0] || got.LeaderEpoch != ps.LeaderEpoch+2 {
 				t.Fatalf("after the preferred election: %+v; want leader %d in epoch %d", got, ps.Replicas[0], ps.LeaderEpoch+2)
 			}
-			if err := c.ElectPreferredLeader(log.TopicPartition{Topic: "orders", Partition: 9}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+			if err := c.ElectPreferredLeader(kafka.TopicPartition{Topic: "orders", Partition: 9}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 				t.Fatalf("ElectPreferredLeader of a partition the topic lacks: %v", err)
 			}
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 )
 
 // ElectReplica moves the leadership of tp to node id, which must be an
@@ -14,7 +13,7 @@ import (
 // makes only for the first replica. The leader epoch grows even when id
 // already leads, so that its followers start over from a new epoch. It
 // refuses any other node with kafka.ErrIneligibleReplica.
-func (c *LocalController) ElectReplica(tp log.TopicPartition, id int32) (LeaderAndISR, error) {
+func (c *LocalController) ElectReplica(tp kafka.TopicPartition, id int32) (LeaderAndISR, error) {
 	cur, err := c.Partition(tp)
 	if err != nil {
 		return LeaderAndISR{}, err

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -19,7 +18,7 @@ func TestControllerElectReplica(t *testing.T) {
 	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	tp := log.TopicPartition{Topic: "t"}
+	tp := kafka.TopicPartition{Topic: "t"}
 	c.Updates()
 	s, err := c.ElectReplica(tp, 2)
 	if err != nil {
@@ -48,7 +47,7 @@ func TestControllerElectReplica(t *testing.T) {
 	if _, err := c.ElectReplica(tp, 1); !errors.Is(err, kafka.ErrIneligibleReplica) {
 		t.Fatalf("electing fenced node 1: %v", err)
 	}
-	if _, err := c.ElectReplica(log.TopicPartition{Topic: "t", Partition: 1}, 2); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+	if _, err := c.ElectReplica(kafka.TopicPartition{Topic: "t", Partition: 1}, 2); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("electing in an unknown partition: %v", err)
 	}
 	sameState(t, mustPartition(t, c, "t", 0), want)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 )
 
 // RegisterNode implements Controller.
@@ -84,7 +83,7 @@ func (c *LocalController) Tick() error {
 func (c *LocalController) fenceRecords(id int32) []MetadataRecord {
 	recs := []MetadataRecord{{Type: RecordFenceNode, Node: id, BrokerEpoch: c.nodes[id].BrokerEpoch}}
 	alive := func(m int32) bool { return m != id && c.live(m) }
-	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
+	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
 		if !slices.Contains(cur.Replicas, id) {
 			return
 		}
@@ -111,7 +110,7 @@ func (c *LocalController) fenceRecords(id int32) []MetadataRecord {
 func (c *LocalController) electOffline(joining int32) []MetadataRecord {
 	var recs []MetadataRecord
 	alive := func(m int32) bool { return m == joining || c.live(m) }
-	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
+	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
 		if cur.Leader != NoLeader || !slices.Contains(cur.Replicas, joining) {
 			return
 		}
@@ -143,7 +142,7 @@ func elect(s *LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
 // ElectPreferredLeaders implements Controller.
 func (c *LocalController) ElectPreferredLeaders() error {
 	var recs []MetadataRecord
-	c.eachPartition(func(tp log.TopicPartition, cur *LeaderAndISR, _ Unclean) {
+	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, _ Unclean) {
 		if rec, err := c.preferredLeaderRecord(tp, cur); err == nil {
 			recs = append(recs, rec)
 		}
@@ -152,7 +151,7 @@ func (c *LocalController) ElectPreferredLeaders() error {
 }
 
 // ElectPreferredLeader implements Controller.
-func (c *LocalController) ElectPreferredLeader(tp log.TopicPartition) error {
+func (c *LocalController) ElectPreferredLeader(tp kafka.TopicPartition) error {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
@@ -166,7 +165,7 @@ func (c *LocalController) ElectPreferredLeader(tp log.TopicPartition) error {
 
 // preferredLeaderRecord returns the record that makes cur's preferred
 // replica its leader, or why there is none to write.
-func (c *LocalController) preferredLeaderRecord(tp log.TopicPartition, cur *LeaderAndISR) (MetadataRecord, error) {
+func (c *LocalController) preferredLeaderRecord(tp kafka.TopicPartition, cur *LeaderAndISR) (MetadataRecord, error) {
 	if len(cur.Replicas) == 0 {
 		return MetadataRecord{}, fmt.Errorf("%w: %s has no replicas", kafka.ErrPreferredLeaderNotAvailable, tp)
 	}
@@ -212,7 +211,7 @@ func (c *LocalController) CreatePartitions(name string, total int) error {
 	for p, replicas := range assignReplicas(live, total, rf, c.placements) {
 		if p >= have {
 			s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
-			recs = append(recs, partitionRecord(log.TopicPartition{Topic: name, Partition: int32(p)}, s))
+			recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
 		}
 	}
 	return c.commit(recs)
@@ -279,7 +278,7 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 		ID: cfg.ID, Configs: cloneConfigs(cfg.Configs)}}
 	for p, replicas := range assignReplicas(live, partitions, replicationFactor, c.placements) {
 		s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
-		recs = append(recs, partitionRecord(log.TopicPartition{Topic: name, Partition: int32(p)}, s))
+		recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
 	}
 	return c.commit(recs)
 }
@@ -348,7 +347,7 @@ func (c *LocalController) DeleteTopic(name string) error {
 // (STALE_BROKER_EPOCH), a malformed ISR (INVALID_REQUEST), and one adding
 // a replica that is fenced or whose broker epoch is not the one the leader
 // saw it fetch in (INELIGIBLE_REPLICA, KIP-903).
-func (c *LocalController) AlterPartition(from int32, tp log.TopicPartition, a ISRChange) (LeaderAndISR, error) {
+func (c *LocalController) AlterPartition(from int32, tp kafka.TopicPartition, a ISRChange) (LeaderAndISR, error) {
 	cur, err := c.Partition(tp)
 	if err != nil {
 		return LeaderAndISR{}, err

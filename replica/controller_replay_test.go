@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/vfs"
@@ -136,7 +137,7 @@ func TestControllerReplayProperty(t *testing.T) {
 				for _, id := range isr {
 					epochs = append(epochs, before.Nodes[id].BrokerEpoch-int64(rapid.IntRange(0, 1).Draw(rt, "stale")))
 				}
-				_, _ = c.AlterPartition(s.Leader, log.TopicPartition{Topic: name, Partition: int32(p)}, replica.ISRChange{
+				_, _ = c.AlterPartition(s.Leader, kafka.TopicPartition{Topic: name, Partition: int32(p)}, replica.ISRChange{
 					LeaderEpoch: s.LeaderEpoch, PartitionEpoch: s.PartitionEpoch - int32(rapid.IntRange(0, 1).Draw(rt, "stale partition epoch")),
 					ISR: isr, BrokerEpochs: epochs})
 			case 7:
@@ -199,7 +200,7 @@ func TestControllerLogStoreRestart(t *testing.T) {
 		}
 	}
 	tickBeating(t, c, sessionTicks, 0, 2) // node 1 fenced
-	shrinkTo(t, c, log.TopicPartition{Topic: "payments", Partition: 1}, mustPartition(t, c, "payments", 1).Leader)
+	shrinkTo(t, c, kafka.TopicPartition{Topic: "payments", Partition: 1}, mustPartition(t, c, "payments", 1).Leader)
 	want := c.State()
 	fs = fs.CrashClone(vfs.CrashOptions{Seed: 1, KeepUnsynced: vfs.KeepNone})
 	l.Close()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -39,7 +38,7 @@ func newController(t *testing.T, store replica.MetadataStore, n int) *replica.Lo
 
 func mustPartition(t *testing.T, c replica.Controller, topic string, p int32) replica.LeaderAndISR {
 	t.Helper()
-	s, err := c.Partition(log.TopicPartition{Topic: topic, Partition: p})
+	s, err := c.Partition(kafka.TopicPartition{Topic: topic, Partition: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +147,7 @@ func TestControllerReregistrationFencesOldIncarnation(t *testing.T) {
 }
 
 // shrinkTo commits an ISR change to isr proposed by the current leader.
-func shrinkTo(t *testing.T, c replica.Controller, tp log.TopicPartition, isr ...int32) replica.LeaderAndISR {
+func shrinkTo(t *testing.T, c replica.Controller, tp kafka.TopicPartition, isr ...int32) replica.LeaderAndISR {
 	t.Helper()
 	s, _ := c.Partition(tp)
 	epochs := make([]int64, len(isr))
@@ -172,7 +171,7 @@ func TestControllerUncleanElection(t *testing.T) {
 		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{Unclean: mode}); err != nil {
 			t.Fatal(err)
 		}
-		tp := log.TopicPartition{Topic: "t"}
+		tp := kafka.TopicPartition{Topic: "t"}
 		shrinkTo(t, c, tp, 0)
 		tickBeating(t, c, sessionTicks, 1, 2)
 		got := mustPartition(t, c, "t", 0)
@@ -189,7 +188,7 @@ func TestControllerUncleanElection(t *testing.T) {
 }
 
 func TestControllerAlterPartition(t *testing.T) {
-	tp := log.TopicPartition{Topic: "t"}
+	tp := kafka.TopicPartition{Topic: "t"}
 	setup := func(t *testing.T) *replica.LocalController {
 		c := newController(t, &replica.MemStore{}, 3)
 		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
@@ -254,7 +253,7 @@ func TestControllerAlterPartition(t *testing.T) {
 	})
 	t.Run("unknown partition", func(t *testing.T) {
 		c := setup(t)
-		_, err := c.AlterPartition(0, log.TopicPartition{Topic: "t", Partition: 1}, replica.ISRChange{ISR: []int32{0}, BrokerEpochs: []int64{1}})
+		_, err := c.AlterPartition(0, kafka.TopicPartition{Topic: "t", Partition: 1}, replica.ISRChange{ISR: []int32{0}, BrokerEpochs: []int64{1}})
 		if !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 			t.Fatalf("AlterPartition of an unknown partition: %v", err)
 		}
@@ -268,7 +267,7 @@ func TestControllerPreferredLeaderElection(t *testing.T) {
 	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	tp := log.TopicPartition{Topic: "t"}
+	tp := kafka.TopicPartition{Topic: "t"}
 	tickBeating(t, c, sessionTicks, 1, 2) // node 0 fenced at tick 90
 	if err := c.Heartbeat(0, 1); err != nil {
 		t.Fatal(err)
@@ -352,7 +351,7 @@ func TestControllerPlacementSpread(t *testing.T) {
 	if len(u) != 24 || !u[0].Deleted {
 		t.Fatalf("delete pushed %d updates (%+v), want 24 deletions", len(u), u[:min(len(u), 2)])
 	}
-	if _, err := c.Partition(log.TopicPartition{Topic: "a"}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+	if _, err := c.Partition(kafka.TopicPartition{Topic: "a"}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("deleted topic: %v", err)
 	}
 	if err := c.DeleteTopic("a"); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {

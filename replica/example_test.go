@@ -14,7 +14,7 @@ import (
 // Ready to the log, delivers its messages, and calls Advance; an acks=all
 // append completes once the follower has it.
 func Example() {
-	tp := log.TopicPartition{Topic: "orders", Partition: 0}
+	tp := kafka.TopicPartition{Topic: "orders", Partition: 0}
 	logs := map[int32]*log.Log{}
 	replicas := map[int32]*replica.Replica{}
 	for _, id := range []int32{1, 2} {

@@ -46,7 +46,7 @@ func FuzzFetchResponse(f *testing.F) {
 		if _, err := l.AppendAsFollower(cat(batch(0, 0, 1), batch(1, 0, 1))); err != nil {
 			t.Fatal(err)
 		}
-		r, err := replica.New(1, log.TopicPartition{Topic: "p"}, l, replica.Options{})
+		r, err := replica.New(1, kafka.TopicPartition{Topic: "p"}, l, replica.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ func (g *gatedLog) AppendAsFollower(b []byte) (log.AppendInfo, error) {
 // startOne starts a single-replica leader (ISR of one) over w.
 func startOne(t *testing.T, l *log.Log, w replica.LogWriter) *replica.Node {
 	t.Helper()
-	r, err := replica.New(1, log.TopicPartition{Topic: "p"}, l, testOptions(1))
+	r, err := replica.New(1, kafka.TopicPartition{Topic: "p"}, l, testOptions(1))
 	if err != nil {
 		t.Fatal(err)
 	}

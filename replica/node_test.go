@@ -68,7 +68,7 @@ func startNodesOn(t *testing.T, ids []int32, opts replica.Options, fsFor func(id
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { l.Close() })
-		r, err := replica.New(id, log.TopicPartition{Topic: "p"}, l, opts)
+		r, err := replica.New(id, kafka.TopicPartition{Topic: "p"}, l, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

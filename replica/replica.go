@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 )
 
 // Replica is one replica of one partition as a deterministic state machine,
@@ -20,7 +19,7 @@ import (
 // A Replica is not safe for concurrent use: one driver loop owns it.
 type Replica struct {
 	id      int32
-	tp      log.TopicPartition
+	tp      kafka.TopicPartition
 	storage Storage
 	opts    Options
 
@@ -73,7 +72,7 @@ type inflight struct {
 
 // New returns the replica id of partition tp over its log. It starts with
 // RoleNone until the controller's first Apply.
-func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Replica, error) {
+func New(id int32, tp kafka.TopicPartition, storage Storage, opts Options) (*Replica, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -101,7 +100,7 @@ func New(id int32, tp log.TopicPartition, storage Storage, opts Options) (*Repli
 func (r *Replica) ID() int32 { return r.id }
 
 // TopicPartition returns the replica's partition.
-func (r *Replica) TopicPartition() log.TopicPartition { return r.tp }
+func (r *Replica) TopicPartition() kafka.TopicPartition { return r.tp }
 
 // HighWatermark returns the replica's high watermark.
 func (r *Replica) HighWatermark() int64 { return r.hw }

@@ -264,7 +264,7 @@ func TestFetchAnswerFromBeforeRestartIgnored(t *testing.T) {
 	}
 	state := replica.LeaderAndISR{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
 	start := func(brokerEpoch uint32) (*replica.Replica, replica.Message) {
-		r, err := replica.New(1, log.TopicPartition{Topic: "p"}, l, replica.Options{BrokerEpoch: brokerEpoch})
+		r, err := replica.New(1, kafka.TopicPartition{Topic: "p"}, l, replica.Options{BrokerEpoch: brokerEpoch})
 		if err != nil {
 			t.Fatal(err)
 		}

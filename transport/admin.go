@@ -212,12 +212,6 @@ type CreatePartitionsResponse struct {
 	Topics []TopicResult
 }
 
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
 // DeleteRecordsRequest asks to delete the records of partitions below
 // offsets (Kafka's DeleteRecords): their log start offsets move up.
 type DeleteRecordsRequest struct {
@@ -228,7 +222,7 @@ type DeleteRecordsRequest struct {
 // DeleteRecordsPartition deletes one partition's records below Offset;
 // -1 means below the high watermark.
 type DeleteRecordsPartition struct {
-	TopicPartition
+	kafka.TopicPartition
 	Offset int64
 }
 
@@ -239,7 +233,7 @@ type DeleteRecordsResponse struct {
 
 // DeleteRecordsResult is the outcome for one partition.
 type DeleteRecordsResult struct {
-	TopicPartition
+	kafka.TopicPartition
 	// LowWatermark is the partition's log start offset after the call.
 	LowWatermark int64
 	// Err is nil or one of kafka.ErrUnknownTopicOrPartition,
@@ -251,7 +245,7 @@ type DeleteRecordsResult struct {
 // DescribeLogDirsRequest asks where the node keeps partitions and how big
 // they are (Kafka's DescribeLogDirs). Nil Partitions means all of them.
 type DescribeLogDirsRequest struct {
-	Partitions []TopicPartition
+	Partitions []kafka.TopicPartition
 }
 
 // DescribeLogDirsResponse holds the node's log directories.
@@ -272,7 +266,7 @@ type LogDir struct {
 
 // LogDirPartition is one partition's replica in a log directory.
 type LogDirPartition struct {
-	TopicPartition
+	kafka.TopicPartition
 	// Size is the bytes of its segments.
 	Size int64
 	// OffsetLag is how far its log end offset is behind the high
@@ -297,7 +291,7 @@ const (
 // ElectLeaders). Nil Partitions means every partition.
 type ElectLeadersRequest struct {
 	Type       ElectionType
-	Partitions []TopicPartition
+	Partitions []kafka.TopicPartition
 	Timeout    time.Duration
 }
 
@@ -310,14 +304,14 @@ type ElectLeadersResponse struct {
 // kafka.ErrElectionNotNeeded, kafka.ErrPreferredLeaderNotAvailable,
 // kafka.ErrEligibleLeadersNotAvailable, kafka.ErrUnknownTopicOrPartition.
 type ElectionResult struct {
-	TopicPartition
+	kafka.TopicPartition
 	Err error
 }
 
 // DescribeProducersRequest asks a leader for the idempotent producers it
 // keeps state for (Kafka's DescribeProducers).
 type DescribeProducersRequest struct {
-	Partitions []TopicPartition
+	Partitions []kafka.TopicPartition
 }
 
 // DescribeProducersResponse holds each partition's producers.
@@ -327,7 +321,7 @@ type DescribeProducersResponse struct {
 
 // PartitionProducers is the producers' state of one partition.
 type PartitionProducers struct {
-	TopicPartition
+	kafka.TopicPartition
 	// Err is nil or kafka.ErrUnknownTopicOrPartition, kafka.ErrNotLeaderOrFollower.
 	Err       error
 	Producers []ProducerState

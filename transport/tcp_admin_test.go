@@ -79,7 +79,9 @@ func TestTCPAdminRoundTrip(t *testing.T) {
 	_, addr := serve(t, f, ServerOptions{})
 	c := dial(t, addr)
 	ctx := context.Background()
-	tp := func(topic string, p int32) TopicPartition { return TopicPartition{Topic: topic, Partition: p} }
+	tp := func(topic string, p int32) kafka.TopicPartition {
+		return kafka.TopicPartition{Topic: topic, Partition: p}
+	}
 	orders := ConfigResource{Type: ConfigTopic, Name: "orders"}
 
 	for _, tc := range []struct {
@@ -109,16 +111,16 @@ func TestTCPAdminRoundTrip(t *testing.T) {
 			&DeleteRecordsResponse{Partitions: []DeleteRecordsResult{{TopicPartition: tp("orders", 0), LowWatermark: 4},
 				{TopicPartition: tp("orders", 2), LowWatermark: -1, Err: kafka.ErrOffsetOutOfRange}, {TopicPartition: tp("audit", 1), LowWatermark: 9}}}, nil},
 		{"DescribeLogDirs",
-			&DescribeLogDirsRequest{Partitions: []TopicPartition{tp("orders", 0), tp("orders", 1)}},
+			&DescribeLogDirsRequest{Partitions: []kafka.TopicPartition{tp("orders", 0), tp("orders", 1)}},
 			&DescribeLogDirsResponse{Dirs: []LogDir{{Path: "/d", TotalBytes: 100, UsableBytes: 50,
 				Partitions: []LogDirPartition{{TopicPartition: tp("orders", 0), Size: 42, OffsetLag: 1}}}}}, nil},
 		{"DescribeLogDirs", // nil: every partition
 			&DescribeLogDirsRequest{}, &DescribeLogDirsResponse{Dirs: []LogDir{{Path: "/d", Err: kafka.ErrKafkaStorage, TotalBytes: -1, UsableBytes: -1}}}, nil},
 		{"ElectLeaders",
-			&ElectLeadersRequest{Type: PreferredElection, Partitions: []TopicPartition{tp("orders", 0)}, Timeout: time.Second},
+			&ElectLeadersRequest{Type: PreferredElection, Partitions: []kafka.TopicPartition{tp("orders", 0)}, Timeout: time.Second},
 			&ElectLeadersResponse{Partitions: []ElectionResult{{tp("orders", 0), kafka.ErrElectionNotNeeded}}}, nil},
 		{"DescribeProducers",
-			&DescribeProducersRequest{Partitions: []TopicPartition{tp("orders", 0)}},
+			&DescribeProducersRequest{Partitions: []kafka.TopicPartition{tp("orders", 0)}},
 			&DescribeProducersResponse{Partitions: []PartitionProducers{{TopicPartition: tp("orders", 0), Producers: []ProducerState{
 				{ProducerID: 7, ProducerEpoch: 1, LastSequence: 9, LastTimestamp: 1700, CurrentTxnStartOffset: -1}}}}}, nil},
 		{"OffsetsForLeaderEpoch",

@@ -114,11 +114,11 @@ func byTopic[T any](items []T, topicOf func(T) string) (topics []string, groups 
 
 // topicPartitionsToWire turns partitions into a wire request's topics, nil
 // for nil (every partition, where a request allows it).
-func topicPartitionsToWire[W any](tps []TopicPartition, newTopic func(topic string, partitions []int32) W) []W {
+func topicPartitionsToWire[W any](tps []kafka.TopicPartition, newTopic func(topic string, partitions []int32) W) []W {
 	if tps == nil {
 		return nil
 	}
-	topics, groups := byTopic(tps, func(tp TopicPartition) string { return tp.Topic })
+	topics, groups := byTopic(tps, func(tp kafka.TopicPartition) string { return tp.Topic })
 	ws := make([]W, 0, len(topics))
 	for _, t := range topics {
 		ids := make([]int32, 0, len(groups[t]))
@@ -132,15 +132,15 @@ func topicPartitionsToWire[W any](tps []TopicPartition, newTopic func(topic stri
 
 // topicPartitionsFromWire flattens a wire request's topics, nil for a nil
 // list (every partition).
-func topicPartitionsFromWire[W any](ws []W, parts func(W) (string, []int32)) []TopicPartition {
+func topicPartitionsFromWire[W any](ws []W, parts func(W) (string, []int32)) []kafka.TopicPartition {
 	if ws == nil {
 		return nil
 	}
-	tps := []TopicPartition{}
+	tps := []kafka.TopicPartition{}
 	for _, w := range ws {
 		topic, ids := parts(w)
 		for _, id := range ids {
-			tps = append(tps, TopicPartition{Topic: topic, Partition: id})
+			tps = append(tps, kafka.TopicPartition{Topic: topic, Partition: id})
 		}
 	}
 	return tps
@@ -208,7 +208,7 @@ func deleteRecordsFromWire(w *kmsg.DeleteRecordsRequest) *DeleteRecordsRequest {
 	r := &DeleteRecordsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, DeleteRecordsPartition{TopicPartition{wt.Topic, wp.Partition}, wp.Offset})
+			r.Partitions = append(r.Partitions, DeleteRecordsPartition{kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, wp.Offset})
 		}
 	}
 	return r
@@ -235,7 +235,7 @@ func deleteRecordsResponseFromWire(w *kmsg.DeleteRecordsResponse) *DeleteRecords
 	r := &DeleteRecordsResponse{}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, DeleteRecordsResult{TopicPartition: TopicPartition{wt.Topic, wp.Partition},
+			r.Partitions = append(r.Partitions, DeleteRecordsResult{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition},
 				LowWatermark: wp.LowWatermark, Err: kafka.ErrorForCode(wp.ErrorCode)})
 		}
 	}
@@ -290,7 +290,7 @@ func describeLogDirsResponseFromWire(w *kmsg.DescribeLogDirsResponse) *DescribeL
 		}
 		for _, wt := range wd.Topics {
 			for _, wp := range wt.Partitions {
-				d.Partitions = append(d.Partitions, LogDirPartition{TopicPartition: TopicPartition{wt.Topic, wp.Partition},
+				d.Partitions = append(d.Partitions, LogDirPartition{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition},
 					Size: wp.Size, OffsetLag: wp.OffsetLag})
 			}
 		}
@@ -342,7 +342,7 @@ func electLeadersResponseFromWire(w *kmsg.ElectLeadersResponse) *ElectLeadersRes
 	r := &ElectLeadersResponse{}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, ElectionResult{TopicPartition{wt.Topic, wp.Partition}, wireError(wp.ErrorCode, wp.ErrorMessage)})
+			r.Partitions = append(r.Partitions, ElectionResult{kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, wireError(wp.ErrorCode, wp.ErrorMessage)})
 		}
 	}
 	return r
@@ -364,7 +364,7 @@ func describeProducersFromWire(w *kmsg.DescribeProducersRequest) *DescribeProduc
 		return wt.Topic, wt.Partitions
 	})}
 	if r.Partitions == nil {
-		r.Partitions = []TopicPartition{}
+		r.Partitions = []kafka.TopicPartition{}
 	}
 	return r
 }
@@ -396,7 +396,7 @@ func describeProducersResponseFromWire(w *kmsg.DescribeProducersResponse) *Descr
 	r := &DescribeProducersResponse{}
 	for _, wt := range w.Topics {
 		for _, wp := range wt.Partitions {
-			p := PartitionProducers{TopicPartition: TopicPartition{wt.Topic, wp.Partition}, Err: wireError(wp.ErrorCode, wp.ErrorMessage)}
+			p := PartitionProducers{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, Err: wireError(wp.ErrorCode, wp.ErrorMessage)}
 			for _, ws := range wp.ActiveProducers {
 				p.Producers = append(p.Producers, ProducerState{ProducerID: ws.ProducerID, ProducerEpoch: int16(ws.ProducerEpoch),
 					LastSequence: ws.LastSequence, LastTimestamp: ws.LastTimestamp, CurrentTxnStartOffset: ws.CurrentTxnStartOffset})

@@ -403,8 +403,8 @@ func TestClusterProcessesKillLeader(t *testing.T) {
 		want += pr.Offset
 	}
 	cons, err := consumer.New(client, consumer.Partitions(
-		consumer.TopicPartition{Topic: "t", Partition: 0}, consumer.TopicPartition{Topic: "t", Partition: 1},
-		consumer.TopicPartition{Topic: "t", Partition: 2}), consumer.AutoOffsetReset(consumer.Earliest))
+		kafka.TopicPartition{Topic: "t", Partition: 0}, kafka.TopicPartition{Topic: "t", Partition: 1},
+		kafka.TopicPartition{Topic: "t", Partition: 2}), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, err)
 	defer cons.Close()
 	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

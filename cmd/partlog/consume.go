@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 )
 
 const consumeHelp = `Usage: partlog consume --dir DIR --topic TOPIC [flags]
@@ -155,7 +156,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	if *fromBeginning {
 		reset = consumer.Earliest
 	}
-	tp := consumer.TopicPartition{Topic: *topic, Partition: int32(*partition)}
+	tp := kafka.TopicPartition{Topic: *topic, Partition: int32(*partition)}
 	var assign consumer.Option
 	switch *offset {
 	case "", "latest":
@@ -167,7 +168,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		if err != nil || o < 0 {
 			return usageErrorf("consume", "--offset %q is not an offset, earliest or latest", *offset)
 		}
-		assign = consumer.PartitionsAt(map[consumer.TopicPartition]int64{tp: o})
+		assign = consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp: o})
 	}
 	if *partition < 0 {
 		assign = consumer.Topics(*topic)
@@ -211,7 +212,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		count   int64
 		line    []byte
 		errs    []error
-		printed = map[consumer.TopicPartition]consumer.CommittedOffset{}
+		printed = map[kafka.TopicPartition]consumer.CommittedOffset{}
 	)
 	commit := func() {
 		if *group == "" || len(printed) == 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -120,7 +121,7 @@ func runDeleteRecords(args []string, stdout, stderr io.Writer) error {
 }
 
 func deleteRecordsPartition(topic string, partition int32, offset int64) transport.DeleteRecordsPartition {
-	return transport.DeleteRecordsPartition{TopicPartition: transport.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
+	return transport.DeleteRecordsPartition{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}
 }
 
 // deleteRecordsJSON is kafka-delete-records.sh's --offset-json-file.
@@ -149,7 +150,7 @@ func parseDeleteRecordsJSON(data []byte) ([]transport.DeleteRecordsPartition, er
 		return nil, errors.New(`no "partitions" field`)
 	}
 	var parts []transport.DeleteRecordsPartition
-	seen := map[transport.TopicPartition]bool{}
+	seen := map[kafka.TopicPartition]bool{}
 	var dups []string
 	for i, p := range *doc.Partitions {
 		if p.Topic == nil || p.Partition == nil || p.Offset == nil {

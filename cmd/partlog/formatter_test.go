@@ -14,6 +14,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 )
@@ -143,7 +144,7 @@ func TestOffsetsFormatterRecords(t *testing.T) {
 // group tombstone, a record without a key and one of an unknown version.
 func offsetsFixture() []consumer.Record {
 	v1 := []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 1, 0x8b, 0xcf, 0xe5, 0x68, 0x01, 0, 0, 1, 0x8b, 0xcf, 0xee, 0x8f, 0xc0}
-	assignment := consumer.Assignment{Partitions: []consumer.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}}.Encode()
+	assignment := consumer.Assignment{Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}}.Encode()
 	gv := group.GroupValue{ProtocolType: "consumer", Generation: 4, Protocol: "range", Leader: "m1", CurrentStateTimestamp: 1700000000000,
 		Members: []group.MemberValue{
 			{MemberID: "m1", GroupInstanceID: "i1", ClientID: "c1", ClientHost: "/10.0.0.1", RebalanceTimeout: 60000, SessionTimeout: 45000, Assignment: assignment},

@@ -282,7 +282,7 @@ func deleteGroups(ctx context.Context, n groupTarget, groups []string, w io.Writ
 
 // groupPartition is a row of describe: a partition, its offsets and owner.
 type groupPartition struct {
-	tp        consumer.TopicPartition
+	tp        kafka.TopicPartition
 	committed int64 // -1 when none
 	logEnd    int64 // -1 when the topic is gone
 	member    *transport.DescribedMember
@@ -358,8 +358,8 @@ func groupPartitions(ctx context.Context, n groupTarget, group string, g transpo
 	if fresp.Err != nil {
 		return nil, fresp.Err
 	}
-	byTP := map[consumer.TopicPartition]*groupPartition{}
-	row := func(tp consumer.TopicPartition) *groupPartition {
+	byTP := map[kafka.TopicPartition]*groupPartition{}
+	row := func(tp kafka.TopicPartition) *groupPartition {
 		r := byTP[tp]
 		if r == nil {
 			r = &groupPartition{tp: tp, committed: -1, logEnd: -1}
@@ -369,7 +369,7 @@ func groupPartitions(ctx context.Context, n groupTarget, group string, g transpo
 	}
 	for _, t := range fresp.Topics {
 		for _, p := range t.Partitions {
-			row(consumer.TopicPartition{Topic: t.Topic, Partition: p.Partition}).committed = p.Offset
+			row(kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}).committed = p.Offset
 		}
 	}
 	for i := range g.Members {

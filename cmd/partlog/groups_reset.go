@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
@@ -89,7 +88,7 @@ func parseKafkaDatetime(s string) (time.Time, error) {
 // resetRow is a row of reset-offsets' plan: a partition and its new offset.
 type resetRow struct {
 	group  string
-	tp     consumer.TopicPartition
+	tp     kafka.TopicPartition
 	offset int64
 }
 
@@ -160,18 +159,18 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", group, err)
 	}
-	committed := map[consumer.TopicPartition]int64{}
+	committed := map[kafka.TopicPartition]int64{}
 	for _, t := range fresp.Topics {
 		for _, p := range t.Partitions {
 			if p.Err == nil && p.Offset >= 0 {
-				committed[consumer.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
+				committed[kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
 			}
 		}
 	}
 
 	// The partitions to reset, each with its description.
 	type target struct {
-		tp consumer.TopicPartition
+		tp kafka.TopicPartition
 		p  partlog.PartitionDescription
 	}
 	var targets []target
@@ -184,17 +183,17 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 		if i < 0 {
 			return fmt.Errorf("topic %s has no partition %d", topic, partition)
 		}
-		targets = append(targets, target{consumer.TopicPartition{Topic: topic, Partition: partition}, d.Partitions[i]})
+		targets = append(targets, target{kafka.TopicPartition{Topic: topic, Partition: partition}, d.Partitions[i]})
 		return nil
 	}
 	if scope == nil { // --all-topics
-		tps := slices.SortedFunc(func(yield func(consumer.TopicPartition) bool) {
+		tps := slices.SortedFunc(func(yield func(kafka.TopicPartition) bool) {
 			for tp := range committed {
 				if !yield(tp) {
 					return
 				}
 			}
-		}, func(a, b consumer.TopicPartition) int {
+		}, func(a, b kafka.TopicPartition) int {
 			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 		})
 		for _, tp := range tps {
@@ -221,9 +220,9 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 		}
 	}
 
-	var atTime map[consumer.TopicPartition]int64
+	var atTime map[kafka.TopicPartition]int64
 	if spec.kind == "to-datetime" {
-		var tps []consumer.TopicPartition
+		var tps []kafka.TopicPartition
 		for _, t := range targets {
 			tps = append(tps, t.tp)
 		}
@@ -263,7 +262,7 @@ func planReset(ctx context.Context, n groupTarget, group string, scope []topicSc
 // offsetsForTime returns the first offset of each partition whose record's
 // timestamp is at or after ts (ms), or -1 where there is none: ListOffsets
 // by timestamp, as Kafka's tool asks for it.
-func offsetsForTime(ctx context.Context, n groupTarget, tps []consumer.TopicPartition, ts int64) (map[consumer.TopicPartition]int64, error) {
+func offsetsForTime(ctx context.Context, n groupTarget, tps []kafka.TopicPartition, ts int64) (map[kafka.TopicPartition]int64, error) {
 	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID}
 	for _, tp := range tps {
 		i := slices.IndexFunc(req.Topics, func(lt transport.ListOffsetsTopic) bool { return lt.Topic == tp.Topic })
@@ -277,13 +276,13 @@ func offsetsForTime(ctx context.Context, n groupTarget, tps []consumer.TopicPart
 	if err != nil {
 		return nil, err
 	}
-	out := map[consumer.TopicPartition]int64{}
+	out := map[kafka.TopicPartition]int64{}
 	for _, tr := range resp.Topics {
 		for _, pr := range tr.Partitions {
 			if pr.Err != nil {
 				return nil, fmt.Errorf("%s-%d: %w", tr.Topic, pr.Partition, pr.Err)
 			}
-			out[consumer.TopicPartition{Topic: tr.Topic, Partition: pr.Partition}] = pr.Offset
+			out[kafka.TopicPartition{Topic: tr.Topic, Partition: pr.Partition}] = pr.Offset
 		}
 	}
 	return out, nil

@@ -26,6 +26,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 )
 
@@ -41,7 +42,7 @@ func main() {
 // received is a hello as one consumer got it.
 type received struct {
 	by    string
-	tp    consumer.TopicPartition
+	tp    kafka.TopicPartition
 	off   int64
 	value string
 }
@@ -55,7 +56,7 @@ type groupConsumer struct {
 	done chan error
 
 	mu    sync.Mutex
-	owned []consumer.TopicPartition
+	owned []kafka.TopicPartition
 }
 
 func run(ctx context.Context, dir string) error {
@@ -155,17 +156,17 @@ func startConsumer(node *partlog.Node, name string, got chan<- received, changed
 		consumer.AutoOffsetReset(consumer.Earliest), consumer.DisableAutoCommit(),
 		consumer.HeartbeatInterval(100*time.Millisecond), consumer.SessionTimeout(6*time.Second),
 		consumer.FetchMaxWait(100*time.Millisecond),
-		consumer.OnPartitionsRevoked(func(ctx context.Context, c *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsRevoked(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 			if err := c.Commit(ctx); err != nil {
 				fmt.Printf("%s: commit on revoke failed: %v\n", name, err)
 			}
 			g.mu.Lock()
-			g.owned = slices.DeleteFunc(g.owned, func(tp consumer.TopicPartition) bool { return slices.Contains(tps, tp) })
+			g.owned = slices.DeleteFunc(g.owned, func(tp kafka.TopicPartition) bool { return slices.Contains(tps, tp) })
 			g.mu.Unlock()
 			fmt.Printf("%s: partitions revoked: %v\n", name, tps)
 			changed <- name
 		}),
-		consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []consumer.TopicPartition) {
+		consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 			g.mu.Lock()
 			g.owned = append(g.owned, tps...)
 			g.mu.Unlock()
@@ -205,11 +206,11 @@ func startConsumer(node *partlog.Node, name string, got chan<- received, changed
 	return g, nil
 }
 
-func (g *groupConsumer) partitions() []consumer.TopicPartition {
+func (g *groupConsumer) partitions() []kafka.TopicPartition {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := slices.Clone(g.owned)
-	slices.SortFunc(out, func(a, b consumer.TopicPartition) int { return int(a.Partition - b.Partition) })
+	slices.SortFunc(out, func(a, b kafka.TopicPartition) int { return int(a.Partition - b.Partition) })
 	return out
 }
 

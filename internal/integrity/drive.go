@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 )
@@ -146,11 +147,11 @@ func produceSync(ctx context.Context, p *producer.Producer, topic string, w Work
 // (consumer.FetchBuffers(consumer.ReuseBuffers)), and records are copied
 // in the loop body, where they are valid.
 func Consume(ctx context.Context, client transport.Client, topic string, ends map[int32]int64, reuse bool, opts ...consumer.Option) ([]Record, error) {
-	var tps []consumer.TopicPartition
+	var tps []kafka.TopicPartition
 	left := 0
 	for p, end := range ends {
 		if end > 0 {
-			tps = append(tps, consumer.TopicPartition{Topic: topic, Partition: p})
+			tps = append(tps, kafka.TopicPartition{Topic: topic, Partition: p})
 			left++
 		}
 	}

@@ -118,7 +118,7 @@ type Cluster struct {
 	T     testing.TB
 	Cfg   Config
 	Net   *Network
-	TP    log.TopicPartition
+	TP    kafka.TopicPartition
 	Nodes map[int32]*Node
 	// Controller is the cluster's controller.
 	Controller *replica.LocalController
@@ -167,7 +167,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	c := &Cluster{
 		T: t, Cfg: cfg, Net: NewNetwork(cfg.Seed),
-		TP:        log.TopicPartition{Topic: "sim", Partition: 0},
+		TP:        kafka.TopicPartition{Topic: "sim", Partition: 0},
 		Nodes:     map[int32]*Node{},
 		Committed: map[int64]Batch{},
 		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636c7573746572)), // "cluster"
