@@ -226,7 +226,24 @@ func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
 	if err := c.checkTopicConfig(cfg); err != nil {
 		return fmt.Errorf("topic %s: %w", name, err)
 	}
-	return c.commit([]MetadataRecord{{Type: RecordTopicConfig, Topic: name, Unclean: cfg.Unclean, Configs: cloneConfigs(cfg.Configs)}})
+	recs := []MetadataRecord{{Type: RecordTopicConfig, Topic: name, Unclean: cfg.Unclean, Configs: cloneConfigs(cfg.Configs)}}
+	if cfg.Unclean == AllowUnclean {
+		// As Kafka does when the config turns on: a partition left
+		// without a leader elects a live replica outside its ISR now,
+		// rather than at the next node event.
+		for p := range c.topics[name].Partitions {
+			cur := &c.topics[name].Partitions[p]
+			if cur.Leader != NoLeader {
+				continue
+			}
+			s := cur.clone()
+			if elect(&s, c.live, AllowUnclean) {
+				s.PartitionEpoch++
+				recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
+			}
+		}
+	}
+	return c.commit(recs)
 }
 
 // liveNodes returns the unfenced nodes' ids, sorted.

@@ -187,6 +187,23 @@ func TestControllerUncleanElection(t *testing.T) {
 	}
 }
 
+// Turning unclean.leader.election.enable on for a topic whose partition
+// has no leader elects a live replica outside the ISR at once.
+func TestControllerUncleanElectionOnConfigChange(t *testing.T) {
+	c := newController(t, &replica.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	tp := kafka.TopicPartition{Topic: "t"}
+	shrinkTo(t, c, tp, 0)
+	tickBeating(t, c, sessionTicks, 1, 2)
+	sameState(t, mustPartition(t, c, "t", 0), replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{0}})
+	if err := c.AlterTopicConfig("t", replica.TopicConfig{Unclean: replica.AllowUnclean, Configs: map[string]string{"unclean.leader.election.enable": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, mustPartition(t, c, "t", 0), replica.LeaderAndISR{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 3, Replicas: []int32{0, 1, 2}, ISR: []int32{1}})
+}
+
 func TestControllerAlterPartition(t *testing.T) {
 	tp := kafka.TopicPartition{Topic: "t"}
 	setup := func(t *testing.T) *replica.LocalController {
