@@ -27,34 +27,34 @@ import (
 // a single node); err is ErrUnknownTopicOrPartition for a partition the
 // cluster does not have, and ErrNotLeaderOrFollower for one the node does
 // not host.
-func (n *Node) clusterReplica(name string, id int32) (h *replicaHost, err error, ok bool) {
+func (n *Node) clusterReplica(name string, id int32) (h *replicaHost, ok bool, err error) {
 	m := n.cluster
 	if m == nil || n.topic(name) != nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	if h := m.replica(kafka.TopicPartition{Topic: name, Partition: id}); h != nil {
-		return h, nil, true
+		return h, true, nil
 	}
 	md, _ := m.metadata()
 	t, known := md.Topics[name]
 	if !known || id < 0 || int(id) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id), true
+		return nil, true, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id)
 	}
-	return nil, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
-		n.meta.NodeID, name, id, t.Partitions[id].Leader), true
+	return nil, true, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
+		n.meta.NodeID, name, id, t.Partitions[id].Leader)
 }
 
 // leaderReplica is clusterReplica for a request only the leader answers.
-func (n *Node) leaderReplica(name string, id int32) (h *replicaHost, err error, ok bool) {
-	h, err, ok = n.clusterReplica(name, id)
+func (n *Node) leaderReplica(name string, id int32) (h *replicaHost, ok bool, err error) {
+	h, ok, err = n.clusterReplica(name, id)
 	if ok && err == nil && !h.leads(n.meta.NodeID) {
 		h.mu.Lock()
 		leader := h.state.Leader
 		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
-			n.meta.NodeID, name, id, leader), true
+		return nil, true, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
+			n.meta.NodeID, name, id, leader)
 	}
-	return h, err, ok
+	return h, ok, err
 }
 
 // defaultProduceTimeout bounds an acks=all append when the request names

@@ -40,7 +40,7 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 		for j, rp := range rt.Partitions {
 			pr := &tr.Partitions[j]
 			*pr = transport.ProducePartitionResponse{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-			if h, err, ok := n.leaderReplica(rt.Topic, rp.Partition); ok {
+			if h, ok, err := n.leaderReplica(rt.Topic, rp.Partition); ok {
 				if err != nil {
 					pr.Err = err
 					continue
@@ -353,7 +353,7 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 // readablePartition returns a partition consumers may read: on a node in
 // a cluster, only the leader of a replicated partition answers reads.
 func (n *Node) readablePartition(name string, id int32) (*partition.Partition, error) {
-	if h, err, ok := n.leaderReplica(name, id); ok {
+	if h, ok, err := n.leaderReplica(name, id); ok {
 		if err != nil {
 			return nil, err
 		}

@@ -430,7 +430,7 @@ func (n *Node) topic(name string) *topic {
 
 // partition returns a partition, or kafka.ErrUnknownTopicOrPartition.
 func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
-	if h, err, ok := n.clusterReplica(name, id); ok {
+	if h, ok, err := n.clusterReplica(name, id); ok {
 		if err != nil {
 			return nil, err
 		}
