@@ -197,15 +197,17 @@ func startSingle(t *testing.T, bin string) *target {
 }
 
 // startCluster starts a controller and three nodes. Nodes heartbeat every
-// 100 ms and are fenced after 1 s without one, so that a killed leader is
-// replaced within the checks' time; leadership never moves back to a
-// preferred replica by itself (ElectLeaders does it).
+// 100 ms and are fenced after 3 s without one, so that a killed leader is
+// replaced within the checks' time while a node starved of CPU for a
+// second (five clients and four processes share two cores) keeps its
+// place; leadership never moves back to a preferred replica by itself
+// (ElectLeaders does it).
 func startCluster(t *testing.T, bin string) *target {
 	t.Helper()
 	dir := t.TempDir()
 	tg := &target{name: "cluster", bin: bin, rf: 3, nodes: map[int32]*process{}}
 	tg.ctl = startProcess(t, "the controller", bin, "controller", "--dir", filepath.Join(dir, "controller"),
-		"--listen", "127.0.0.1:0", "--session-timeout", "1s", "--tick", "20ms", "--leader-imbalance-check", "0", "--log-level", *logLevel)
+		"--listen", "127.0.0.1:0", "--session-timeout", "3s", "--tick", "20ms", "--leader-imbalance-check", "0", "--log-level", *logLevel)
 	for id := int32(1); id <= 3; id++ {
 		args := append([]string{"serve", "--dir", filepath.Join(dir, strconv.Itoa(int(id))), "--node-id", strconv.Itoa(int(id)),
 			"--controller", tg.ctl.addr, "--heartbeat", "100ms", "--replica-lag-max", "5s"}, nodeArgs()...)

@@ -187,8 +187,12 @@ async function member (req) {
 }
 
 // stream produces numbered records idempotently at acks=all, a record a
-// send (so that each answer is one record's offset), at most 20 sends
-// awaiting their answer, until standard input closes.
+// send (so that each answer is one record's offset), one send at a time,
+// until standard input closes. kafkajs's idempotent producer is only
+// idempotent for one send at a time (kafkajs issues #353, #1005): a send
+// retried after a leader dies is given the sequence number in force when
+// it is retried, so with sends side by side a batch the dead leader had
+// written went in again behind later ones.
 async function stream (req) {
   const kafka = client(req)
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false })
@@ -202,7 +206,7 @@ async function stream (req) {
         e => emit({ seq, partition: -1, offset: -1, error: String(e) }))
       .finally(() => inFlight.delete(send))
     inFlight.add(send)
-    if (inFlight.size >= 20) await Promise.race(inFlight)
+    if (inFlight.size >= 1) await Promise.race(inFlight)
   }
   await Promise.all(inFlight)
   await producer.disconnect()
