@@ -252,14 +252,7 @@ func checkBrokerConfigs(ctx context.Context, x *run) error {
 // start at 4.
 func checkDeleteRecords(ctx context.Context, x *run) error {
 	a, topic := x.d.admin(), x.topic()
-	if err := x.tg.createTopic(ctx, topic, 1, nil); err != nil {
-		return err
-	}
-	var recs []rec
-	for i := range 10 {
-		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
-	}
-	written, err := x.tg.produceWithPartlog(ctx, topic, recs)
+	written, err := x.tg.createWithRecords(ctx, topic, 1, 10)
 	if err != nil {
 		return err
 	}
@@ -311,14 +304,7 @@ func checkDescribeCluster(ctx context.Context, x *run) error {
 // with bytes and 1 empty.
 func checkDescribeLogDirs(ctx context.Context, x *run) error {
 	a, topic := x.d.admin(), x.topic()
-	if err := x.tg.createTopic(ctx, topic, 2, nil); err != nil {
-		return err
-	}
-	var recs []rec
-	for i := range 3 {
-		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
-	}
-	if _, err := x.tg.produceWithPartlog(ctx, topic, recs); err != nil {
+	if _, err := x.tg.createWithRecords(ctx, topic, 2, 3); err != nil {
 		return err
 	}
 	md, err := x.tg.metadata(ctx, topic)
@@ -397,14 +383,7 @@ func checkElectLeaders(ctx context.Context, x *run) error {
 // last sequence of the batches in the log.
 func checkDescribeProducers(ctx context.Context, x *run) error {
 	a, topic := x.d.admin(), x.topic()
-	if err := x.tg.createTopic(ctx, topic, 1, nil); err != nil {
-		return err
-	}
-	var recs []rec
-	for i := range 3 {
-		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
-	}
-	if _, err := x.tg.produceWithPartlog(ctx, topic, recs); err != nil {
+	if _, err := x.tg.createWithRecords(ctx, topic, 1, 3); err != nil {
 		return err
 	}
 	batches, err := x.tg.readLog(ctx, topic, 0)
@@ -427,14 +406,7 @@ func checkDescribeProducers(ctx context.Context, x *run) error {
 // leader epoch is the log end offset, 5.
 func checkOffsetForLeaderEpoch(ctx context.Context, x *run) error {
 	a, topic := x.d.admin(), x.topic()
-	if err := x.tg.createTopic(ctx, topic, 1, nil); err != nil {
-		return err
-	}
-	var recs []rec
-	for i := range 5 {
-		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
-	}
-	if _, err := x.tg.produceWithPartlog(ctx, topic, recs); err != nil {
+	if _, err := x.tg.createWithRecords(ctx, topic, 1, 5); err != nil {
 		return err
 	}
 	md, err := x.tg.metadata(ctx, topic)
@@ -450,4 +422,23 @@ func checkOffsetForLeaderEpoch(ctx context.Context, x *run) error {
 		return fmt.Errorf("epoch %d ends at %d (epoch %d), want 5 (epoch %d)", epoch, end, gotEpoch, epoch)
 	}
 	return nil
+}
+
+// createWithRecords creates topic with partitions partitions and writes n
+// records, key-i and value-i, with partlog's producer; it returns them as
+// written.
+func (tg *target) createWithRecords(ctx context.Context, topic string, partitions int32, n int) ([]rec, error) {
+	if err := tg.createTopic(ctx, topic, partitions, nil); err != nil {
+		return nil, err
+	}
+	return tg.produceWithPartlog(ctx, topic, keyedRecords(n))
+}
+
+// keyedRecords returns n records, key-i and value-i, to produce.
+func keyedRecords(n int) []rec {
+	recs := make([]rec, 0, n)
+	for i := range n {
+		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
+	}
+	return recs
 }

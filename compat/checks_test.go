@@ -340,11 +340,7 @@ func checkEndOfPartition(ctx context.Context, x *run) error {
 	if err := x.tg.createTopic(ctx, topic, 1, nil); err != nil {
 		return err
 	}
-	var recs []rec
-	for i := range 5 {
-		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
-	}
-	written, err := x.tg.produceWithPartlog(ctx, topic, recs)
+	written, err := x.tg.produceWithPartlog(ctx, topic, keyedRecords(5))
 	if err != nil {
 		return err
 	}
