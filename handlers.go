@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
 )
 
 // The Node answers transport requests for the partitions it hosts.
@@ -194,7 +195,7 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 				limit = max(limit, 1)
 			}
 			var res partition.FetchResult
-			var file log.FileRange
+			var file vfs.FileRange
 			switch {
 			case limit <= 0:
 				res = partition.FetchResult{HighWatermark: p.HighWatermark(), LogStartOffset: p.LogStartOffset()}
@@ -216,7 +217,7 @@ func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse,
 				continue
 			}
 			pr.Records = res.Records
-			pr.File = transport.FileRange{FD: file.FD, Pos: file.Pos, Size: file.Size}
+			pr.File = file
 			total += len(res.Records) + int(file.Size)
 		}
 	}

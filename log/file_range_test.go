@@ -11,8 +11,8 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
-// pread reads a FileRange's bytes as sendfile would send them.
-func pread(t *testing.T, r plog.FileRange) []byte {
+// pread reads a vfs.FileRange's bytes as sendfile would send them.
+func pread(t *testing.T, r vfs.FileRange) []byte {
 	t.Helper()
 	b := make([]byte, r.Size)
 	n, err := unix.Pread(r.FD, b, r.Pos)

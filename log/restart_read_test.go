@@ -10,6 +10,7 @@ import (
 
 	"github.com/partlog/partlog/internal/batchtest"
 	plog "github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/vfs"
 )
 
 // TestTruncateFullyWhileReading: a follower restarting its log at a new
@@ -39,7 +40,7 @@ func TestTruncateFullyWhileReading(t *testing.T) {
 						start := l.LogStartOffset()
 						_, err := l.Read(nil, start, start+100, 1<<16)
 						if err == nil {
-							var r plog.FileRange
+							var r vfs.FileRange
 							if r, err = l.ReadRange(start, start+100, 1<<16); err == nil {
 								r.Close()
 							}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/vfs"
 )
 
 // ProduceRequest asks leaders to append record batches (Kafka's Produce).
@@ -126,15 +127,7 @@ type FetchPartitionResponse struct {
 	Records          []byte
 	// File, set only when the request asked for FileRecords, holds the
 	// records instead of Records: a range of a segment file.
-	File FileRange
-}
-
-// A FileRange is record batches left in a segment file: Size bytes at
-// position Pos of the file open as descriptor FD, which the receiver
-// closes. A zero FileRange holds nothing.
-type FileRange struct {
-	FD        int
-	Pos, Size int64
+	File vfs.FileRange
 }
 
 // ListOffsetsRequest asks for offsets by time (Kafka's ListOffsets).

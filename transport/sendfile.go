@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,15 +21,7 @@ import (
 // position of its encoded part.
 type filePiece struct {
 	at   int
-	file FileRange
-}
-
-// Close closes the range's descriptor.
-func (r FileRange) Close() error {
-	if r.Size == 0 {
-		return nil
-	}
-	return unix.Close(r.FD)
+	file vfs.FileRange
 }
 
 // appendFetchFrame appends a whole Fetch response frame in the given
@@ -144,7 +137,7 @@ func writeFrameWithFiles(w *bufio.Writer, conn syscall.Conn, frame []byte, piece
 
 // sendfile sends a file range to conn with sendfile(2), waiting for the
 // socket whenever its buffer is full.
-func sendfile(conn syscall.Conn, r FileRange) error {
+func sendfile(conn syscall.Conn, r vfs.FileRange) error {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return err

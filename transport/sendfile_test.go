@@ -12,20 +12,21 @@ import (
 	"testing"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/vfs"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
 // openRange writes data at an offset of a new file and returns a range of
 // it, with its own descriptor.
-func openRange(t *testing.T, data []byte) FileRange {
+func openRange(t *testing.T, data []byte) vfs.FileRange {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "seg.log")
 	pad := 123
 	require.NoError(t, os.WriteFile(path, append(make([]byte, pad), data...), 0o644))
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
-	return FileRange{FD: fd, Pos: int64(pad), Size: int64(len(data))}
+	return vfs.FileRange{FD: fd, Pos: int64(pad), Size: int64(len(data))}
 }
 
 // randomFetchResponse makes an answer with several topics and partitions,
