@@ -82,8 +82,8 @@ func ReplicaOptions(ro replica.Options) Option {
 	return optionFunc(func(o *nodeOptions) { o.cluster.replica = ro })
 }
 
-// member is a node's part in a cluster.
-type member struct {
+// clusterMember is a node's part in a cluster.
+type clusterMember struct {
 	n    *Node
 	ctl  controllerAPI
 	net  peerNetwork
@@ -151,7 +151,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if o.heartbeat <= 0 {
 		o.heartbeat = 500 * time.Millisecond
 	}
-	m := &member{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
+	m := &clusterMember{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
 		md:      &clusterMetadata{Version: -1, Nodes: map[int32]nodeMetadata{}, Topics: map[string]replica.TopicState{}},
 		refresh: make(chan struct{}, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -192,7 +192,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 
 // callRetrying calls the controller until it answers or ctx ends: it may
 // be starting, or restarting.
-func (m *member) callRetrying(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+func (m *clusterMember) callRetrying(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
 	for {
 		resp, err := m.ctl.call(ctx, req)
 		if err == nil || !kafka.IsRetriable(err) && !errors.Is(err, kafka.ErrCoordinatorNotAvailable) {
@@ -207,7 +207,7 @@ func (m *member) callRetrying(ctx context.Context, req *controllerRequest) (*con
 }
 
 // address returns where node id serves, from the metadata.
-func (m *member) address(id int32) string {
+func (m *clusterMember) address(id int32) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.md.Nodes[id].Address
@@ -218,7 +218,7 @@ func (m *member) address(id int32) string {
 // metadata changed, and otherwise after the heartbeat interval, so the node
 // learns of a new leader as it is elected and still heartbeats every
 // interval.
-func (m *member) run() {
+func (m *clusterMember) run() {
 	for m.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(m.ctx, m.opts.heartbeat+max(m.opts.heartbeat*4, 2*time.Second))
 		err := m.heartbeatWaiting(ctx, m.opts.heartbeat)
@@ -240,7 +240,7 @@ func (m *member) run() {
 }
 
 // refreshNow asks for a heartbeat now, to learn of a change sooner.
-func (m *member) refreshNow() {
+func (m *clusterMember) refreshNow() {
 	select {
 	case m.refresh <- struct{}{}:
 	default:
@@ -249,11 +249,11 @@ func (m *member) refreshNow() {
 
 // heartbeat tells the controller the node is alive and reconciles with the
 // metadata when it changed.
-func (m *member) heartbeat(ctx context.Context) error { return m.heartbeatWaiting(ctx, 0) }
+func (m *clusterMember) heartbeat(ctx context.Context) error { return m.heartbeatWaiting(ctx, 0) }
 
 // heartbeatWaiting is heartbeat, letting the controller hold the answer
 // up to wait for a change of the metadata.
-func (m *member) heartbeatWaiting(ctx context.Context, wait time.Duration) error {
+func (m *clusterMember) heartbeatWaiting(ctx context.Context, wait time.Duration) error {
 	m.mu.Lock()
 	known, epoch := m.md.Version, m.brokerEpoch
 	if m.retry {
@@ -272,7 +272,7 @@ func (m *member) heartbeatWaiting(ctx context.Context, wait time.Duration) error
 }
 
 // reconcile makes the replicas the node hosts agree with md.
-func (m *member) reconcile(md *clusterMetadata) {
+func (m *clusterMember) reconcile(md *clusterMetadata) {
 	m.reconcileMu.Lock()
 	defer m.reconcileMu.Unlock()
 	m.mu.Lock()
@@ -333,7 +333,7 @@ func (m *member) reconcile(md *clusterMetadata) {
 
 // remove stops a replica the node no longer hosts and deletes its
 // directory.
-func (m *member) remove(h *replicaHost) {
+func (m *clusterMember) remove(h *replicaHost) {
 	m.n.logger.Info("removing a replica", "partition", h.tp.String())
 	m.offsetsRemoved(h)
 	m.stopReplica(h)
@@ -345,7 +345,7 @@ func (m *member) remove(h *replicaHost) {
 
 // stopReplica stops a replica's loop, reporting the log write failure
 // that had stopped it, if one did.
-func (m *member) stopReplica(h *replicaHost) {
+func (m *clusterMember) stopReplica(h *replicaHost) {
 	if err := h.rn.Close(); err != nil {
 		m.n.logger.Error("a replica had stopped on a log write failure", "partition", h.tp.String(), "err", err)
 	}
@@ -354,7 +354,7 @@ func (m *member) stopReplica(h *replicaHost) {
 // removeStrays removes partition directories of replicated topics the
 // metadata no longer assigns to the node: a crash can leave them while a
 // topic is being deleted.
-func (m *member) removeStrays(want map[kafka.TopicPartition]bool) {
+func (m *clusterMember) removeStrays(want map[kafka.TopicPartition]bool) {
 	present, err := m.n.logs.Partitions()
 	if err != nil {
 		return
@@ -372,7 +372,7 @@ func (m *member) removeStrays(want map[kafka.TopicPartition]bool) {
 
 // host returns the replica of tp, opening its partition and starting its
 // replica.Node first if needed.
-func (m *member) host(tp kafka.TopicPartition, t replica.TopicState) (*replicaHost, error) {
+func (m *clusterMember) host(tp kafka.TopicPartition, t replica.TopicState) (*replicaHost, error) {
 	m.mu.Lock()
 	h := m.hosts[tp]
 	hw := m.hws[tp]
@@ -444,7 +444,7 @@ func (m *member) host(tp kafka.TopicPartition, t replica.TopicState) (*replicaHo
 // reconfigure applies a topic's configs, when they changed, to a replica
 // the node hosts: to its log and partition as on a single node, and
 // min.insync.replicas to its replication.
-func (m *member) reconfigure(h *replicaHost, t replica.TopicState) {
+func (m *clusterMember) reconfigure(h *replicaHost, t replica.TopicState) {
 	h.mu.Lock()
 	same := maps.Equal(h.configs, t.Configs)
 	h.configs = maps.Clone(t.Configs)
@@ -463,7 +463,7 @@ func (m *member) reconfigure(h *replicaHost, t replica.TopicState) {
 
 // apply gives a replica the controller's state for it, if newer than the
 // one it has.
-func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) error {
+func (m *clusterMember) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndISR) error {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	h.mu.Lock()
@@ -493,7 +493,7 @@ func (m *member) apply(ctx context.Context, h *replicaHost, s replica.LeaderAndI
 
 // alterPartition asks the controller for the ISR change a leader proposed
 // and gives the leader the answer.
-func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
+func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 	defer cancel()
 	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opAlterPartition, Node: m.n.meta.NodeID,
@@ -519,14 +519,14 @@ func (m *member) alterPartition(h *replicaHost, c replica.ISRChange) {
 // retryNextHeartbeat makes the next heartbeat fetch the whole metadata and
 // reconcile with it, even if it is no newer: something in the last one
 // was not applied.
-func (m *member) retryNextHeartbeat() {
+func (m *clusterMember) retryNextHeartbeat() {
 	m.mu.Lock()
 	m.retry = true
 	m.mu.Unlock()
 }
 
 // replica returns the replica of tp the node hosts, or nil.
-func (m *member) replica(tp kafka.TopicPartition) *replicaHost {
+func (m *clusterMember) replica(tp kafka.TopicPartition) *replicaHost {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.hosts[tp]
@@ -534,14 +534,14 @@ func (m *member) replica(tp kafka.TopicPartition) *replicaHost {
 
 // metadata returns the latest metadata and a channel closed when it
 // changes.
-func (m *member) metadata() (*clusterMetadata, <-chan struct{}) {
+func (m *clusterMember) metadata() (*clusterMetadata, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.md, m.mdChanged
 }
 
 // waitMetadata waits until the node's metadata reaches version.
-func (m *member) waitMetadata(ctx context.Context, version int64) error {
+func (m *clusterMember) waitMetadata(ctx context.Context, version int64) error {
 	m.refreshNow()
 	for {
 		md, changed := m.metadata()
@@ -557,7 +557,7 @@ func (m *member) waitMetadata(ctx context.Context, version int64) error {
 }
 
 // partitions returns the partitions of the replicas the node hosts.
-func (m *member) partitions() []*partition.Partition {
+func (m *clusterMember) partitions() []*partition.Partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := make([]*partition.Partition, 0, len(m.hosts))
@@ -568,7 +568,7 @@ func (m *member) partitions() []*partition.Partition {
 }
 
 // checkpointHighWatermarks writes every hosted replica's high watermark.
-func (m *member) checkpointHighWatermarks() error {
+func (m *clusterMember) checkpointHighWatermarks() error {
 	m.mu.Lock()
 	hws := maps.Clone(m.hws)
 	for tp, h := range m.hosts {
@@ -650,7 +650,7 @@ func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]by
 // leave shuts the node's part in the cluster down: with controlled, a
 // controlled shutdown first, so that leadership moves now; then the
 // replicas stop and their high watermarks are checkpointed.
-func (m *member) leave(controlled bool) {
+func (m *clusterMember) leave(controlled bool) {
 	// Heartbeats stop first: one sent after the controlled shutdown, in the
 	// same broker epoch, would unfence the node, and the new leaders would
 	// take it back into their ISRs while its replicas still fetch.
@@ -692,7 +692,7 @@ func (m *member) leave(controlled bool) {
 
 // producerID hands out a producer id from a block the controller
 // reserved for this node, so that ids are unique in the cluster.
-func (m *member) producerID(ctx context.Context) (int64, error) {
+func (m *clusterMember) producerID(ctx context.Context) (int64, error) {
 	m.pidMu.Lock()
 	defer m.pidMu.Unlock()
 	if m.pidNext >= m.pidEnd {
@@ -718,7 +718,7 @@ func topicIDBytes(id string) [16]byte {
 
 // goUnlessLeaving runs f on a goroutine that leave waits for, unless the
 // node is leaving.
-func (m *member) goUnlessLeaving(f func()) {
+func (m *clusterMember) goUnlessLeaving(f func()) {
 	m.leaveMu.Lock()
 	defer m.leaveMu.Unlock()
 	if m.ctx.Err() != nil {

@@ -96,7 +96,7 @@ func (h *groupHost) loadedCoordinator() *group.Coordinator {
 // __consumer_offsets after the controller's state s was applied to it:
 // it loads the partition's groups when the node became its leader, and
 // unloads them when it stopped leading it.
-func (m *member) offsetsLeadership(h *replicaHost, s replica.LeaderAndISR) {
+func (m *clusterMember) offsetsLeadership(h *replicaHost, s replica.LeaderAndISR) {
 	if h.tp.Topic != group.OffsetsTopic {
 		return
 	}
@@ -128,7 +128,7 @@ func (m *member) offsetsLeadership(h *replicaHost, s replica.LeaderAndISR) {
 
 // offsetsRemoved unloads the groups of a replica of __consumer_offsets
 // the node no longer hosts.
-func (m *member) offsetsRemoved(h *replicaHost) {
+func (m *clusterMember) offsetsRemoved(h *replicaHost) {
 	if h.tp.Topic != group.OffsetsTopic {
 		return
 	}

@@ -206,7 +206,7 @@ func (n *Node) Log(topic string, partition int32) (*log.Log, error) {
 // topicConfigs returns a replicated topic's configs in force (the node's
 // topic defaults under the topic's own) and the topic's own, or nils for a
 // topic the metadata does not have.
-func (m *member) topicConfigs(name string) (effective, own map[string]string) {
+func (m *clusterMember) topicConfigs(name string) (effective, own map[string]string) {
 	md, _ := m.metadata()
 	t, ok := md.Topics[name]
 	if !ok {
@@ -233,7 +233,7 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 
 // sync fetches the cluster metadata from the controller now and applies
 // it (see SyncMetadata).
-func (m *member) sync(ctx context.Context) error {
+func (m *clusterMember) sync(ctx context.Context) error {
 	if err := m.heartbeat(ctx); err != nil {
 		return err
 	}

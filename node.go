@@ -51,7 +51,7 @@ type Node struct {
 	pids   producerIDs
 	// cluster is the node's part in a cluster, or nil for a node on its
 	// own.
-	cluster *member
+	cluster *clusterMember
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
