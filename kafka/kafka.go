@@ -6,7 +6,10 @@
 // kerr apart from kgo.
 package kafka
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Acks is how many replicas must have a produced batch before the leader
 // answers (Kafka's acks).
@@ -22,6 +25,25 @@ const (
 	// min.insync.replicas of them.
 	AcksAll Acks = -1
 )
+
+// Check returns ErrInvalidRequiredAcks for acks other than -1 (all), 0 and
+// 1: a produce request is refused before anything is written.
+func (a Acks) Check() error {
+	if a != AcksAll && a != AcksLeader && a != AcksNone {
+		return fmt.Errorf("%w: %d", ErrInvalidRequiredAcks, a)
+	}
+	return nil
+}
+
+// CheckInSync refuses an acks=all append to tp with ErrNotEnoughReplicas
+// while its ISR (isr, the in-sync replicas' ids) is smaller than
+// min.insync.replicas (minInsync); other acks are never refused.
+func CheckInSync(tp TopicPartition, acks Acks, isr []int32, minInsync int) error {
+	if acks == AcksAll && len(isr) < minInsync {
+		return fmt.Errorf("%w: %s has ISR %v, min.insync.replicas is %d", ErrNotEnoughReplicas, tp, isr, minInsync)
+	}
+	return nil
+}
 
 // IsolationLevel says which records a fetch may return.
 type IsolationLevel int8

@@ -197,18 +197,17 @@ type AppendResult struct {
 // ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
 func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
-	if acks != kafka.AcksAll && acks != kafka.AcksLeader && acks != kafka.AcksNone {
-		return res, fmt.Errorf("%w: %d", kafka.ErrInvalidRequiredAcks, acks)
+	if err := acks.Check(); err != nil {
+		return res, err
 	}
 	p.mu.Lock()
-	epoch, insync, closed := p.leaderEpoch, len(p.isr), p.closed
+	epoch, isr, closed := p.leaderEpoch, p.isr, p.closed // SetLeadership replaces p.isr, never changes it
 	p.mu.Unlock()
 	if closed {
 		return res, kafka.ErrClosed
 	}
-	if acks == kafka.AcksAll && insync < p.options().MinInsyncReplicas {
-		return res, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			kafka.ErrNotEnoughReplicas, p.topic, p.partition, insync, p.options().MinInsyncReplicas)
+	if err := kafka.CheckInSync(kafka.TopicPartition{Topic: p.topic, Partition: p.partition}, acks, isr, p.options().MinInsyncReplicas); err != nil {
+		return res, err
 	}
 	var h record.Header
 	var err error

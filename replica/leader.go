@@ -72,16 +72,15 @@ func (r *Replica) Propose(batch []byte, acks kafka.Acks) (Proposal, error) {
 		return Proposal{}, fmt.Errorf("%w: replica %d of %s is %s (leader %d, epoch %d)",
 			kafka.ErrNotLeaderOrFollower, r.id, r.tp, r.role, r.state.Leader, r.state.LeaderEpoch)
 	}
-	if acks != kafka.AcksAll && acks != kafka.AcksLeader && acks != kafka.AcksNone {
-		return Proposal{}, fmt.Errorf("%w: %d", kafka.ErrInvalidRequiredAcks, acks)
+	if err := acks.Check(); err != nil {
+		return Proposal{}, err
 	}
 	h, err := record.Validate(batch)
 	if err != nil || h.Size() != len(batch) {
 		return Proposal{}, fmt.Errorf("%w: %s: one whole batch expected: %v", kafka.ErrCorruptMessage, r.tp, err)
 	}
-	if acks == kafka.AcksAll && len(r.state.ISR) < r.opts.MinInsyncReplicas {
-		return Proposal{}, fmt.Errorf("%w: %s has ISR %v, min.insync.replicas is %d",
-			kafka.ErrNotEnoughReplicas, r.tp, r.state.ISR, r.opts.MinInsyncReplicas)
+	if err := kafka.CheckInSync(r.tp, acks, r.state.ISR, r.opts.MinInsyncReplicas); err != nil {
+		return Proposal{}, err
 	}
 	base := r.logEnd
 	if r.opts.CheckAppend != nil {
