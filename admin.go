@@ -204,12 +204,12 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 	if effective == nil {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
-	next, err := applyConfigChanges(own, a)
-	if err != nil || validateOnly {
+	if _, err := applyConfigChanges(own, a); err != nil || validateOnly {
 		return err
 	}
 	if n.topic(a.Name) == nil {
-		return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Configs: next})
+		// The controller applies the changes to the configs it has.
+		return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Alteration: &a})
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -217,11 +217,8 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 	if t == nil {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
-	if a.Replace {
-		next, err = applyConfigChanges(nil, a)
-	} else {
-		next, err = applyConfigChanges(t.rec.Configs, a) // again: another change may have come in between
-	}
+	// Again, under the lock: another change may have come in between.
+	next, err := applyConfigChanges(t.rec.Configs, a)
 	if err != nil {
 		return err
 	}

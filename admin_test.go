@@ -363,3 +363,25 @@ func TestAdminClusterPreferredElection(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, res["events"][0].Err, kerr.ElectionNotNeeded)
 }
+
+// Incremental config changes made through different nodes of a cluster,
+// one right after the other, both stay: the controller applies each to
+// the configs it has, not to the set the node last heard of.
+func TestAdminClusterIncrementalAlterThroughTwoNodes(t *testing.T) {
+	c := newTCPCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "events", ReplicationFactor: 3}))
+	alter := func(n *partlog.Node, key, value string) {
+		t.Helper()
+		resp, err := n.AlterConfigs(ctx, &transport.AlterConfigsRequest{Resources: []transport.ConfigAlteration{{
+			ConfigResource: transport.ConfigResource{Type: transport.ConfigTopic, Name: "events"},
+			Changes:        []transport.ConfigChange{{Name: key, Op: transport.ConfigSet, Value: value}}}}})
+		require.NoError(t, err)
+		require.NoError(t, resp.Resources[0].Err)
+	}
+	alter(c.nodes[1], "retention.ms", "3600000")
+	alter(c.nodes[2], "segment.ms", "60000")
+	alter(c.nodes[3], "max.message.bytes", "2000")
+	require.Equal(t, map[string]string{"retention.ms": "3600000", "segment.ms": "60000", "max.message.bytes": "2000"},
+		c.ctl.State().Topics["events"].Configs)
+}

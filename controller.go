@@ -246,8 +246,10 @@ type controllerRequest struct {
 	NewTopic  *controllerNewTopic `json:"new_topic,omitempty"`
 	// Count is the partition count a topic grows to (create_partitions).
 	Count int32 `json:"count,omitempty"`
-	// Configs is a topic's whole new set of configs (alter_configs).
-	Configs map[string]string `json:"configs,omitempty"`
+	// Alteration is the changes to a topic's configs (alter_configs),
+	// which the controller applies to the set it has, so that changes
+	// made through different nodes at once are not lost.
+	Alteration *transport.ConfigAlteration `json:"alteration,omitempty"`
 }
 
 type controllerNewTopic struct {
@@ -370,8 +372,18 @@ func (c *Controller) answerLocked(req *controllerRequest) (*controllerResponse, 
 	case opCreatePartitions:
 		err = c.ctl.CreatePartitions(req.Topic, int(req.Count))
 	case opAlterConfigs:
-		unclean, _ := strconv.ParseBool(req.Configs["unclean.leader.election.enable"])
-		err = c.ctl.AlterTopicConfig(req.Topic, replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(req.Configs)})
+		t, ok := c.ctl.State().Topics[req.Topic]
+		switch {
+		case req.Alteration == nil:
+			return nil, fmt.Errorf("%w: AlterConfigs without changes", kafka.ErrInvalidRequest)
+		case !ok:
+			return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, req.Topic)
+		}
+		var next map[string]string
+		if next, err = applyConfigChanges(t.Configs, *req.Alteration); err == nil {
+			unclean, _ := strconv.ParseBool(next[ConfigUncleanLeaderElects])
+			err = c.ctl.AlterTopicConfig(req.Topic, replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: next})
+		}
 	case opElectLeader:
 		err = c.ctl.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition})
 	case opProducerIDs:
