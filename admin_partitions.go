@@ -2,13 +2,11 @@ package partlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/transport"
 )
@@ -42,27 +40,22 @@ func (n *Node) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRe
 			res.LowWatermark, err = p.DeleteRecordsBefore(dp.Offset)
 			deleted = deleted || err == nil
 		}
-		res.Err = storageError(err)
+		res.Err = err
 		resp.Partitions = append(resp.Partitions, res)
 	}
 	if deleted {
 		if err := n.logs.Checkpoint(); err != nil {
-			n.logger.Warn("checkpointing the log start offsets after DeleteRecords", "err", err)
+			// The start offsets moved, but a restart may bring them back:
+			// the caller must not take the deletions as done.
+			err = fmt.Errorf("%w: checkpointing the new log start offsets: %w", kafka.ErrKafkaStorage, err)
+			for i := range resp.Partitions {
+				if resp.Partitions[i].Err == nil {
+					resp.Partitions[i].Err = err
+				}
+			}
 		}
 	}
 	return resp, nil
-}
-
-// storageError gives a log's failure Kafka's name for it.
-func storageError(err error) error {
-	var kerr *kafka.Error
-	if err == nil || errors.As(err, &kerr) {
-		return err
-	}
-	if errors.Is(err, log.ErrStorage) || errors.Is(err, log.ErrClosed) {
-		return errors.Join(kafka.ErrKafkaStorage, err)
-	}
-	return err
 }
 
 // DescribeLogDirs answers with the node's one log directory and the
@@ -172,7 +165,7 @@ func (n *Node) DescribeProducers(ctx context.Context, req *transport.DescribePro
 		if err == nil {
 			states, err = p.ProducerStates()
 		}
-		res.Err = storageError(err)
+		res.Err = err
 		for _, s := range states {
 			res.Producers = append(res.Producers, transport.ProducerState{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch,
 				LastSequence: s.LastSequence(), LastTimestamp: s.LastTimestamp, CurrentTxnStartOffset: -1})
@@ -206,7 +199,7 @@ func (n *Node) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForL
 				res.LeaderEpoch, res.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 		}
-		res.Err = storageError(err)
+		res.Err = err
 		resp.Partitions = append(resp.Partitions, res)
 	}
 	return resp, nil

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,4 +387,29 @@ func TestAdminClusterIncrementalAlterThroughTwoNodes(t *testing.T) {
 	alter(c.nodes[3], "max.message.bytes", "2000")
 	require.Equal(t, map[string]string{"retention.ms": "3600000", "segment.ms": "60000", "max.message.bytes": "2000"},
 		c.ctl.State().Topics["events"].Configs)
+}
+
+// A DeleteRecords whose new log start offsets cannot be checkpointed is
+// not answered as done: a restart could bring the records back.
+func TestAdminDeleteRecordsCheckpointFails(t *testing.T) {
+	var armed atomic.Bool
+	fsys := vfs.WithFaults(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if armed.Load() && op.Kind == vfs.OpCreate && strings.Contains(op.Path, "log-start-offset-checkpoint") {
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	n := openNode(t, fsys)
+	defer n.Close()
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "orders"}))
+	for i := range 3 {
+		require.NoError(t, produce(t, n, "orders", 0, fmt.Sprint(i)).Err)
+	}
+	armed.Store(true)
+	dr, err := n.DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
+		{TopicPartition: kafka.TopicPartition{Topic: "orders", Partition: 0}, Offset: 2}}})
+	armed.Store(false)
+	require.NoError(t, err)
+	require.ErrorIs(t, dr.Partitions[0].Err, kafka.ErrKafkaStorage)
 }

@@ -133,8 +133,8 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 
 // check validates a batch before it is appended.
 func (l *Log) check(batch []byte) (record.Header, error) {
-	if len(batch) > l.options().MaxMessageBytes {
-		return record.Header{}, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), l.options().MaxMessageBytes)
+	if limit := l.options().MaxMessageBytes; len(batch) > limit {
+		return record.Header{}, fmt.Errorf("%w: %d bytes, max.message.bytes is %d", ErrRecordTooLarge, len(batch), limit)
 	}
 	h, err := record.Validate(batch)
 	if err != nil {
@@ -149,8 +149,8 @@ func (l *Log) appendLocked(h record.Header, batch []byte) error {
 	if err := l.noteEpoch(h); err != nil {
 		return err
 	}
-	s := l.active()
-	if reason := s.ShouldRoll(h, 0, l.nowMs(), l.options().SegmentBytes, l.options().SegmentMs.Milliseconds()); reason != "" {
+	s, o := l.active(), l.options()
+	if reason := s.ShouldRoll(h, 0, l.nowMs(), o.SegmentBytes, o.SegmentMs.Milliseconds()); reason != "" {
 		var err error
 		if s, err = l.roll(h.BaseOffset, reason); err != nil {
 			return err

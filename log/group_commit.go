@@ -146,7 +146,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 		return nil
 	}
 	next := l.leo.Load()
-	now := l.nowMs()
+	now, o := l.nowMs(), l.options() // one set of settings for the group
 	for i, w := range group {
 		w.h.BaseOffset = next
 		if w.check != nil {
@@ -163,7 +163,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 			}
 			return
 		}
-		if reason := s.ShouldRoll(w.h, int64(len(r.data)), now, l.options().SegmentBytes, l.options().SegmentMs.Milliseconds()); reason != "" {
+		if reason := s.ShouldRoll(w.h, int64(len(r.data)), now, o.SegmentBytes, o.SegmentMs.Milliseconds()); reason != "" {
 			if write(i) != nil {
 				return
 			}

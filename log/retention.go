@@ -23,11 +23,12 @@ func (l *Log) DeleteRetained() (int, error) {
 		total += s.Size()
 	}
 	n := 0
+	o := l.options()
+	deletes := o.CleanupPolicy.Deletes() // compact alone keeps every segment but by log start offset
 	for _, s := range l.segments[:len(l.segments)-1] {
 		byStart := s.NextOffset() <= l.logStartOffset
-		deletes := l.options().CleanupPolicy.Deletes() // compact alone keeps every segment but by log start offset
-		byTime := deletes && l.options().RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > l.options().RetentionMs.Milliseconds()
-		bySize := deletes && l.options().RetentionBytes > 0 && total-s.Size() >= l.options().RetentionBytes
+		byTime := deletes && o.RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > o.RetentionMs.Milliseconds()
+		bySize := deletes && o.RetentionBytes > 0 && total-s.Size() >= o.RetentionBytes
 		if !byStart && !byTime && !bySize {
 			break
 		}

@@ -112,7 +112,8 @@ func (p *Partition) Reconfigure(o Options) {
 // (Kafka's DeleteRecords), -1 meaning the high watermark, and returns the
 // log start offset after it. An offset above the high watermark is
 // refused with kafka.ErrOffsetOutOfRange: only committed records may
-// be deleted. A lower offset than the log start changes nothing.
+// be deleted. A lower offset than the log start changes nothing. Errors
+// are Kafka's, as Append's are.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	hw := p.HighWatermark()
 	if offset == -1 {
@@ -123,7 +124,7 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 			kafka.ErrOffsetOutOfRange, p.topic, p.partition, offset, hw)
 	}
 	if err := p.log.DeleteRecordsBefore(offset); err != nil {
-		return p.log.LogStartOffset(), err
+		return p.log.LogStartOffset(), kafkaError(err)
 	}
 	return p.log.LogStartOffset(), nil
 }
@@ -197,6 +198,7 @@ type AppendResult struct {
 // ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
 func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
+	o := p.options() // one set of settings for the whole append, whatever Reconfigure does meanwhile
 	if err := acks.Check(); err != nil {
 		return res, err
 	}
@@ -206,19 +208,19 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 	if closed {
 		return res, kafka.ErrClosed
 	}
-	if err := kafka.CheckInSync(kafka.TopicPartition{Topic: p.topic, Partition: p.partition}, acks, isr, p.options().MinInsyncReplicas); err != nil {
+	if err := kafka.CheckInSync(kafka.TopicPartition{Topic: p.topic, Partition: p.partition}, acks, isr, o.MinInsyncReplicas); err != nil {
 		return res, err
 	}
 	var h record.Header
 	var err error
 	switch {
-	case p.options().Compacted:
+	case o.Compacted:
 		// checkKeys decodes the batch, which verifies its CRC too: no
 		// separate Validate is needed for LogAppendTime's stamping.
 		if h, err = p.checkKeys(batch, record.VerifyCRC); err != nil {
 			return res, err
 		}
-	case p.options().LogAppendTime:
+	case o.LogAppendTime:
 		// Stamping recomputes the CRC: check the producer's first, or a
 		// damaged batch would come out looking sound.
 		if h, err = record.Validate(batch); err != nil {
@@ -230,8 +232,8 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 		}
 	}
 	record.SetPartitionLeaderEpoch(batch, epoch)
-	if p.options().LogAppendTime {
-		res.LogAppendTime = p.options().Now().UnixMilli()
+	if o.LogAppendTime {
+		res.LogAppendTime = o.Now().UnixMilli()
 		record.SetMaxTimestamp(batch, record.LogAppendTime, res.LogAppendTime)
 	}
 	info, err := p.log.AppendChecked(batch, p.producers)

@@ -195,13 +195,14 @@ func (m *producers) truncated(offset int64) error {
 
 // ProducerStates returns the partition's producer state, by producer id,
 // loading it from its snapshot and log first if no append has yet. The
-// entries are copies.
+// entries are copies; errors are Kafka's (KAFKA_STORAGE_ERROR for a log
+// that cannot be read).
 func (p *Partition) ProducerStates() ([]ProducerStateEntry, error) {
 	m := p.producers
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.ensureLoadedLocked(); err != nil {
-		return nil, err
+		return nil, kafkaError(err)
 	}
 	return m.state.entries(), nil
 }

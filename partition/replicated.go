@@ -34,7 +34,8 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	}
 	var h record.Header
 	var err error
-	if p.options().Compacted {
+	o := p.options() // one set of settings for the whole check
+	if o.Compacted {
 		h, err = p.checkKeys(batch, record.SkipCRC)
 	} else if h, err = record.ParseHeader(batch); err != nil {
 		err = kafkaError(err)
@@ -42,8 +43,8 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	if err != nil {
 		return err
 	}
-	if p.options().LogAppendTime {
-		h.MaxTimestamp = p.options().Now().UnixMilli() // one clock reading for the batch and the state
+	if o.LogAppendTime {
+		h.MaxTimestamp = o.Now().UnixMilli() // one clock reading for the batch and the state
 		record.SetMaxTimestamp(batch, record.LogAppendTime, h.MaxTimestamp)
 	}
 	h.BaseOffset = baseOffset

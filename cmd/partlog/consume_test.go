@@ -2,16 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/producer"
 )
 
 // produceLines produces lines to topic t in dir with "partlog produce".
@@ -72,22 +68,7 @@ func TestConsumeOffset(t *testing.T) {
 }
 
 func TestConsumeFormat(t *testing.T) {
-	dir := t.TempDir()
-	n, err := partlog.Open(dir)
-	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1}))
-	p, err := producer.New(n)
-	require.NoError(t, err)
-	ts := time.UnixMilli(1700000000000)
-	require.NoError(t, p.ProduceSync(ctx,
-		&producer.Record{Topic: "t", Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
-			Headers: []producer.Header{{Key: "h1", Value: []byte("v1")}, {Key: "h2", Value: nil}}},
-		&producer.Record{Topic: "t", Timestamp: ts.Add(time.Millisecond)}, // null key and value
-		&producer.Record{Topic: "t", Key: []byte{}, Value: []byte("two\nlines"), Timestamp: ts.Add(2 * time.Millisecond)},
-	).FirstErr())
-	require.NoError(t, p.Close())
-	require.NoError(t, n.Close())
+	dir := formatFixture(t)
 
 	require.Equal(t, "CreateTime:1700000000000\tPartition:0\tOffset:0\th1:v1,h2:null\tk\tv\n"+
 		"CreateTime:1700000000001\tPartition:0\tOffset:1\tNO_HEADERS\tnull\tnull\n"+

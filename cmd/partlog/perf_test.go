@@ -315,9 +315,8 @@ func TestPerfProducePropsUsage(t *testing.T) {
 		{[]string{"--payload-file", file}, "perf produce: --payload-file " + file + " holds no payloads", exitFailure},
 		{[]string{"--payload-file", file + ".none"}, "perf produce: --payload-file: open " + file + ".none: no such file or directory", exitFailure},
 	} {
-		stdout, stderr, code := cli(t, append(base, tc.args...)...)
+		_, stderr, code := cli(t, append(base, tc.args...)...)
 		require.Equal(t, tc.code, code, tc.args)
-		_ = stdout
 		require.Equal(t, "partlog: "+tc.want, lines(stderr)[0], tc.args)
 	}
 }
