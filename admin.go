@@ -2,9 +2,7 @@ package partlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -84,12 +82,9 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 		return fmt.Errorf("%w: %s is an internal topic, whose partition count is fixed", kafka.ErrInvalidPartitions, name)
 	}
 	have := int32(-1)
-	if t := n.topic(name); t != nil {
-		have = t.rec.Partitions
-	} else if n.cluster != nil {
-		if d, ok := n.describeReplicated(name); ok {
-			have = int32(len(d.Partitions))
-		}
+	md, _ := n.member.metadata()
+	if t, ok := md.Topics[name]; ok {
+		have = int32(len(t.Partitions))
 	}
 	switch {
 	case have < 0:
@@ -101,66 +96,17 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 	case validateOnly:
 		return nil
 	}
-	if n.topic(name) == nil {
-		return n.callController(ctx, &controllerRequest{Op: opCreatePartitions, Node: n.meta.NodeID, Topic: name, Count: count})
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t := n.topics[name]
-	if t == nil {
-		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
-	}
-	if count <= t.rec.Partitions {
-		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", kafka.ErrInvalidPartitions, name, t.rec.Partitions, count)
-	}
-	return n.addPartitionsLocked(t, count)
-}
-
-// addPartitionsLocked opens t's new partitions, then writes the topic's
-// record with the new count, and replaces t in n.topics with a copy that
-// has them (requests in progress keep the topic they found). As in
-// createTopicLocked, a failure removes the partitions it made. The caller
-// holds n.mu.
-func (n *Node) addPartitionsLocked(t *topic, count int32) error {
-	next := *t
-	next.rec.Partitions = count
-	next.partitions = slices.Clone(t.partitions)
-	_, lo, po := n.newTopic(t.name, t.rec)
-	var err error
-	for p := t.rec.Partitions; p < count && err == nil; p++ {
-		var part *partition.Partition
-		if part, err = n.openPartition(&next, p, lo, po); err != nil {
-			err = fmt.Errorf("%w: creating %s-%d: %w", kafka.ErrKafkaStorage, t.name, p, err)
-			break
-		}
-		next.partitions = append(next.partitions, part)
-	}
-	if err == nil {
-		err = n.md.put(t.name, &next.rec)
-	}
-	if err != nil {
-		for p := t.rec.Partitions; p < count; p++ {
-			if int(p) < len(next.partitions) {
-				next.partitions[p].Close()
-			}
-			if rerr := n.logs.Remove(kafka.TopicPartition{Topic: t.name, Partition: p}); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				n.logger.Warn("removing a partition that could not be added", "partition", p, "err", rerr)
-			}
-		}
-		return err
-	}
-	n.topics[t.name] = &next
-	return nil
+	return n.callController(ctx, &controllerRequest{Op: opCreatePartitions, Node: n.meta.NodeID, Topic: name, Count: count})
 }
 
 // callController sends a topic change to the cluster's controller and
 // waits until this node's metadata has it.
 func (n *Node) callController(ctx context.Context, req *controllerRequest) error {
-	resp, err := n.cluster.ctl.call(ctx, req)
+	resp, err := n.member.ctl.call(ctx, req)
 	if err != nil {
 		return err
 	}
-	return n.cluster.waitMetadata(ctx, resp.Version)
+	return n.member.waitReconciled(ctx, resp.Version)
 }
 
 // AlterConfigs changes topics' configs, as Kafka's IncrementalAlterConfigs
@@ -195,42 +141,15 @@ func (n *Node) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequ
 
 // alterTopicConfigs makes one topic's config changes.
 func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlteration, validateOnly bool) error {
-	var effective, own map[string]string
-	if t := n.topic(a.Name); t != nil {
-		effective, own = t.config.values, t.rec.Configs
-	} else if n.cluster != nil {
-		effective, own = n.cluster.topicConfigs(a.Name)
-	}
+	effective, own := n.member.topicConfigs(a.Name)
 	if effective == nil {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
 	if _, err := applyConfigChanges(own, a); err != nil || validateOnly {
 		return err
 	}
-	if n.topic(a.Name) == nil {
-		// The controller applies the changes to the configs it has.
-		return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Alteration: &a})
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t := n.topics[a.Name]
-	if t == nil {
-		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
-	}
-	// Again, under the lock: another change may have come in between.
-	next, err := applyConfigChanges(t.rec.Configs, a)
-	if err != nil {
-		return err
-	}
-	updated := *t
-	updated.rec.Configs = next
-	if err := n.md.put(t.name, &updated.rec); err != nil {
-		return err
-	}
-	updated.config = n.topicConfig(next)
-	n.reconfigure(updated.config, t.online()...)
-	n.topics[t.name] = &updated
-	return nil
+	// The controller applies the changes to the configs it has.
+	return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Alteration: &a})
 }
 
 // reconfigure applies a topic's configs in force to its open partitions.
@@ -315,12 +234,12 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 		return nil, err
 	}
 	defer n.end()
-	if n.cluster != nil && slices.ContainsFunc(req.Resources, func(r transport.ConfigResource) bool { return r.Type == transport.ConfigTopic }) {
+	if slices.ContainsFunc(req.Resources, func(r transport.ConfigResource) bool { return r.Type == transport.ConfigTopic }) {
 		// Another node may have changed the topic's configs a moment ago:
 		// answer with the controller's metadata, not this node's last
 		// heartbeat's, so that an alter then a describe reads back the
 		// change whichever nodes they reach.
-		if err := n.cluster.sync(ctx); err != nil {
+		if err := n.member.sync(ctx); err != nil {
 			n.logger.Debug("DescribeConfigs answers from the metadata the node has", "err", err)
 		}
 	}
@@ -346,12 +265,7 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 
 // topicConfigEntries returns a topic's configs in force, sorted by name.
 func (n *Node) topicConfigEntries(name string) ([]transport.ConfigEntry, error) {
-	var effective, own map[string]string
-	if t := n.topic(name); t != nil {
-		effective, own = t.config.values, t.rec.Configs
-	} else if n.cluster != nil {
-		effective, own = n.cluster.topicConfigs(name)
-	}
+	effective, own := n.member.topicConfigs(name)
 	if effective == nil {
 		return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}

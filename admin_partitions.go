@@ -90,19 +90,16 @@ func (n *Node) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDi
 }
 
 // hostedPartitions returns every partition replica the node has open: its
-// own topics' and, on a cluster, the replicas it hosts.
+// replicas.
 func (n *Node) hostedPartitions() []*partition.Partition {
-	parts := n.partitionsOf(func(*topic) bool { return true })
-	if n.cluster != nil {
-		parts = append(parts, n.cluster.partitions()...)
-	}
-	return parts
+	return n.member.partitions()
 }
 
 // ElectLeaders elects each partition's preferred replica (the first of its
 // assignment) as its leader, as Kafka's ElectLeaders with the PREFERRED
-// type; nil Partitions means every partition. On a single node every
-// partition is led by its only replica: ELECTION_NOT_NEEDED. Unclean
+// type; nil Partitions means every partition. A partition its preferred
+// replica leads already (every partition of a node on its own) answers
+// ELECTION_NOT_NEEDED. Unclean
 // elections are asked for with a topic's unclean.leader.election.enable;
 // the UNCLEAN type is refused with INVALID_REQUEST.
 func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequest) (*transport.ElectLeadersResponse, error) {
@@ -120,16 +117,8 @@ func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequ
 		switch {
 		case req.Type != transport.PreferredElection:
 			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", kafka.ErrInvalidRequest)
-		case n.topic(tp.Topic) != nil:
-			if _, err := n.partition(tp.Topic, tp.Partition); err != nil {
-				res.Err = err
-			} else {
-				res.Err = fmt.Errorf("%w: %s-%d has one replica, its leader", kafka.ErrElectionNotNeeded, tp.Topic, tp.Partition)
-			}
-		case n.cluster != nil:
-			res.Err = n.callController(ctx, &controllerRequest{Op: opElectLeader, Node: n.meta.NodeID, Topic: tp.Topic, Partition: tp.Partition})
 		default:
-			res.Err = fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, tp.Topic, tp.Partition)
+			res.Err = n.callController(ctx, &controllerRequest{Op: opElectLeader, Node: n.meta.NodeID, Topic: tp.Topic, Partition: tp.Partition})
 		}
 		resp.Partitions = append(resp.Partitions, res)
 	}

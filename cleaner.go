@@ -58,7 +58,7 @@ func (n *Node) CleanNow(ctx context.Context) error {
 
 // cleanAll cleans every compacted partition once.
 func (n *Node) cleanAll(ctx context.Context) error {
-	parts := n.partitionsOf(func(t *topic) bool { return t.config.compacted() })
+	parts := n.member.compactedPartitions()
 	var errs []error
 	cleaned := false
 	for _, p := range parts {

@@ -39,6 +39,9 @@ type clusterOptions struct {
 	advertised     string
 	heartbeat      time.Duration
 	replica        replica.Options
+	// standalone configures the in-process controller of a node on its
+	// own.
+	standalone ControllerOptions
 }
 
 func (o clusterOptions) enabled() bool { return o.controller != nil || o.controllerAddr != "" }
@@ -96,6 +99,11 @@ type clusterMember struct {
 	mdChanged   chan struct{} // closed and replaced when md changes
 	hosts       map[kafka.TopicPartition]*replicaHost
 	hws         map[kafka.TopicPartition]int64 // from the checkpoint, for replicas not yet started
+	// offline holds the replicas whose logs could not be opened, and why:
+	// they answer KAFKA_STORAGE_ERROR, as Kafka takes the partitions of a
+	// failed log directory offline, until the node restarts or the topic
+	// is deleted.
+	offline map[kafka.TopicPartition]error
 	// retry says a reconcile failed in part: the next heartbeat asks for
 	// the metadata again and reconciles even if it is not newer.
 	retry bool
@@ -119,7 +127,9 @@ type replicaHost struct {
 	tp      kafka.TopicPartition
 	topicID string
 	p       *partition.Partition
-	rn      *replica.Node
+	// syncs says the replica's driver syncs the log before it
+	// acknowledges (the topic's flush policy).
+	syncs bool
 	// logAppendTime says the topic stamps batches with the time they are
 	// appended (message.timestamp.type), which a produce answer carries.
 	logAppendTime atomic.Bool
@@ -130,6 +140,16 @@ type replicaHost struct {
 	mu      sync.Mutex
 	state   replica.LeaderAndISR // the last state applied
 	configs map[string]string    // the topic's own configs last applied
+	// rn runs the replication; a new one replaces it after a full disk
+	// stopped it (recoverReplica).
+	rn *replica.Node
+}
+
+// node returns the replication's loop.
+func (h *replicaHost) node() *replica.Node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rn
 }
 
 // leads reports whether the replica leads in the last state applied.
@@ -152,6 +172,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		o.heartbeat = 500 * time.Millisecond
 	}
 	m := &clusterMember{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
+		offline: map[kafka.TopicPartition]error{},
 		md:      &clusterMetadata{Version: -1, Nodes: map[int32]nodeMetadata{}, Topics: map[string]replica.TopicState{}},
 		refresh: make(chan struct{}, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -160,7 +181,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 			return fmt.Errorf("partlog: JoinCluster needs a network")
 		}
 		m.ctl, m.net = o.controller, o.network
-		if o.advertised == "" {
+		if o.advertised == "" && n.controller == nil {
 			m.opts.advertised = memAddress(n.meta.NodeID)
 		}
 	} else {
@@ -172,7 +193,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)
 		m.hws = map[kafka.TopicPartition]int64{}
 	}
-	n.cluster = m
+	n.member = m
 	if o.network != nil {
 		o.network.attach(n.meta.NodeID, n)
 	}
@@ -297,7 +318,17 @@ func (m *clusterMember) reconcile(md *clusterMetadata) {
 			}
 			tp := kafka.TopicPartition{Topic: name, Partition: int32(p)}
 			want[tp] = true
+			if m.offlineErr(tp) != nil {
+				continue
+			}
 			h, err := m.host(tp, t)
+			if err != nil && m.ctx.Err() == nil {
+				m.n.logger.Error("partition offline: its log could not be opened", "partition", tp.String(), "err", err)
+				m.mu.Lock()
+				m.offline[tp] = err
+				m.mu.Unlock()
+				continue
+			}
 			if err == nil {
 				// Not the heartbeat's deadline: opening a partition
 				// (preallocating its indexes) may take a while, and the
@@ -322,9 +353,22 @@ func (m *clusterMember) reconcile(md *clusterMetadata) {
 			delete(m.hws, tp)
 		}
 	}
+	var goneOffline []kafka.TopicPartition
+	for tp := range m.offline {
+		if !want[tp] {
+			goneOffline = append(goneOffline, tp)
+			delete(m.offline, tp)
+		}
+	}
 	m.mu.Unlock()
 	for _, h := range gone {
 		m.remove(h)
+	}
+	for _, tp := range goneOffline {
+		// What the failed open left, if anything.
+		if err := m.n.logs.Remove(tp); err != nil {
+			m.n.logger.Error("removing an offline replica failed", "partition", tp.String(), "err", err)
+		}
 	}
 	if first {
 		m.removeStrays(want)
@@ -346,7 +390,7 @@ func (m *clusterMember) remove(h *replicaHost) {
 // stopReplica stops a replica's loop, reporting the log write failure
 // that had stopped it, if one did.
 func (m *clusterMember) stopReplica(h *replicaHost) {
-	if err := h.rn.Close(); err != nil {
+	if err := h.node().Close(); err != nil {
 		m.n.logger.Error("a replica had stopped on a log write failure", "partition", h.tp.String(), "err", err)
 	}
 }
@@ -360,7 +404,7 @@ func (m *clusterMember) removeStrays(want map[kafka.TopicPartition]bool) {
 		return
 	}
 	for _, tp := range present {
-		if want[tp] || tp == metadataTopic || m.n.topic(tp.Topic) != nil {
+		if want[tp] || tp == controllerTopic {
 			continue
 		}
 		m.n.logger.Warn("removing a replica the controller no longer assigns", "partition", tp.String())
@@ -397,52 +441,105 @@ func (m *clusterMember) host(tp kafka.TopicPartition, t replica.TopicState) (*re
 		return nil, err
 	}
 	cfg := n.topicConfig(t.Configs)
-	lo := cfg.logOptions()
-	lo.Now, lo.Logger = n.opts.now, n.logger
-	syncs := lo.SyncBeforeAck
-	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
-	l, err := n.logs.Open(tp, lo)
+	p, syncs, err := n.newPartition(tp, t.ID, cfg, hw)
 	if err != nil {
 		return nil, err
 	}
-	po := cfg.partitionOptions()
-	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
-	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
-	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
-	if err := n.writePartitionMetadata(tp, t.ID); err != nil {
-		p.Close()
-		return nil, err
-	}
-	ro := m.opts.replica
-	ro.MinInsyncReplicas = po.MinInsyncReplicas
-	ro.HighWatermark = min(hw, l.LogEndOffset())
-	ro.BrokerEpoch = uint32(epoch)
-	if ro.Logger == nil {
-		ro.Logger = n.logger
-	}
-	ro.CheckAppend = p.CheckAppend
-	rlog := p.ReplicaLog(syncs)
-	r, err := replica.New(n.meta.NodeID, tp, rlog, ro)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	h = &replicaHost{tp: tp, topicID: t.ID, p: p, configs: maps.Clone(t.Configs),
+	h = &replicaHost{tp: tp, topicID: t.ID, p: p, syncs: syncs, configs: maps.Clone(t.Configs),
 		state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
-	h.logAppendTime.Store(po.LogAppendTime)
-	h.rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
-		OnHighWatermark:  p.SetHighWatermark,
-		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
-		Logger:           n.logger,
-	})
+	h.logAppendTime.Store(cfg.partitionOptions().LogAppendTime)
+	rn, err := m.startReplica(h, hw, epoch)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	h.rn = rn
 	m.mu.Lock()
 	m.hosts[tp] = h
 	m.mu.Unlock()
 	return h, nil
 }
 
+// startReplica starts the replication of h's partition from its log, with
+// high watermark hw (at most the log end) in broker epoch epoch.
+func (m *clusterMember) startReplica(h *replicaHost, hw, epoch int64) (*replica.Node, error) {
+	n := m.n
+	h.mu.Lock()
+	cfg := n.topicConfig(h.configs)
+	h.mu.Unlock()
+	ro := m.opts.replica
+	ro.MinInsyncReplicas = cfg.partitionOptions().MinInsyncReplicas
+	ro.HighWatermark = min(hw, h.p.LogEndOffset())
+	ro.BrokerEpoch = uint32(epoch)
+	if ro.Logger == nil {
+		ro.Logger = n.logger
+	}
+	ro.CheckAppend = h.p.CheckAppend
+	rlog := h.p.ReplicaLog(h.syncs)
+	r, err := replica.New(n.meta.NodeID, h.tp, rlog, ro)
+	if err != nil {
+		return nil, err
+	}
+	var rn *replica.Node
+	rn = replica.StartNode(r, rlog, m.out, replica.NodeOptions{
+		OnHighWatermark:  h.p.SetHighWatermark,
+		OnAlterPartition: func(c replica.ISRChange) { m.goUnlessLeaving(func() { m.alterPartition(h, c) }) },
+		OnStop:           func(err error) { m.goUnlessLeaving(func() { m.recoverReplica(h, rn, err) }) },
+		Logger:           n.logger,
+	})
+	return rn, nil
+}
+
+// recoverReplica follows the stop of a replica's loop rn on a log write
+// failure err. A full disk (log.ErrDiskFull) left the log as it was before
+// the failed write, so the replication starts again from the log, in the
+// state the controller gave it: the appends that failed were answered
+// with the error, and the next ones succeed once there is room. Any other
+// failure takes the replica offline (KAFKA_STORAGE_ERROR), as Kafka takes
+// the partitions of a failed log directory offline, while the node serves
+// the rest.
+func (m *clusterMember) recoverReplica(h *replicaHost, rn *replica.Node, err error) {
+	h.applyMu.Lock()
+	defer h.applyMu.Unlock()
+	if h.node() != rn {
+		return // recovered already
+	}
+	if !errors.Is(err, log.ErrDiskFull) {
+		m.n.logger.Error("partition offline: its log failed", "partition", h.tp.String(), "err", err)
+		m.mu.Lock()
+		if m.hosts[h.tp] == h {
+			delete(m.hosts, h.tp)
+			m.offline[h.tp] = err
+		}
+		m.mu.Unlock()
+		m.offsetsRemoved(h)
+		h.p.Close()
+		return
+	}
+	m.mu.Lock()
+	epoch := m.brokerEpoch
+	m.mu.Unlock()
+	next, serr := m.startReplica(h, h.p.HighWatermark(), epoch)
+	if serr != nil {
+		m.n.logger.Error("restarting a replica after a full disk failed", "partition", h.tp.String(), "err", serr)
+		return
+	}
+	h.p.ResetProducerState()
+	h.mu.Lock()
+	h.rn = next
+	state := h.state
+	h.mu.Unlock()
+	if state.LeaderEpoch >= 0 {
+		if err := next.Apply(m.ctx, state); err != nil {
+			m.n.logger.Warn("restarted replica did not take its state; the next heartbeat brings it", "partition", h.tp.String(), "err", err)
+			m.retryNextHeartbeat()
+		}
+	}
+	m.n.logger.Warn("replica restarted after a full disk", "partition", h.tp.String(), "cause", err)
+}
+
 // reconfigure applies a topic's configs, when they changed, to a replica
-// the node hosts: to its log and partition as on a single node, and
+// the node hosts: to its log and partition, and
 // min.insync.replicas to its replication.
 func (m *clusterMember) reconfigure(h *replicaHost, t replica.TopicState) {
 	h.mu.Lock()
@@ -456,7 +553,7 @@ func (m *clusterMember) reconfigure(h *replicaHost, t replica.TopicState) {
 	m.n.reconfigure(cfg, h.p)
 	po := cfg.partitionOptions()
 	h.logAppendTime.Store(po.LogAppendTime)
-	if err := h.rn.SetMinInsyncReplicas(m.ctx, po.MinInsyncReplicas); err != nil {
+	if err := h.node().SetMinInsyncReplicas(m.ctx, po.MinInsyncReplicas); err != nil {
 		m.n.logger.Warn("applying min.insync.replicas to a replica", "partition", h.tp.String(), "err", err)
 	}
 }
@@ -472,7 +569,7 @@ func (m *clusterMember) apply(ctx context.Context, h *replicaHost, s replica.Lea
 	if s.LeaderEpoch < cur.LeaderEpoch || s.LeaderEpoch == cur.LeaderEpoch && s.PartitionEpoch <= cur.PartitionEpoch {
 		return nil
 	}
-	if err := h.rn.Apply(ctx, s); err != nil {
+	if err := h.node().Apply(ctx, s); err != nil {
 		if errors.Is(err, replica.ErrStaleLeaderEpoch) {
 			return nil // a newer state is applied already
 		}
@@ -501,7 +598,7 @@ func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 	if err != nil {
 		m.n.logger.Info("ISR change refused", "partition", h.tp.String(), "isr", c.ISR, "err", err)
 		if !kafka.IsRetriable(err) {
-			if err := h.rn.RejectISRChange(ctx, c); err != nil {
+			if err := h.node().RejectISRChange(ctx, c); err != nil {
 				// The replica stopped: there is nothing left to tell.
 				m.n.logger.Debug("ISR change refusal not delivered", "partition", h.tp.String(), "err", err)
 			}
@@ -525,6 +622,13 @@ func (m *clusterMember) retryNextHeartbeat() {
 	m.mu.Unlock()
 }
 
+// offlineErr returns why replica tp is offline, or nil.
+func (m *clusterMember) offlineErr(tp kafka.TopicPartition) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offline[tp]
+}
+
 // replica returns the replica of tp the node hosts, or nil.
 func (m *clusterMember) replica(tp kafka.TopicPartition) *replicaHost {
 	m.mu.Lock()
@@ -540,13 +644,15 @@ func (m *clusterMember) metadata() (*clusterMetadata, <-chan struct{}) {
 	return m.md, m.mdChanged
 }
 
-// waitMetadata waits until the node's metadata reaches version.
-func (m *clusterMember) waitMetadata(ctx context.Context, version int64) error {
+// waitReconciled waits until the node's metadata reaches version and the
+// node has reconciled its replicas with it: it hosts, leads and follows
+// what that metadata says.
+func (m *clusterMember) waitReconciled(ctx context.Context, version int64) error {
 	m.refreshNow()
 	for {
 		md, changed := m.metadata()
 		if md.Version >= version {
-			return nil
+			break
 		}
 		select {
 		case <-changed:
@@ -554,6 +660,11 @@ func (m *clusterMember) waitMetadata(ctx context.Context, version int64) error {
 			return fmt.Errorf("%w: waiting for the metadata to reach this node", kafka.ErrRequestTimedOut)
 		}
 	}
+	// The metadata is published before the replicas are reconciled with
+	// it: wait for the reconcile in progress.
+	m.reconcileMu.Lock()
+	m.reconcileMu.Unlock()
+	return nil
 }
 
 // partitions returns the partitions of the replicas the node hosts.
@@ -563,6 +674,25 @@ func (m *clusterMember) partitions() []*partition.Partition {
 	ps := make([]*partition.Partition, 0, len(m.hosts))
 	for _, h := range m.hosts {
 		ps = append(ps, h.p)
+	}
+	return ps
+}
+
+// compactedPartitions returns the partitions of the replicas the node
+// hosts whose topic's cleanup.policy includes compact: each replica,
+// leader or follower, cleans its own log, as in Kafka.
+func (m *clusterMember) compactedPartitions() []*partition.Partition {
+	m.mu.Lock()
+	hosts := slices.Collect(maps.Values(m.hosts))
+	m.mu.Unlock()
+	var ps []*partition.Partition
+	for _, h := range hosts {
+		h.mu.Lock()
+		own := h.configs
+		h.mu.Unlock()
+		if m.n.topicConfig(own).compacted() {
+			ps = append(ps, h.p)
+		}
 	}
 	return ps
 }
@@ -590,10 +720,7 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 		return err
 	}
 	defer n.end()
-	m := n.cluster
-	if m == nil {
-		return fmt.Errorf("%w: node %d is not in a cluster", kafka.ErrInvalidRequest, n.meta.NodeID)
-	}
+	m := n.member
 	for _, msg := range msgs {
 		tp, ok := messagePartition(msg)
 		if !ok {
@@ -611,7 +738,7 @@ func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 			}
 			continue
 		}
-		if err := h.rn.Step(ctx, msg); err != nil {
+		if err := h.node().Step(ctx, msg); err != nil {
 			return err
 		}
 	}

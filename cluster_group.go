@@ -56,6 +56,8 @@ type clusterGroups struct {
 type offsetsLoad struct {
 	epoch  int32
 	loaded bool
+	// done is closed when the load ends: loaded, failed, or superseded.
+	done chan struct{}
 }
 
 // clusterGroups returns the node's cluster group state, made on first
@@ -109,7 +111,7 @@ func (m *clusterMember) offsetsLeadership(h *replicaHost, s replica.LeaderAndISR
 			cg.mu.Unlock()
 			return
 		}
-		st := &offsetsLoad{epoch: s.LeaderEpoch}
+		st := &offsetsLoad{epoch: s.LeaderEpoch, done: make(chan struct{})}
 		cg.led[p] = st
 		cg.mu.Unlock()
 		md, _ := m.metadata()
@@ -145,6 +147,7 @@ func (m *clusterMember) offsetsRemoved(h *replicaHost) {
 // load replays the log of the partition of h, up to its log end offset,
 // into the coordinator, unless the leadership st has ended meanwhile.
 func (cg *clusterGroups) load(h *replicaHost, st *offsetsLoad, partitions int32) {
+	defer close(st.done)
 	cg.loadMu.Lock()
 	defer cg.loadMu.Unlock()
 	p := h.tp.Partition
@@ -193,6 +196,27 @@ func (cg *clusterGroups) unload(p int32) {
 	}
 }
 
+// awaitLoads waits until the loads of the partitions the node leads now
+// have ended, or ctx ends.
+func (cg *clusterGroups) awaitLoads(ctx context.Context) error {
+	cg.mu.Lock()
+	var pending []chan struct{}
+	for _, st := range cg.led {
+		if !st.loaded {
+			pending = append(pending, st.done)
+		}
+	}
+	cg.mu.Unlock()
+	for _, done := range pending {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // current reports whether st is the node's leadership of partition p.
 func (cg *clusterGroups) current(p int32, st *offsetsLoad) bool {
 	cg.mu.Lock()
@@ -202,9 +226,18 @@ func (cg *clusterGroups) current(p int32, st *offsetsLoad) bool {
 
 // coordinatorOf returns the coordinator for a request about groupID: the
 // node's, if it leads the group's partition and has loaded it, or else
-// ErrNotCoordinator (ErrCoordinatorLoadInProgress while it loads).
-func (n *Node) coordinatorOf(groupID string) (*group.Coordinator, error) {
-	md, _ := n.cluster.metadata()
+// ErrNotCoordinator (ErrCoordinatorLoadInProgress while it loads). When
+// __consumer_offsets does not exist yet, it is created first, and the
+// node waits for the groups of the partitions it leads to load, so that
+// the first group request to a node on its own is answered.
+func (n *Node) coordinatorOf(ctx context.Context, groupID string) (*group.Coordinator, error) {
+	md, _ := n.member.metadata()
+	if _, ok := md.Topics[group.OffsetsTopic]; !ok {
+		if err := n.ensureOffsetsTopic(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, err)
+		}
+		md, _ = n.member.metadata()
+	}
 	t, ok := md.Topics[group.OffsetsTopic]
 	if !ok || len(t.Partitions) == 0 {
 		return nil, fmt.Errorf("%w: %s does not exist yet", kafka.ErrNotCoordinator, group.OffsetsTopic)
@@ -237,7 +270,7 @@ type replicatedOffsetsLog struct{ n *Node }
 func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 	n := o.n
 	tp := kafka.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
-	h := n.cluster.replica(tp)
+	h := n.member.replica(tp)
 	if h == nil || !h.leads(n.meta.NodeID) {
 		return fmt.Errorf("%w: node %d does not lead %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)
 	}
@@ -253,7 +286,7 @@ func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 // createOffsetsTopic creates __consumer_offsets through the controller,
 // unless the node's metadata has it, and waits until the metadata does.
 func (n *Node) createOffsetsTopic(ctx context.Context) error {
-	m := n.cluster
+	m := n.member
 	cg := n.groups.clusterGroups()
 	cg.createMu.Lock()
 	defer cg.createMu.Unlock()
@@ -288,10 +321,23 @@ func (n *Node) createOffsetsTopic(ctx context.Context) error {
 	return err
 }
 
-// clusterFindCoordinator answers FindCoordinator in a cluster: the leader
-// of the group's partition of __consumer_offsets, which it creates first
-// if need be.
-func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
+// ensureOffsetsTopic creates __consumer_offsets, and waits until the node
+// has loaded the groups of the partitions of it that it leads. It is
+// bounded, and cut short when the node leaves: Close waits for the
+// requests in flight.
+func (n *Node) ensureOffsetsTopic(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	defer context.AfterFunc(n.member.ctx, cancel)()
+	if err := n.createOffsetsTopic(ctx); err != nil {
+		return err
+	}
+	return n.groups.clusterGroups().awaitLoads(ctx)
+}
+
+// findCoordinator answers FindCoordinator: the leader of the group's
+// partition of __consumer_offsets, which it creates first if need be.
+func (n *Node) findCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -301,15 +347,10 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 		resp.Err = errNoTransactions
 		return resp, nil
 	}
-	m := n.cluster
+	m := n.member
 	md, _ := m.metadata()
 	if _, ok := md.Topics[group.OffsetsTopic]; !ok {
-		// Bounded, and cut short when the node leaves: Close waits for
-		// the requests in flight.
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		defer context.AfterFunc(m.ctx, cancel)()
-		if err := n.createOffsetsTopic(cctx); err != nil {
+		if err := n.ensureOffsetsTopic(ctx); err != nil {
 			resp.Err = fmt.Errorf("%w: creating %s: %v", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, err)
 			return resp, nil
 		}
@@ -323,7 +364,12 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 	p := group.PartitionFor(req.Key, int32(len(t.Partitions)))
 	leader := t.Partitions[p].Leader
 	node, known := md.Nodes[leader]
-	host, port, addrOK := splitHostPort(node.Address)
+	// A node on its own registers no address: a TCP server fills in its
+	// own, as it does in Metadata answers.
+	host, port, addrOK := "", int32(-1), true
+	if node.Address != "" {
+		host, port, addrOK = splitHostPort(node.Address)
+	}
 	if leader == replica.NoLeader || !known || node.Fenced || !addrOK {
 		resp.Err = fmt.Errorf("%w: %s-%d has no leader", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, p)
 		return resp, nil
@@ -332,29 +378,29 @@ func (n *Node) clusterFindCoordinator(ctx context.Context, req *transport.FindCo
 	return resp, nil
 }
 
-// clusterGroupCall answers a request about groupID with the coordinator's
+// groupCall answers a request about groupID with the coordinator's
 // method call, or with failed and the reason the node is not the group's
 // coordinator.
-func clusterGroupCall[Req, Resp any](n *Node, groupID string, req Req, call func(*group.Coordinator, Req) Resp, failed func(error) Resp) (Resp, error) {
+func groupCall[Req, Resp any](ctx context.Context, n *Node, groupID string, req Req, call func(*group.Coordinator, Req) Resp, failed func(error) Resp) (Resp, error) {
 	if err := n.begin(); err != nil {
 		var zero Resp
 		return zero, err
 	}
 	defer n.end()
-	c, err := n.coordinatorOf(groupID)
+	c, err := n.coordinatorOf(ctx, groupID)
 	if err != nil {
 		return failed(err), nil
 	}
 	return call(c, req), nil
 }
 
-// clusterGroupWait is clusterGroupCall for a request that may wait.
-func clusterGroupWait[Req, Resp any](ctx context.Context, n *Node, groupID string, req Req, call func(*group.Coordinator, Req, func(Resp)), failed func(error) Resp) (Resp, error) {
+// groupWait is groupCall for a request that may wait.
+func groupWait[Req, Resp any](ctx context.Context, n *Node, groupID string, req Req, call func(*group.Coordinator, Req, func(Resp)), failed func(error) Resp) (Resp, error) {
 	var zero Resp
 	if err := n.begin(); err != nil {
 		return zero, err
 	}
-	c, err := n.coordinatorOf(groupID)
+	c, err := n.coordinatorOf(ctx, groupID)
 	if err != nil {
 		n.end()
 		return failed(err), nil
@@ -362,60 +408,17 @@ func clusterGroupWait[Req, Resp any](ctx context.Context, n *Node, groupID strin
 	return startAndWait(ctx, n, c, req, call)
 }
 
-func (n *Node) clusterJoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
-	return clusterGroupWait(ctx, n, req.Group, req, (*group.Coordinator).Join, func(err error) *transport.JoinGroupResponse {
-		return &transport.JoinGroupResponse{Err: err, MemberID: req.MemberID, GenerationID: transport.NoGeneration}
-	})
-}
-
-func (n *Node) clusterSyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
-	return clusterGroupWait(ctx, n, req.Group, req, (*group.Coordinator).Sync, func(err error) *transport.SyncGroupResponse {
-		return &transport.SyncGroupResponse{Err: err}
-	})
-}
-
-func (n *Node) clusterHeartbeat(req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
-	return clusterGroupCall(n, req.Group, req, (*group.Coordinator).Heartbeat, func(err error) *transport.HeartbeatResponse {
-		return &transport.HeartbeatResponse{Err: err}
-	})
-}
-
-func (n *Node) clusterLeaveGroup(req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
-	return clusterGroupCall(n, req.Group, req, (*group.Coordinator).Leave, func(err error) *transport.LeaveGroupResponse {
-		return &transport.LeaveGroupResponse{Err: err}
-	})
-}
-
-func (n *Node) clusterOffsetCommit(req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
-	return clusterGroupCall(n, req.Group, req, (*group.Coordinator).Commit, func(err error) *transport.OffsetCommitResponse {
-		resp := &transport.OffsetCommitResponse{}
-		for _, t := range req.Topics {
-			tr := transport.OffsetCommitTopicResponse{Topic: t.Topic}
-			for _, p := range t.Partitions {
-				tr.Partitions = append(tr.Partitions, transport.OffsetCommitPartitionResponse{Partition: p.Partition, Err: err})
-			}
-			resp.Topics = append(resp.Topics, tr)
-		}
-		return resp
-	})
-}
-
-func (n *Node) clusterOffsetFetch(req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
-	return clusterGroupCall(n, req.Group, req, (*group.Coordinator).Fetch, func(err error) *transport.OffsetFetchResponse {
-		return &transport.OffsetFetchResponse{Err: err}
-	})
-}
-
-// clusterDescribeGroups describes the groups the node coordinates, and
-// answers the error for each other one.
-func (n *Node) clusterDescribeGroups(req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
+// DescribeGroups describes the groups the node coordinates — state,
+// protocol, members, assignments — and answers the error for each other
+// one.
+func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
 	resp := &transport.DescribeGroupsResponse{}
 	for _, id := range req.Groups {
-		c, err := n.coordinatorOf(id)
+		c, err := n.coordinatorOf(ctx, id)
 		if err != nil {
 			resp.Groups = append(resp.Groups, transport.DescribedGroup{Group: id, Err: err, State: group.Dead.String(), GenerationID: transport.NoGeneration})
 			continue
@@ -425,16 +428,16 @@ func (n *Node) clusterDescribeGroups(req *transport.DescribeGroupsRequest) (*tra
 	return resp, nil
 }
 
-// clusterDeleteGroups deletes the groups the node coordinates, and answers
-// the error for each other one.
-func (n *Node) clusterDeleteGroups(req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
+// DeleteGroups deletes the groups without members the node coordinates,
+// with their offsets, and answers the error for each other one.
+func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
 	resp := &transport.DeleteGroupsResponse{}
 	for _, id := range req.Groups {
-		c, err := n.coordinatorOf(id)
+		c, err := n.coordinatorOf(ctx, id)
 		if err != nil {
 			resp.Results = append(resp.Results, transport.DeletedGroup{Group: id, Err: err})
 			continue
@@ -444,9 +447,9 @@ func (n *Node) clusterDeleteGroups(req *transport.DeleteGroupsRequest) (*transpo
 	return resp, nil
 }
 
-// clusterListGroups lists the groups of the partitions the node leads and
-// has loaded.
-func (n *Node) clusterListGroups(req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
+// ListGroups lists the groups of the partitions of __consumer_offsets the
+// node leads and has loaded.
+func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/partlog/partlog/kafka"
@@ -21,40 +20,42 @@ import (
 // cluster: appends go through the partition's replica, reads only to its
 // leader, and topic changes to the controller.
 
-// clusterReplica returns the replica of a replicated topic's partition
-// the node hosts. ok is false when the name is not a replicated topic's
-// (the node's own topics, such as __consumer_offsets, are looked up as on
-// a single node); err is ErrUnknownTopicOrPartition for a partition the
-// cluster does not have, and ErrNotLeaderOrFollower for one the node does
-// not host.
-func (n *Node) clusterReplica(name string, id int32) (h *replicaHost, ok bool, err error) {
-	m := n.cluster
-	if m == nil || n.topic(name) != nil {
-		return nil, false, nil
+// hostedReplica returns the replica of a partition the node hosts. The
+// errors are kafka.ErrUnknownTopicOrPartition for a partition the cluster
+// does not have, ErrNotLeaderOrFollower for one the node does not host,
+// and ErrKafkaStorage for one whose log could not be opened.
+func (n *Node) hostedReplica(name string, id int32) (*replicaHost, error) {
+	m := n.member
+	tp := kafka.TopicPartition{Topic: name, Partition: id}
+	if h := m.replica(tp); h != nil {
+		return h, nil
 	}
-	if h := m.replica(kafka.TopicPartition{Topic: name, Partition: id}); h != nil {
-		return h, true, nil
+	if err := m.offlineErr(tp); err != nil {
+		return nil, fmt.Errorf("%w: %s is offline: its log could not be opened: %w", kafka.ErrKafkaStorage, tp, err)
 	}
 	md, _ := m.metadata()
 	t, known := md.Topics[name]
 	if !known || id < 0 || int(id) >= len(t.Partitions) {
-		return nil, true, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id)
+		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id)
 	}
-	return nil, true, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
+	return nil, fmt.Errorf("%w: node %d hosts no replica of %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
 		n.meta.NodeID, name, id, t.Partitions[id].Leader)
 }
 
-// leaderReplica is clusterReplica for a request only the leader answers.
-func (n *Node) leaderReplica(name string, id int32) (h *replicaHost, ok bool, err error) {
-	h, ok, err = n.clusterReplica(name, id)
-	if ok && err == nil && !h.leads(n.meta.NodeID) {
-		h.mu.Lock()
-		leader := h.state.Leader
-		h.mu.Unlock()
-		return nil, true, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
+// leaderReplica is hostedReplica for a request only the leader answers.
+func (n *Node) leaderReplica(name string, id int32) (*replicaHost, error) {
+	h, err := n.hostedReplica(name, id)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	leader := h.state.Leader
+	h.mu.Unlock()
+	if leader != n.meta.NodeID {
+		return nil, fmt.Errorf("%w: node %d does not lead %s-%d (leader %d)", kafka.ErrNotLeaderOrFollower,
 			n.meta.NodeID, name, id, leader)
 	}
-	return h, ok, err
+	return h, nil
 }
 
 // defaultProduceTimeout bounds an acks=all append when the request names
@@ -69,9 +70,12 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// A request that has arrived is carried out, as a Kafka broker carries
+	// out a request whose client has gone: its own timeout bounds it, not
+	// the caller's context.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	c, err := h.rn.Propose(ctx, batch, acks)
+	c, err := h.node().Propose(ctx, batch, acks)
 	var dup *partition.DuplicateError
 	switch {
 	case errors.As(err, &dup):
@@ -83,6 +87,10 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 		return dup.Batch.FirstOffset, -1, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return -1, -1, fmt.Errorf("%w: %s-%d: no answer from the in-sync replicas within %v", kafka.ErrRequestTimedOut, h.tp.Topic, h.tp.Partition, timeout)
+	case errors.Is(err, replica.ErrClosed) && (errors.Is(err, log.ErrDiskFull) || errors.Is(err, log.ErrStorage)):
+		// The replica stopped on a write failure, and is being restarted
+		// or taken offline (recoverReplica).
+		return -1, -1, fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	case errors.Is(err, replica.ErrClosed):
 		return -1, -1, fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, err)
 	case err != nil:
@@ -112,79 +120,99 @@ func waitHighWatermark(ctx context.Context, p *partition.Partition, offset int64
 	return nil
 }
 
-// clusterMetadataResponse answers Metadata on a node in a cluster: the
-// live nodes and replicated topics from the controller's metadata, and
-// the node's own internal topics.
-func (n *Node) clusterMetadataResponse(req *transport.MetadataRequest) *transport.MetadataResponse {
-	md, _ := n.cluster.metadata()
-	var replicated, local []string
-	if req.Topics == nil {
-		replicated = slices.Sorted(maps.Keys(md.Topics))
-		local = n.ListTopics()
-	} else {
-		for _, name := range req.Topics {
-			if n.topic(name) != nil {
-				local = append(local, name)
-			} else {
-				replicated = append(replicated, name)
-			}
-		}
-	}
+// metadataResponse answers Metadata from the controller's metadata: the
+// live nodes and the topics asked for. A partition whose replica on this
+// node is offline, and which this node leads, has no leader and
+// KAFKA_STORAGE_ERROR, as Kafka answers for a partition on a failed log
+// directory.
+func (n *Node) metadataResponse(req *transport.MetadataRequest) *transport.MetadataResponse {
+	md, _ := n.member.metadata()
 	// KRaft brokers name a live broker as the controller (KIP-590): admin
 	// clients send it their admin requests, which this node forwards to the
 	// cluster's controller. -1 made every admin client give up.
-	resp := md.response(replicated, n.meta.NodeID)
+	resp := md.response(req.Topics, n.meta.NodeID)
 	resp.ClusterID = n.meta.ClusterID
-	for _, name := range local {
-		t := n.topic(name)
-		if t == nil {
-			continue
+	for i := range resp.Topics {
+		tm := &resp.Topics[i]
+		for j := range tm.Partitions {
+			pm := &tm.Partitions[j]
+			if pm.Leader != n.meta.NodeID {
+				continue
+			}
+			if err := n.member.offlineErr(kafka.TopicPartition{Topic: tm.Topic, Partition: pm.Partition}); err != nil {
+				pm.Err = fmt.Errorf("%w: %s-%d is offline: its log could not be opened: %w", kafka.ErrKafkaStorage, tm.Topic, pm.Partition, err)
+				pm.Leader, pm.LeaderEpoch = replica.NoLeader, -1
+				if !slices.Contains(pm.Offline, n.meta.NodeID) {
+					pm.Offline = append(pm.Offline, n.meta.NodeID)
+				}
+			}
 		}
-		tm := transport.TopicMetadata{Topic: name, Internal: strings.HasPrefix(name, "__"), TopicID: topicIDBytes(t.rec.ID)}
-		tm.Partitions = n.localPartitionMetadata(t)
-		resp.Topics = append(resp.Topics, tm)
 	}
 	return resp
 }
 
 // createReplicatedTopic asks the controller to create a topic, and waits
-// until this node's metadata has it.
+// until this node's metadata has it and the node hosts its replicas of
+// it. A topic some of whose replicas here could not be opened (a full
+// disk) is deleted again: the error is ErrKafkaStorage.
 func (n *Node) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
-	resp, err := n.cluster.ctl.call(ctx, &controllerRequest{Op: opCreateTopic, Node: n.meta.NodeID, Topic: nt.Name,
+	m := n.member
+	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opCreateTopic, Node: n.meta.NodeID, Topic: nt.Name,
 		NewTopic: &controllerNewTopic{Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: newUUID()}})
 	if err != nil {
 		return err
 	}
-	return n.cluster.waitMetadata(ctx, resp.Version)
+	if err := m.waitReconciled(ctx, resp.Version); err != nil {
+		return err
+	}
+	var failed error
+	for p := range nt.Partitions {
+		if err := m.offlineErr(kafka.TopicPartition{Topic: nt.Name, Partition: p}); err != nil {
+			failed = fmt.Errorf("%w: creating %s-%d: %w", kafka.ErrKafkaStorage, nt.Name, p, err)
+			break
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	if err := n.deleteReplicatedTopic(ctx, nt.Name); err != nil {
+		n.logger.Warn("deleting a topic that could not be created", "topic", nt.Name, "err", err)
+	}
+	return failed
 }
 
 // deleteReplicatedTopic asks the controller to delete a topic, and waits
-// until this node's metadata no longer has it.
+// until this node's metadata no longer has it and its replicas here are
+// removed.
 func (n *Node) deleteReplicatedTopic(ctx context.Context, name string) error {
-	resp, err := n.cluster.ctl.call(ctx, &controllerRequest{Op: opDeleteTopic, Node: n.meta.NodeID, Topic: name})
+	resp, err := n.member.ctl.call(ctx, &controllerRequest{Op: opDeleteTopic, Node: n.meta.NodeID, Topic: name})
 	if err != nil {
 		return err
 	}
-	return n.cluster.waitMetadata(ctx, resp.Version)
+	return n.member.waitReconciled(ctx, resp.Version)
 }
 
-// describeReplicated describes a replicated topic from the metadata and
-// the replicas the node hosts (offsets are known only for those).
-func (n *Node) describeReplicated(name string) (TopicDescription, bool) {
-	md, _ := n.cluster.metadata()
+// describeTopic describes a topic from the metadata and the replicas the
+// node hosts (offsets are known only for those).
+func (n *Node) describeTopic(name string) (TopicDescription, bool) {
+	m := n.member
+	md, _ := m.metadata()
 	t, ok := md.Topics[name]
 	if !ok {
 		return TopicDescription{}, false
 	}
-	effective, _ := n.cluster.topicConfigs(name)
+	effective, _ := m.topicConfigs(name)
 	d := TopicDescription{Name: name, ID: t.ID, Configs: maps.Clone(t.Configs), Effective: effective}
 	for p, s := range t.Partitions {
 		d.ReplicationFactor = int16(len(s.Replicas))
 		pd := PartitionDescription{Partition: int32(p), Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 			Replicas: slices.Clone(s.Replicas), ISR: slices.Clone(s.ISR), LogStartOffset: -1, LogEndOffset: -1, HighWatermark: -1}
-		if h := n.cluster.replica(kafka.TopicPartition{Topic: name, Partition: int32(p)}); h != nil {
+		tp := kafka.TopicPartition{Topic: name, Partition: int32(p)}
+		if h := m.replica(tp); h != nil {
 			pd.LogStartOffset, pd.LogEndOffset, pd.HighWatermark = h.p.LogStartOffset(), h.p.LogEndOffset(), h.p.HighWatermark()
 			pd.Size = h.p.Log().Size()
+		} else if err := m.offlineErr(tp); err != nil {
+			pd.Offline = fmt.Errorf("%w: %s is offline: its log could not be opened: %w", kafka.ErrKafkaStorage, tp, err)
 		}
 		d.Partitions = append(d.Partitions, pd)
 	}
@@ -219,16 +247,13 @@ func (m *clusterMember) topicConfigs(name string) (effective, own map[string]str
 // than at the next heartbeat, and applies it: when it returns, the node
 // hosts, leads and follows what the controller had decided when it
 // answered. Other nodes learn of changes at their own pace (see
-// HeartbeatInterval). On a node that is not in a cluster it does nothing.
+// HeartbeatInterval).
 func (n *Node) SyncMetadata(ctx context.Context) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
 	defer n.end()
-	if n.cluster == nil {
-		return nil
-	}
-	return n.cluster.sync(ctx)
+	return n.member.sync(ctx)
 }
 
 // sync fetches the cluster metadata from the controller now and applies

@@ -58,6 +58,8 @@ type Controller struct {
 	fs     vfs.FS
 	logger *slog.Logger
 	logs   *log.Dir
+	// ownsLogs says logs is the controller's own, which Close closes.
+	ownsLogs bool
 
 	mu      sync.Mutex
 	ctl     *replica.LocalController
@@ -92,14 +94,33 @@ func OpenController(dir string, opts ControllerOptions) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partlog: controller: %w", err)
 	}
-	l, err := logs.Open(controllerTopic, log.Options{SegmentBytes: 16 << 20, MaxIndexBytes: 1 << 20, RetentionMs: -1})
+	c, err := startController(dir, logs, opts, nil)
 	if err != nil {
 		logs.Close()
+		return nil, err
+	}
+	c.ownsLogs = true
+	return c, nil
+}
+
+// startController starts a controller whose metadata log and files live
+// in dir, whose log directory logs is: its own (OpenController), or a
+// node's, for the controller of a node on its own, which keeps the
+// cluster metadata in its data directory as a KRaft node in combined mode
+// does. opts has its defaults. prepare, if not nil, may rewrite the
+// metadata log before the controller replays it.
+func startController(dir string, logs *log.Dir, opts ControllerOptions, prepare func(*log.Log) error) (*Controller, error) {
+	l, err := logs.Open(controllerTopic, log.Options{SegmentBytes: 16 << 20, MaxIndexBytes: 1 << 20, RetentionMs: -1})
+	if err != nil {
 		return nil, fmt.Errorf("partlog: controller: open metadata log: %w", err)
+	}
+	if prepare != nil {
+		if err := prepare(l); err != nil {
+			return nil, err
+		}
 	}
 	epoch, err := bumpControllerEpoch(opts.FS, dir)
 	if err != nil {
-		logs.Close()
 		return nil, err
 	}
 	// Versions grow across restarts: nodes take metadata only when it is
@@ -109,7 +130,6 @@ func OpenController(dir string, opts ControllerOptions) (*Controller, error) {
 		changed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	store := &countingStore{MetadataStore: replica.NewLogStore(l), c: c}
 	if c.ctl, err = replica.NewController(store, opts.Controller); err != nil {
-		logs.Close()
 		return nil, fmt.Errorf("partlog: controller: %w", err)
 	}
 	tick := opts.Controller.TickInterval
@@ -174,6 +194,9 @@ func (c *Controller) Close() error {
 	c.mu.Unlock()
 	close(c.stop)
 	<-c.done
+	if !c.ownsLogs {
+		return nil
+	}
 	return c.logs.Close()
 }
 

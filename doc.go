@@ -46,6 +46,16 @@
 // serve): partlog's producer and consumer through transport.Dial, or any
 // Kafka client.
 //
+// # A node is a cluster of one
+//
+// A node opened on its own runs as a Kafka node in combined mode does: an
+// in-process controller keeps the cluster metadata in the data directory,
+// and the node's partitions — replication factor 1, the node the leader
+// and the whole ISR — go through the same replica and request path as a
+// cluster's, so there is one produce path and one fetch path. For such a
+// partition the high watermark is the leader's own durable end offset: no
+// follower, no extra hop.
+//
 // # Clusters
 //
 // Nodes replicate each other's partitions as Kafka brokers do. A
@@ -105,6 +115,10 @@
 // recovery-point-offset-checkpoint, log-start-offset-checkpoint, and a
 // <topic>-<partition> directory per partition holding segment files named by
 // their base offset (00000000000000000000.log, .index, .timeindex),
-// leader-epoch-checkpoint and partition.metadata. Topic metadata lives in the
-// __cluster_metadata-0 log, as in Kafka's KRaft mode.
+// leader-epoch-checkpoint and partition.metadata; replication-offset-checkpoint
+// holds the high watermarks. A node on its own keeps its controller's
+// metadata log — topics, partitions, leaders, ISRs, epochs — in
+// __cluster_metadata-0, as a KRaft node in combined mode does, with
+// controller-epoch and producer-ids beside it. A directory written before
+// a node became a cluster of one is migrated when it opens.
 package partlog

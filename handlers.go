@@ -2,9 +2,7 @@ package partlog
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -27,13 +25,12 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 	defer n.end()
 	resp := &transport.ProduceResponse{Topics: make([]transport.ProduceTopicResponse, len(req.Topics))}
 	type appendJob struct {
-		p  *partition.Partition
-		h  *replicaHost // for a replicated partition
+		h  *replicaHost
 		rp transport.ProducePartition
 		pr *transport.ProducePartitionResponse
 	}
 	var jobs []appendJob
-	distinct := map[*partition.Partition]bool{}
+	distinct := map[*replicaHost]bool{}
 	for i, rt := range req.Topics {
 		tr := &resp.Topics[i]
 		tr.Topic = rt.Topic
@@ -41,36 +38,18 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 		for j, rp := range rt.Partitions {
 			pr := &tr.Partitions[j]
 			*pr = transport.ProducePartitionResponse{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-			if h, ok, err := n.leaderReplica(rt.Topic, rp.Partition); ok {
-				if err != nil {
-					pr.Err = err
-					continue
-				}
-				jobs = append(jobs, appendJob{h.p, h, rp, pr})
-				distinct[h.p] = true
-				continue
-			}
-			p, err := n.partition(rt.Topic, rp.Partition)
+			h, err := n.leaderReplica(rt.Topic, rp.Partition)
 			if err != nil {
 				pr.Err = err
 				continue
 			}
-			jobs = append(jobs, appendJob{p, nil, rp, pr})
-			distinct[p] = true
+			jobs = append(jobs, appendJob{h, rp, pr})
+			distinct[h] = true
 		}
 	}
 	appendOne := func(j appendJob) {
-		if j.h != nil {
-			base, appendTime, err := n.appendReplicated(ctx, j.h, j.rp.Records, req.Acks, req.Timeout)
-			j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset, j.pr.Err = base, appendTime, j.p.LogStartOffset(), err
-			return
-		}
-		res, err := j.p.Append(j.rp.Records, req.Acks)
-		if err != nil {
-			j.pr.Err = err
-			return
-		}
-		j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset = res.FirstOffset, res.LogAppendTime, res.LogStartOffset
+		base, appendTime, err := n.appendReplicated(ctx, j.h, j.rp.Records, req.Acks, req.Timeout)
+		j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset, j.pr.Err = base, appendTime, j.h.p.LogStartOffset(), err
 	}
 	if len(jobs) < 2 || len(distinct) < len(jobs) {
 		// One partition, or a partition named twice: in order, so that
@@ -233,27 +212,6 @@ func closeFiles(resp *transport.FetchResponse) {
 	}
 }
 
-// localPartitionMetadata answers Metadata for the partitions of a topic
-// the node hosts on its own: an offline one with KAFKA_STORAGE_ERROR, no
-// leader and the node as its offline replica, as Kafka answers for a
-// partition on a failed log directory.
-func (n *Node) localPartitionMetadata(t *topic) []transport.PartitionMetadata {
-	out := make([]transport.PartitionMetadata, 0, len(t.partitions))
-	for id, p := range t.partitions {
-		if p == nil {
-			_, err := t.partition(int32(id))
-			out = append(out, transport.PartitionMetadata{Err: err, Partition: int32(id), Leader: -1, LeaderEpoch: -1,
-				Replicas: []int32{n.meta.NodeID}, Offline: []int32{n.meta.NodeID}})
-			continue
-		}
-		out = append(out, transport.PartitionMetadata{
-			Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
-			Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
-		})
-	}
-	return out
-}
-
 // ListOffsets answers offsets by time for each partition.
 func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
 	if err := n.begin(); err != nil {
@@ -288,20 +246,14 @@ func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
 	if !req.AllowAutoTopicCreation || !n.opts.autoCreate {
 		return
 	}
+	md, _ := n.member.metadata()
 	for _, name := range req.Topics {
-		if n.topic(name) != nil || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil {
+		if _, ok := md.Topics[name]; ok || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil {
 			continue
 		}
 		nt := NewTopic{Name: name, Partitions: n.opts.autoPartitions, ReplicationFactor: n.opts.autoReplication}
-		if n.cluster != nil {
-			if _, ok := n.describeReplicated(name); ok {
-				continue
-			}
-			if md, _ := n.cluster.metadata(); len(md.Nodes) > 0 {
-				nt.ReplicationFactor = min(nt.ReplicationFactor, int16(len(md.Nodes)))
-			}
-		} else {
-			nt.ReplicationFactor = 1
+		if len(md.Nodes) > 0 {
+			nt.ReplicationFactor = min(nt.ReplicationFactor, int16(len(md.Nodes)))
 		}
 		err := n.createTopic(ctx, nt)
 		switch {
@@ -313,52 +265,23 @@ func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
 	}
 }
 
-// Metadata describes this node as the cluster's only broker and the topics
-// asked for (all of them when none are named).
+// Metadata describes the cluster's live nodes and the topics asked for
+// (all of them when none are named).
 func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
 	n.autoCreate(ctx, req)
-	if n.cluster != nil {
-		return n.clusterMetadataResponse(req), nil
-	}
-	resp := &transport.MetadataResponse{
-		ClusterID:    n.meta.ClusterID,
-		ControllerID: n.meta.NodeID,
-		Brokers:      []transport.Broker{{NodeID: n.meta.NodeID}},
-	}
-	names := req.Topics
-	if names == nil {
-		names = n.ListTopics()
-	}
-	for _, name := range names {
-		// Topics named __... are the node's own (__consumer_offsets).
-		tm := transport.TopicMetadata{Topic: name, Internal: strings.HasPrefix(name, "__")}
-		t := n.topic(name)
-		if t == nil {
-			tm.Err = fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
-			resp.Topics = append(resp.Topics, tm)
-			continue
-		}
-		if id, err := base64.RawURLEncoding.DecodeString(t.rec.ID); err == nil {
-			copy(tm.TopicID[:], id)
-		}
-		tm.Partitions = n.localPartitionMetadata(t)
-		resp.Topics = append(resp.Topics, tm)
-	}
-	return resp, nil
+	return n.metadataResponse(req), nil
 }
 
-// readablePartition returns a partition consumers may read: on a node in
-// a cluster, only the leader of a replicated partition answers reads.
+// readablePartition returns a partition consumers may read: the leader
+// answers reads, as in Kafka.
 func (n *Node) readablePartition(name string, id int32) (*partition.Partition, error) {
-	if h, ok, err := n.leaderReplica(name, id); ok {
-		if err != nil {
-			return nil, err
-		}
-		return h.p, nil
+	h, err := n.leaderReplica(name, id)
+	if err != nil {
+		return nil, err
 	}
-	return n.partition(name, id)
+	return h.p, nil
 }

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
@@ -37,75 +36,43 @@ var (
 	ErrMetaPropertiesMissing = errors.New("partlog: data directory holds partitions but no meta.properties")
 )
 
-// Node is a partlog node: a data directory of topics whose partitions it
-// hosts and leads. It answers producers and consumers in the same process
-// through transport.Client. It is safe for concurrent use.
+// Node is a partlog node: a broker that hosts replicas of topics'
+// partitions in its data directory and answers producers and consumers, in
+// the same process through transport.Client, or over TCP with a
+// transport.Server. A node opened on its own is a cluster of one, as a
+// Kafka node in combined mode is: it runs an in-process controller that
+// keeps the cluster metadata in the data directory, and its partitions
+// (replication factor 1) go through the same replica path as a cluster's.
+// It is safe for concurrent use.
 type Node struct {
 	dir    string
 	opts   nodeOptions
 	logger *slog.Logger
 	meta   metaProperties
 	logs   *log.Dir
-	md     *metadataLog
 	groups *groupHost
-	pids   producerIDs
-	// cluster is the node's part in a cluster, or nil for a node on its
-	// own.
-	cluster *clusterMember
+	member *clusterMember
+	// controller is the in-process controller of a node on its own, which
+	// the node closes; nil for a member of a cluster whose controller runs
+	// elsewhere.
+	controller *Controller
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
 	requests sync.RWMutex
 	closing  atomic.Bool
 
-	mu     sync.RWMutex
-	topics map[string]*topic
-
 	stop chan struct{}
 	bg   sync.WaitGroup
 }
 
-// topic is a topic the node hosts.
-type topic struct {
-	name   string
-	rec    topicRecord
-	config topicConfig
-	// partitions holds the topic's partitions by id; nil for one that is
-	// offline: its log could not be opened (offline says why), and it
-	// answers KAFKA_STORAGE_ERROR while the rest are served, as Kafka
-	// takes an offline log directory's partitions offline.
-	partitions []*partition.Partition
-	offline    map[int32]error
-}
-
-// partition returns partition id of the topic: transport's
-// UNKNOWN_TOPIC_OR_PARTITION for an id it does not have, and
-// KAFKA_STORAGE_ERROR for one that is offline.
-func (t *topic) partition(id int32) (*partition.Partition, error) {
-	if id < 0 || id >= int32(len(t.partitions)) {
-		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, t.name, id)
-	}
-	if p := t.partitions[id]; p != nil {
-		return p, nil
-	}
-	return nil, fmt.Errorf("%w: %s-%d is offline: its log could not be opened: %w", kafka.ErrKafkaStorage, t.name, id, t.offline[id])
-}
-
-// online returns the partitions whose logs are open.
-func (t *topic) online() []*partition.Partition {
-	out := make([]*partition.Partition, 0, len(t.partitions))
-	for _, p := range t.partitions {
-		if p != nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Open opens the data directory dir, creating it if needed, and hosts the
-// topics in it. A directory is open in one Node at a time: a second Open,
-// in this process or another, fails with ErrLocked. A crash leaves nothing
-// for the next Open to repair by hand: it recovers every partition's log.
+// replicas the cluster's metadata assigns it. Without JoinCluster or
+// ControllerAddress the node is a cluster of one with its controller in
+// process, and Open returns once it leads every partition. A directory is
+// open in one Node at a time: a second Open, in this process or another,
+// fails with ErrLocked. A crash leaves nothing for the next Open to repair
+// by hand: it recovers every partition's log.
 func Open(dir string, opts ...Option) (*Node, error) {
 	o := defaultNodeOptions()
 	for _, opt := range opts {
@@ -121,23 +88,28 @@ func Open(dir string, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partlog: %w", err)
 	}
-	n := &Node{dir: path.Clean(dir), opts: o, logger: o.logger, logs: logs, topics: map[string]*topic{}, stop: make(chan struct{})}
+	n := &Node{dir: path.Clean(dir), opts: o, logger: o.logger, logs: logs, stop: make(chan struct{})}
 	if err := n.load(); err != nil {
 		logs.Close()
 		return nil, err
 	}
-	if err := n.startGroups(); err != nil {
-		n.Close()
-		return nil, err
-	}
-	if o.cluster.enabled() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := n.joinCluster(ctx)
-		cancel()
-		if err != nil {
-			n.Close()
+	if !o.cluster.enabled() {
+		if err := n.startController(); err != nil {
+			logs.Close()
 			return nil, err
 		}
+	}
+	n.startGroups()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = n.joinCluster(ctx)
+	if err == nil {
+		// Groups are answered once loaded: a node opened is ready.
+		err = n.groups.clusterGroups().awaitLoads(ctx)
+	}
+	cancel()
+	if err != nil {
+		n.Close()
+		return nil, err
 	}
 	n.runEvery(o.retentionInterval, n.enforceRetention)
 	n.startCleaner()
@@ -146,133 +118,65 @@ func Open(dir string, opts ...Option) (*Node, error) {
 		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
 			n.logger.Error("writing checkpoints failed", "err", err)
 		}
-		if n.cluster != nil {
-			if err := n.cluster.checkpointHighWatermarks(); err != nil {
-				n.logger.Error("writing the high watermark checkpoint failed", "err", err)
-			}
+		if err := n.member.checkpointHighWatermarks(); err != nil {
+			n.logger.Error("writing the high watermark checkpoint failed", "err", err)
 		}
 	})
 	return n, nil
 }
 
-// load reads meta.properties and the metadata log and opens every topic's
-// partitions, removing partition directories of topics that no longer
-// exist (a crash can leave them while a topic is being deleted).
+// load reads meta.properties, or writes it for a new directory.
 func (n *Node) load() error {
-	var err error
 	present, err := n.logs.Partitions()
 	if err != nil {
 		return fmt.Errorf("partlog: %w", err)
 	}
 	formatted := len(present) == 0 || n.opts.writeMissingMeta
-	if n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID, formatted); err != nil {
-		return err
+	n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID, formatted)
+	return err
+}
+
+// startController starts the in-process controller of a node on its own,
+// over the node's data directory, and makes the node its only member. A
+// directory written before a single node became a cluster of one has its
+// topics in the old metadata format, which the controller takes over.
+func (n *Node) startController() error {
+	opts := n.opts.cluster.standalone
+	opts.FS = n.opts.fs
+	if opts.Logger == nil {
+		opts.Logger = n.logger.With("component", "controller")
 	}
-	if n.md, err = openMetadataLog(n.logs); err != nil {
-		return err
-	}
-	recs, err := n.md.load()
+	c, err := startController(n.dir, n.logs, opts, func(l *log.Log) error {
+		return migrateTopicRecords(l, n.meta.NodeID, n.logger)
+	})
 	if err != nil {
 		return err
 	}
-	for name, rec := range recs {
-		n.openTopic(name, rec)
-	}
-	for _, tp := range present {
-		t, ok := n.topics[tp.Topic]
-		if tp == metadataTopic || ok && tp.Partition < int32(len(t.partitions)) {
-			continue
-		}
-		if n.opts.cluster.enabled() && (!strings.HasPrefix(tp.Topic, "__") || tp.Topic == group.OffsetsTopic) {
-			continue // a replicated topic's: the controller's metadata decides
-		}
-		n.logger.Warn("removing the partition of a deleted topic", "partition", tp.String())
-		if err := n.logs.Remove(tp); err != nil {
-			return fmt.Errorf("partlog: %w", err)
-		}
-	}
+	n.controller = c
+	n.opts.cluster.controller, n.opts.cluster.network = c, NewMemNetwork()
 	return nil
 }
 
-// newTopic returns a topic of rec with no partitions open yet, and the
-// log and partition options of its partitions.
-func (n *Node) newTopic(name string, rec topicRecord) (*topic, log.Options, partition.Options) {
-	t := &topic{name: name, rec: rec, config: n.topicConfig(rec.Configs)}
-	// The options are the topic's, the same for each partition.
-	lo := t.config.logOptions()
+// newPartition opens (creating as needed) the log of replica tp of the
+// topic with id topicID and configs cfg, and returns its partition.
+func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicConfig, hw int64) (*partition.Partition, bool, error) {
+	lo := cfg.logOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
-	po := t.config.partitionOptions()
-	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
-	return t, lo, po
-}
-
-// openPartition opens (creating as needed) partition p of t.
-func (n *Node) openPartition(t *topic, p int32, lo log.Options, po partition.Options) (*partition.Partition, error) {
-	tp := kafka.TopicPartition{Topic: t.name, Partition: p}
+	syncs := lo.SyncBeforeAck
+	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
 	l, err := n.logs.Open(tp, lo)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := n.writePartitionMetadata(tp, t.rec.ID); err != nil {
-		l.Close()
-		return nil, err
+	po := cfg.partitionOptions()
+	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
+	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
+	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
+	if err := n.writePartitionMetadata(tp, topicID); err != nil {
+		p.Close()
+		return nil, false, err
 	}
-	return partition.New(t.name, p, n.meta.NodeID, t.rec.LeaderEpoch, l, po), nil
-}
-
-// openTopic opens the partitions of a topic the metadata holds. A
-// partition whose log cannot be opened is offline: logged, and answered
-// with KAFKA_STORAGE_ERROR, while the node serves the others. The caller
-// holds n.mu or has not published the node yet.
-func (n *Node) openTopic(name string, rec topicRecord) {
-	t, lo, po := n.newTopic(name, rec)
-	for p := range rec.Partitions {
-		part, err := n.openPartition(t, p, lo, po)
-		if err != nil {
-			n.logger.Error("partition offline: its log could not be opened", "partition", kafka.TopicPartition{Topic: name, Partition: p}.String(), "err", err)
-			if t.offline == nil {
-				t.offline = map[int32]error{}
-			}
-			t.offline[p] = err
-		}
-		t.partitions = append(t.partitions, part)
-	}
-	n.topics[name] = t
-}
-
-// createTopicLocked creates a topic's partitions, then writes the record
-// that names them. The partitions come first: a topic whose partitions
-// cannot all be created (a full disk, no file descriptors left) is rolled
-// back — the first failure stops it, and the partitions made are removed —
-// and a crash in between leaves directories the next Open removes, not a
-// topic in the metadata without its partitions. The caller holds n.mu.
-func (n *Node) createTopicLocked(name string, rec topicRecord) error {
-	t, lo, po := n.newTopic(name, rec)
-	var err error
-	tried := int32(0) // partitions whose directories may exist
-	for p := range rec.Partitions {
-		tried++
-		var part *partition.Partition
-		if part, err = n.openPartition(t, p, lo, po); err != nil {
-			err = fmt.Errorf("%w: creating %s-%d: %w", kafka.ErrKafkaStorage, name, p, err)
-			break
-		}
-		t.partitions = append(t.partitions, part)
-	}
-	if err == nil {
-		err = n.md.put(name, &rec)
-	}
-	if err != nil {
-		t.close()
-		for p := range tried {
-			if rerr := n.logs.Remove(kafka.TopicPartition{Topic: name, Partition: p}); rerr != nil {
-				n.logger.Warn("removing a partition of a topic that could not be created", "partition", p, "err", rerr)
-			}
-		}
-		return err
-	}
-	n.topics[name] = t
-	return nil
+	return p, syncs, nil
 }
 
 // topicConfig returns the configs in force for a topic that sets own:
@@ -294,12 +198,6 @@ func (n *Node) writePartitionMetadata(tp kafka.TopicPartition, id string) error 
 		return nil
 	}
 	return writeAtomic(n.opts.fs, name, []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", id)))
-}
-
-func (t *topic) close() {
-	for _, p := range t.online() {
-		p.Close()
-	}
 }
 
 // ClusterID returns the id of the node's cluster.
@@ -346,30 +244,13 @@ func (n *Node) runEvery(interval time.Duration, f func()) {
 // enforceRetention deletes the segments retention lets go, in every
 // partition.
 func (n *Node) enforceRetention() {
-	for _, p := range n.partitionsOf(nil) {
+	for _, p := range n.member.partitions() {
 		if deleted, err := p.Log().DeleteRetained(); err != nil {
 			n.logger.Error("retention failed", "partition", partitionName(p), "err", err)
 		} else if deleted > 0 {
 			n.logger.Info("retention deleted segments", "partition", partitionName(p), "segments", deleted)
 		}
 	}
-}
-
-// partitionsOf snapshots the partitions of the topics keep accepts (of
-// every topic when keep is nil), for a background pass over them.
-func (n *Node) partitionsOf(keep func(*topic) bool) []*partition.Partition {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	var parts []*partition.Partition
-	for _, t := range n.topics {
-		if keep == nil || keep(t) {
-			parts = append(parts, t.online()...)
-		}
-	}
-	if n.cluster != nil && keep == nil {
-		parts = append(parts, n.cluster.partitions()...)
-	}
-	return parts
 }
 
 // partitionName names p as topic-partition, for logs.
@@ -397,22 +278,20 @@ func (n *Node) Close() error { return n.close(true) }
 
 // Halt closes the node without telling its cluster first, as a crash
 // would: the controller moves its partitions' leadership only once its
-// heartbeats have stopped for the session timeout. On a node on its own it
-// is Close. Tests of failover use it.
+// heartbeats have stopped for the session timeout. Tests of failover use
+// it.
 func (n *Node) Halt() error { return n.close(false) }
 
 func (n *Node) close(controlled bool) error {
 	if n.closing.Swap(true) {
 		return nil
 	}
-	if n.cluster != nil {
-		n.cluster.leave(controlled)
+	if n.member != nil {
+		n.member.leave(controlled)
 	}
-	n.mu.RLock()
-	for _, t := range n.topics {
-		t.close()
+	if n.controller != nil {
+		n.controller.Close()
 	}
-	n.mu.RUnlock()
 	n.stopGroups()
 	n.requests.Lock()
 	defer n.requests.Unlock()
@@ -421,35 +300,27 @@ func (n *Node) close(controlled bool) error {
 	return n.logs.Close()
 }
 
-// topic returns a topic by name, or nil.
-func (n *Node) topic(name string) *topic {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return n.topics[name]
-}
-
-// partition returns a partition, or kafka.ErrUnknownTopicOrPartition.
+// partition returns the partition of a replica the node hosts:
+// kafka.ErrUnknownTopicOrPartition for one the cluster does not have,
+// ErrNotLeaderOrFollower for one the node does not host, and
+// ErrKafkaStorage for one whose log could not be opened.
 func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
-	if h, ok, err := n.clusterReplica(name, id); ok {
-		if err != nil {
-			return nil, err
-		}
-		return h.p, nil
+	h, err := n.hostedReplica(name, id)
+	if err != nil {
+		return nil, err
 	}
-	t := n.topic(name)
-	if t == nil {
-		return nil, fmt.Errorf("%w: %s-%d", kafka.ErrUnknownTopicOrPartition, name, id)
-	}
-	return t.partition(id)
+	return h.p, nil
 }
 
 // NewTopic describes a topic to create.
 type NewTopic struct {
+	// Name is the topic's name (see ValidateTopicName).
 	Name string
 	// Partitions is the number of partitions; zero means 1.
 	Partitions int32
 	// ReplicationFactor is how many replicas each partition has; zero
-	// means 1, which is all a single node can host.
+	// means 1. It is at most the cluster's live nodes: 1 on a node on its
+	// own.
 	ReplicationFactor int16
 	// Configs overrides topic configs (see TopicConfigKeys), by Kafka's
 	// names: "retention.ms", "segment.bytes", ...
@@ -459,11 +330,13 @@ type NewTopic struct {
 // maxPartitions bounds the partitions of one topic.
 const maxPartitions = 100_000
 
-// CreateTopic creates a topic and its partitions' directories. Names,
-// partition counts, replication factors and configs are checked as Kafka
-// checks them; the errors are kafka.ErrInvalidTopic,
-// ErrTopicAlreadyExists, ErrInvalidPartitions, ErrInvalidReplicationFactor
-// and ErrInvalidConfig.
+// CreateTopic creates a topic through the controller and returns once this
+// node hosts its replicas of it. Names, partition counts, replication
+// factors and configs are checked as Kafka checks them; the errors are
+// kafka.ErrInvalidTopic, ErrTopicAlreadyExists, ErrInvalidPartitions,
+// ErrInvalidReplicationFactor and ErrInvalidConfig. A topic some of whose
+// replicas on this node cannot be created (a full disk) is deleted again,
+// and the error is kafka.ErrKafkaStorage.
 func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
 	if err := n.begin(); err != nil {
 		return err
@@ -489,79 +362,50 @@ func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
 	if nt.ReplicationFactor == 0 {
 		nt.ReplicationFactor = 1
 	}
-	if nt.ReplicationFactor != 1 && n.cluster == nil {
-		return fmt.Errorf("%w: replication factor %d is larger than the 1 node available", kafka.ErrInvalidReplicationFactor, nt.ReplicationFactor)
-	}
 	if err := validateConfigs(nt.Configs); err != nil {
 		return err
 	}
-	if n.cluster != nil {
-		return n.createReplicatedTopic(ctx, nt)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.topics[nt.Name]; ok {
-		return fmt.Errorf("%w: %q", kafka.ErrTopicAlreadyExists, nt.Name)
-	}
-	for existing := range n.topics {
-		if existing != nt.Name && collides(existing, nt.Name) {
-			return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", kafka.ErrInvalidTopic, nt.Name, existing)
+	md, _ := n.member.metadata()
+	if _, ok := md.Topics[nt.Name]; !ok {
+		for existing := range md.Topics {
+			if collides(existing, nt.Name) {
+				return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", kafka.ErrInvalidTopic, nt.Name, existing)
+			}
 		}
 	}
-	rec := topicRecord{ID: newUUID(), Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs)}
-	return n.createTopicLocked(nt.Name, rec)
+	return n.createReplicatedTopic(ctx, nt)
 }
 
-// DeleteTopic deletes a topic and its partitions' data.
+// DeleteTopic deletes a topic and, once the controller's metadata reaches
+// them, its replicas' data.
 func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
 	defer n.end()
-	if n.cluster != nil && n.topic(name) == nil {
-		return n.deleteReplicatedTopic(ctx, name)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t, ok := n.topics[name]
-	if !ok {
+	md, _ := n.member.metadata()
+	if _, ok := md.Topics[name]; !ok {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	if strings.HasPrefix(name, "__") {
 		return fmt.Errorf("%w: %q is an internal topic", kafka.ErrInvalidTopic, name)
 	}
-	// Forget the topic durably first: a crash from here on removes what is
-	// left of it at the next Open.
-	if err := n.md.put(name, nil); err != nil {
-		return err
-	}
-	delete(n.topics, name)
-	t.close()
-	for p := range t.partitions {
-		if err := n.logs.Remove(kafka.TopicPartition{Topic: name, Partition: int32(p)}); err != nil {
-			return fmt.Errorf("partlog: delete %s-%d: %w", name, p, err)
-		}
-	}
-	return nil
+	return n.deleteReplicatedTopic(ctx, name)
 }
 
 // ListTopics returns the names of the topics, sorted.
 func (n *Node) ListTopics() []string {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	names := slices.Collect(maps.Keys(n.topics))
-	if n.cluster != nil {
-		md, _ := n.cluster.metadata()
-		names = slices.AppendSeq(names, maps.Keys(md.Topics))
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	md, _ := n.member.metadata()
+	return slices.Sorted(maps.Keys(md.Topics))
 }
 
 // TopicDescription describes a topic.
 type TopicDescription struct {
-	Name              string
-	ID                string
+	// Name and ID are the topic's name and id (Kafka's topic id, in
+	// unpadded URL-safe base64).
+	Name string
+	ID   string
+	// ReplicationFactor is how many replicas each partition has.
 	ReplicationFactor int16
 	// Configs holds the topic's overrides; Effective every config in
 	// force, defaults included.
@@ -570,13 +414,21 @@ type TopicDescription struct {
 	Partitions []PartitionDescription
 }
 
-// PartitionDescription describes one partition.
+// PartitionDescription describes one partition. The offsets and Size are
+// known for the replicas this node hosts, and -1 (Size 0) for the others.
 type PartitionDescription struct {
-	Partition      int32
-	Leader         int32
-	LeaderEpoch    int32
-	Replicas       []int32
-	ISR            []int32
+	// Partition is the partition's id.
+	Partition int32
+	// Leader is the node that leads the partition, -1 for none.
+	Leader int32
+	// LeaderEpoch is the epoch of the current leadership.
+	LeaderEpoch int32
+	// Replicas are the nodes assigned a replica, preferred leader first.
+	Replicas []int32
+	// ISR are the replicas in sync with the leader.
+	ISR []int32
+	// LogStartOffset, LogEndOffset and HighWatermark are this node's
+	// replica's.
 	LogStartOffset int64
 	LogEndOffset   int64
 	HighWatermark  int64
@@ -600,31 +452,9 @@ func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
 	}
 	out := make([]TopicDescription, 0, len(names))
 	for _, name := range names {
-		t := n.topic(name)
-		if t == nil && n.cluster != nil {
-			if d, ok := n.describeReplicated(name); ok {
-				out = append(out, d)
-				continue
-			}
-		}
-		if t == nil {
+		d, ok := n.describeTopic(name)
+		if !ok {
 			return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
-		}
-		d := TopicDescription{Name: name, ID: t.rec.ID, ReplicationFactor: t.rec.ReplicationFactor,
-			Configs: maps.Clone(t.rec.Configs), Effective: maps.Clone(t.config.values)}
-		for id, p := range t.partitions {
-			if p == nil {
-				_, err := t.partition(int32(id))
-				d.Partitions = append(d.Partitions, PartitionDescription{Partition: int32(id), Leader: -1, LeaderEpoch: -1,
-					Replicas: []int32{n.meta.NodeID}, Offline: err})
-				continue
-			}
-			d.Partitions = append(d.Partitions, PartitionDescription{
-				Partition: p.ID(), Leader: n.meta.NodeID, LeaderEpoch: p.LeaderEpoch(),
-				Replicas: []int32{n.meta.NodeID}, ISR: p.ISR(),
-				LogStartOffset: p.LogStartOffset(), LogEndOffset: p.LogEndOffset(), HighWatermark: p.HighWatermark(),
-				Size: p.Log().Size(),
-			})
 		}
 		out = append(out, d)
 	}

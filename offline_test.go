@@ -100,3 +100,41 @@ func TestCreateTopicRolledBack(t *testing.T) {
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 3}))
 	require.Equal(t, int64(0), produce(t, n, "t", 2, "x").BaseOffset)
 }
+
+// TestFailedSyncTakesOnePartitionOffline: a sync of one partition's log
+// fails (EIO): the append waiting on it is answered KAFKA_STORAGE_ERROR
+// and never acknowledged, the partition answers KAFKA_STORAGE_ERROR from
+// then on — a log whose sync failed is never trusted again, as Kafka
+// takes a failed log directory offline — while the node serves the other
+// partition; after a restart the partition is back with every record it
+// acknowledged.
+func TestFailedSyncTakesOnePartitionOffline(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	faulty := vfs.WithFaults(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if armed.Load() && op.Kind == vfs.OpSync && strings.Contains(op.Path, "/t-0/") {
+			return &fs.PathError{Op: "sync", Path: op.Path, Err: syscall.EIO}
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	n := openNode(t, faulty)
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 2}))
+	require.NoError(t, produce(t, n, "t", 0, "a").Err)
+
+	armed.Store(true)
+	require.ErrorIs(t, produce(t, n, "t", 0, "b").Err, kafka.ErrKafkaStorage, "the failed sync is not an acknowledgement")
+	require.ErrorIs(t, produce(t, n, "t", 0, "c").Err, kafka.ErrKafkaStorage, "the partition stays offline")
+	require.EqualValues(t, 0, produce(t, n, "t", 1, "x").BaseOffset, "the other partition is served")
+	require.Equal(t, []string{"x"}, fetchAll(t, n, "t", 1, 0))
+	require.NoError(t, n.Close())
+
+	armed.Store(false)
+	n = openNode(t, faulty)
+	defer n.Close()
+	got := fetchAll(t, n, "t", 0, 0)
+	require.NotEmpty(t, got)
+	require.Equal(t, "a", got[0], "the acknowledged record is kept")
+	require.NotContains(t, got, "c", "nothing was written after the failure")
+	require.Equal(t, []string{"x"}, fetchAll(t, n, "t", 1, 0))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path"
 	"strconv"
 	"sync"
 
@@ -16,19 +15,17 @@ import (
 // The Node hands out producer ids to idempotent producers.
 var _ transport.ProducerIDClient = (*Node)(nil)
 
-// ProducerIDsFileName is the file in a node's data directory that holds
-// the producer id high-water mark: no id at or above it was ever handed
-// out, and ids below it are never handed out again.
+// ProducerIDsFileName is the file in a controller's directory (a node's
+// on its own) that holds the producer id high-water mark: no id at or
+// above it was ever handed out, and ids below it are never handed out
+// again.
 const ProducerIDsFileName = "producer-ids"
 
-// producerIDBlockSize is how many ids the node reserves with one durable
-// write, as Kafka's controller hands brokers blocks of 1000.
-const producerIDBlockSize = 1000
-
-// producerIDs allocates producer ids in blocks. The end of the current
-// block is written durably before any id in it is handed out, so that a
-// restart, clean or not, starts after every id ever given: the unused rest
-// of a block is skipped, never reused.
+// producerIDs is the controller's allocator of producer ids, which it
+// hands nodes in blocks. The end of a block is written durably before the
+// block is handed out, so that a restart, clean or not, starts after
+// every id ever given: the unused rest of a block is skipped, never
+// reused.
 type producerIDs struct {
 	mu       sync.Mutex
 	loaded   bool
@@ -36,7 +33,8 @@ type producerIDs struct {
 	blockEnd int64 // ids below this are reserved durably
 }
 
-// InitProducerID hands out a new producer id with epoch 0, for an
+// InitProducerID hands out a new producer id with epoch 0, from a block
+// the controller reserved for this node, for an
 // idempotent producer (an empty TransactionalID). Transactional ids are not
 // supported yet: they are answered with kafka.ErrInvalidRequest. A
 // failure to persist the id block is kafka.ErrKafkaStorage, and the
@@ -51,13 +49,7 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", kafka.ErrInvalidRequest, req.TransactionalID)
 		return resp, nil
 	}
-	var id int64
-	var err error
-	if n.cluster != nil {
-		id, err = n.cluster.producerID(ctx)
-	} else {
-		id, err = n.pids.allocate(n.opts.fs, path.Join(n.dir, ProducerIDsFileName))
-	}
+	id, err := n.member.producerID(ctx)
 	if err != nil {
 		n.logger.Error("allocating a producer id failed", "err", err)
 		resp.Err = err
@@ -65,24 +57,6 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
-}
-
-// allocate returns the next producer id, reserving a new block first when
-// the current one is used up.
-func (a *producerIDs) allocate(fsys vfs.FS, file string) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.loadLocked(fsys, file); err != nil {
-		return -1, err
-	}
-	if a.next >= a.blockEnd {
-		if err := a.reserveLocked(fsys, file, producerIDBlockSize); err != nil {
-			return -1, err
-		}
-	}
-	id := a.next
-	a.next++
-	return id, nil
 }
 
 // allocateBlock reserves size producer ids durably and returns the first:
@@ -161,7 +135,7 @@ func (n *Node) ExpireProducers() error {
 // producers silent for longer than ProducerIDExpiration.
 func (n *Node) removeExpiredProducers() {
 	now := n.opts.now()
-	for _, p := range n.partitionsOf(nil) {
+	for _, p := range n.member.partitions() {
 		if k := p.RemoveExpiredProducers(now); k > 0 {
 			n.logger.Info("forgot expired producers", "partition", partitionName(p), "producers", k)
 		}

@@ -33,6 +33,12 @@ type NodeOptions struct {
 	// the leader proposes, for the controller; the controller answers with
 	// Apply or RejectISRChange. Nil drops proposals.
 	OnAlterPartition func(c ISRChange)
+	// OnStop is called once from the Node's goroutine when the loop stops
+	// on a log write failure (not on Close), with the failure, after every
+	// waiting proposal was answered with it as kafka.ErrKafkaStorage. It
+	// must not wait for the Node: Close waits for the goroutine that calls
+	// it. Nil ignores it (Err still reports it).
+	OnStop func(err error)
 	// Logger receives send failures and the error that stops the Node.
 	// Nil discards them.
 	Logger *slog.Logger
@@ -101,7 +107,12 @@ func StartNode(r *Replica, l LogWriter, tr Transport, opts NodeOptions) *Node {
 	return n
 }
 
-// run is the loop: one input, then every Ready.
+// maxProposalsPerTurn bounds the proposals one turn of the loop takes
+// before it carries out their Ready.
+const maxProposalsPerTurn = 256
+
+// run is the loop: one input (or every proposal waiting, up to
+// maxProposalsPerTurn), then every Ready.
 func (n *Node) run() {
 	defer close(n.donec)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,12 +123,34 @@ func (n *Node) run() {
 	// held are the proposals accepted since the last turn's Readies were
 	// carried out: their batches are in the replica's unstable appends.
 	var held []proposal
+	var failure error // the log write failure that stopped the loop
 	defer func() {
+		err := fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, ErrClosed)
+		if failure != nil {
+			err = fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, failure)
+		}
 		for _, res := range waiting {
-			res <- Completion{Err: fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, ErrClosed)}
+			res <- Completion{Err: err}
 		}
 		release(held, n.err)
+		if failure != nil && n.opts.OnStop != nil {
+			n.opts.OnStop(failure)
+		}
 	}()
+	propose := func(p proposal) {
+		prop, err := n.r.Propose(p.batch, p.acks)
+		switch {
+		case err != nil:
+			p.res <- Completion{Err: err}
+			close(p.released)
+		case prop.ID == 0: // acks=0: answered once written, below
+			p.written = Completion{BaseOffset: prop.BaseOffset, LastOffset: prop.LastOffset}
+			held = append(held, p)
+		default:
+			waiting[prop.ID] = p.res
+			held = append(held, p)
+		}
+	}
 	for {
 		select {
 		case <-ticker.C:
@@ -127,17 +160,17 @@ func (n *Node) run() {
 				n.opts.Logger.Warn("bad message", "partition", n.r.tp.String(), "err", err)
 			}
 		case p := <-n.propc:
-			prop, err := n.r.Propose(p.batch, p.acks)
-			switch {
-			case err != nil:
-				p.res <- Completion{Err: err}
-				close(p.released)
-			case prop.ID == 0: // acks=0: answered once written, below
-				p.written = Completion{BaseOffset: prop.BaseOffset, LastOffset: prop.LastOffset}
-				held = append(held, p)
-			default:
-				waiting[prop.ID] = p.res
-				held = append(held, p)
+			propose(p)
+			// Take the proposals already waiting too, so that one Ready —
+			// one write and one sync — carries them all: group commit.
+			for more := maxProposalsPerTurn - 1; more > 0; more-- {
+				select {
+				case p := <-n.propc:
+					propose(p)
+					continue
+				default:
+				}
+				break
 			}
 		case a := <-n.applyc:
 			a.res <- n.r.Apply(a.state)
@@ -153,6 +186,7 @@ func (n *Node) run() {
 		}
 		for n.r.HasReady() {
 			if err := n.handleReady(ctx, waiting); err != nil {
+				failure = err
 				n.err = fmt.Errorf("%w: %w", ErrClosed, err)
 				n.opts.Logger.Error("replica stopped", "partition", n.r.tp.String(), "err", err)
 				return
