@@ -123,6 +123,9 @@ func (n *Node) run() {
 	// held are the proposals accepted since the last turn's Readies were
 	// carried out: their batches are in the replica's unstable appends.
 	var held []proposal
+	// applied is the Apply of this turn, answered after its Readies.
+	var applied *apply
+	var appliedErr error
 	var failure error // the log write failure that stopped the loop
 	defer func() {
 		err := fmt.Errorf("%w: %w", kafka.ErrNotLeaderOrFollower, ErrClosed)
@@ -173,7 +176,9 @@ func (n *Node) run() {
 				break
 			}
 		case a := <-n.applyc:
-			a.res <- n.r.Apply(a.state)
+			// Answered once this turn's Readies are carried out, so that
+			// the caller finds the new role's high watermark published.
+			applied, appliedErr = &a, n.r.Apply(a.state)
 		case c := <-n.rejectc:
 			n.r.RejectISRChange(c)
 		case res := <-n.statusc:
@@ -197,6 +202,10 @@ func (n *Node) run() {
 		// again.
 		release(held, nil)
 		held = held[:0]
+		if applied != nil {
+			applied.res <- appliedErr
+			applied = nil
+		}
 	}
 }
 
@@ -290,7 +299,9 @@ func (n *Node) Propose(ctx context.Context, batch []byte, acks kafka.Acks) (Comp
 }
 
 // Apply passes the controller's state to the replica and returns
-// Replica.Apply's error.
+// Replica.Apply's error, once the Ready the state made is carried out: a
+// new leader's high watermark is published (OnHighWatermark) before Apply
+// returns.
 func (n *Node) Apply(ctx context.Context, s LeaderAndISR) error {
 	res := make(chan error, 1)
 	if err := send(ctx, n, n.applyc, apply{state: s, res: res}); err != nil {
@@ -299,6 +310,13 @@ func (n *Node) Apply(ctx context.Context, s LeaderAndISR) error {
 	select {
 	case err := <-res:
 		return err
+	case <-n.donec:
+		select {
+		case err := <-res:
+			return err
+		default:
+			return n.Err()
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
