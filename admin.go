@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/topicconfig"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -96,17 +98,19 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 	case validateOnly:
 		return nil
 	}
-	return n.callController(ctx, &controllerRequest{Op: opCreatePartitions, Node: n.meta.NodeID, Topic: name, Count: count})
+	return n.awaitChange(ctx)(n.member.ctl.CreatePartitions(ctx, name, count))
 }
 
-// callController sends a topic change to the cluster's controller and
-// waits until this node's metadata has it.
-func (n *Node) callController(ctx context.Context, req *controllerRequest) error {
-	resp, err := n.member.ctl.call(ctx, req)
-	if err != nil {
-		return err
+// awaitChange returns a function that waits until this node has
+// reconciled with the metadata version a controller call's change made,
+// or returns the call's error.
+func (n *Node) awaitChange(ctx context.Context) func(controller.Change, error) error {
+	return func(c controller.Change, err error) error {
+		if err != nil {
+			return err
+		}
+		return n.member.waitReconciled(ctx, c.Version)
 	}
-	return n.member.waitReconciled(ctx, resp.Version)
 }
 
 // AlterConfigs changes topics' configs, as Kafka's IncrementalAlterConfigs
@@ -145,84 +149,22 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 	if effective == nil {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
 	}
-	if _, err := applyConfigChanges(own, a); err != nil || validateOnly {
+	if _, err := topicconfig.Apply(own, a); err != nil || validateOnly {
 		return err
 	}
 	// The controller applies the changes to the configs it has.
-	return n.callController(ctx, &controllerRequest{Op: opAlterConfigs, Node: n.meta.NodeID, Topic: a.Name, Alteration: &a})
+	return n.awaitChange(ctx)(n.member.ctl.AlterConfigs(ctx, a.Name, a))
 }
 
 // reconfigure applies a topic's configs in force to its open partitions.
-func (n *Node) reconfigure(cfg topicConfig, parts ...*partition.Partition) {
-	lo, po := cfg.logOptions(), cfg.partitionOptions()
+func (n *Node) reconfigure(cfg topicconfig.Config, parts ...*partition.Partition) {
+	lo, po := cfg.LogOptions(), cfg.PartitionOptions()
 	for _, p := range parts {
 		if err := p.Log().Reconfigure(lo); err != nil {
 			n.logger.Error("applying a topic's new configs", "partition", p.Topic()+"-"+strconv.Itoa(int(p.ID())), "err", err)
 		}
 		p.Reconfigure(po)
 	}
-}
-
-// applyConfigChanges returns a topic's own configs after a's changes:
-// own's (none when a replaces the set) with a's applied in order, checked.
-// own is not changed.
-func applyConfigChanges(own map[string]string, a transport.ConfigAlteration) (map[string]string, error) {
-	next := map[string]string{}
-	if !a.Replace {
-		maps.Copy(next, own)
-	}
-	for _, c := range a.Changes {
-		if _, ok := topicConfigDefs[c.Name]; !ok {
-			return nil, fmt.Errorf("%w: unknown topic config %q (known: %s)", kafka.ErrInvalidConfig, c.Name, strings.Join(TopicConfigKeys(), ", "))
-		}
-		switch c.Op {
-		case transport.ConfigSet:
-			next[c.Name] = c.Value
-		case transport.ConfigDelete:
-			delete(next, c.Name)
-		case transport.ConfigAppend, transport.ConfigSubtract:
-			if c.Name != ConfigCleanupPolicy {
-				return nil, fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT change list configs (cleanup.policy)", kafka.ErrInvalidConfig, c.Name)
-			}
-			cur, ok := next[c.Name]
-			if !ok {
-				cur = topicConfigDefs[c.Name].def
-			}
-			next[c.Name] = editList(cur, c.Value, c.Op == transport.ConfigAppend)
-		default:
-			return nil, fmt.Errorf("%w: config operation %d", kafka.ErrInvalidRequest, c.Op)
-		}
-	}
-	if err := validateConfigs(next); err != nil {
-		return nil, err
-	}
-	if len(next) == 0 {
-		return nil, nil
-	}
-	return next, nil
-}
-
-// editList adds the comma-separated items of values to the list cur, or
-// removes them, keeping the order of cur.
-func editList(cur, values string, add bool) string {
-	var items []string
-	for _, it := range strings.Split(cur, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			items = append(items, it)
-		}
-	}
-	for _, v := range strings.Split(values, ",") {
-		v = strings.TrimSpace(v)
-		i := slices.Index(items, v)
-		switch {
-		case v == "":
-		case add && i < 0:
-			items = append(items, v)
-		case !add && i >= 0:
-			items = slices.Delete(items, i, i+1)
-		}
-	}
-	return strings.Join(items, ",")
 }
 
 // DescribeConfigs answers every config in force for each topic, sorted by
@@ -337,7 +279,7 @@ func (n *Node) brokerConfigEntries() []transport.ConfigEntry {
 		{Name: "group.initial.rebalance.delay.ms", Value: strconv.FormatInt(n.groupInitialDelay().Milliseconds(), 10),
 			IsDefault: o.groups.InitialRebalanceDelay == 0},
 	}
-	defaults := n.topicConfig(nil).values
+	defaults := n.topicConfig(nil).Values()
 	for k, name := range brokerConfigNames {
 		_, set := o.topicDefaults[k]
 		entries = append(entries, transport.ConfigEntry{Name: name, Value: defaults[k], IsDefault: !set})

@@ -118,7 +118,7 @@ func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequ
 		case req.Type != transport.PreferredElection:
 			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", kafka.ErrInvalidRequest)
 		default:
-			res.Err = n.callController(ctx, &controllerRequest{Op: opElectLeader, Node: n.meta.NodeID, Topic: tp.Topic, Partition: tp.Partition})
+			res.Err = n.awaitChange(ctx)(n.member.ctl.ElectPreferredLeader(ctx, tp))
 		}
 		resp.Partitions = append(resp.Partitions, res)
 	}

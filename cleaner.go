@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/partlog/partlog/log"
@@ -88,36 +86,4 @@ func (n *Node) cleanAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// compacted reports whether the topic's cleanup.policy includes compact.
-func (c topicConfig) compacted() bool {
-	p, _ := log.ParseCleanupPolicy(c.values[ConfigCleanupPolicy])
-	return p.Compacts()
-}
-
-// cleanerOptions maps cleanup.policy, delete.retention.ms,
-// min.cleanable.dirty.ratio and min.compaction.lag.ms onto a log's options,
-// whose zero values are Kafka's defaults.
-func (c topicConfig) cleanerOptions(o *log.Options) {
-	o.CleanupPolicy, _ = log.ParseCleanupPolicy(c.values[ConfigCleanupPolicy])
-	if ms := c.long(ConfigDeleteRetentionMs); ms == 0 {
-		o.DeleteRetentionMs = -1 // none: the log's zero means the default
-	} else {
-		o.DeleteRetentionMs = longMs(ms)
-	}
-	ratio, _ := strconv.ParseFloat(c.values[ConfigMinCleanableRatio], 64)
-	if ratio == 0 {
-		ratio = -1 // any dirt: the log's zero means the default
-	}
-	o.MinCleanableDirtyRatio = ratio
-	o.MinCompactionLagMs = longMs(c.long(ConfigMinCompactionLagMs))
-}
-
-// longMs turns a config in milliseconds into a duration, saturating.
-func longMs(ms int64) time.Duration {
-	if ms > math.MaxInt64/int64(time.Millisecond) {
-		return math.MaxInt64
-	}
-	return time.Duration(ms) * time.Millisecond
 }

@@ -2,7 +2,6 @@ package partlog
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
@@ -88,14 +88,14 @@ func ReplicaOptions(ro replica.Options) Option {
 // clusterMember is a node's part in a cluster.
 type clusterMember struct {
 	n    *Node
-	ctl  controllerAPI
+	ctl  controller.API
 	net  peerNetwork
 	out  *outbox
 	opts clusterOptions
 
 	mu          sync.Mutex
 	brokerEpoch int64
-	md          *clusterMetadata
+	md          *controller.Metadata
 	mdChanged   chan struct{} // closed and replaced when md changes
 	hosts       map[kafka.TopicPartition]*replicaHost
 	hws         map[kafka.TopicPartition]int64 // from the checkpoint, for replicas not yet started
@@ -173,7 +173,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	m := &clusterMember{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
 		offline: map[kafka.TopicPartition]error{},
-		md:      &clusterMetadata{Version: -1, Nodes: map[int32]nodeMetadata{}, Topics: map[string]replica.TopicState{}},
+		md:      &controller.Metadata{Version: -1, Nodes: map[int32]controller.NodeInfo{}, Topics: map[string]replica.TopicState{}},
 		refresh: make(chan struct{}, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if o.controller != nil {
@@ -185,7 +185,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 			m.opts.advertised = memAddress(n.meta.NodeID)
 		}
 	} else {
-		m.ctl, m.net = &tcpController{addr: o.controllerAddr}, newTCPPeers()
+		m.ctl, m.net = controller.Dial(o.controllerAddr), newTCPPeers()
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error
@@ -197,12 +197,12 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if o.network != nil {
 		o.network.attach(n.meta.NodeID, n)
 	}
-	resp, err := m.callRetrying(ctx, &controllerRequest{Op: opRegister, Node: n.meta.NodeID, Address: m.opts.advertised})
+	epoch, err := m.registerRetrying(ctx)
 	if err != nil {
 		return fmt.Errorf("partlog: register with the controller: %w", err)
 	}
 	m.mu.Lock()
-	m.brokerEpoch = resp.BrokerEpoch
+	m.brokerEpoch = epoch
 	m.mu.Unlock()
 	if err := m.heartbeat(ctx); err != nil {
 		return fmt.Errorf("partlog: first heartbeat: %w", err)
@@ -211,17 +211,17 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	return nil
 }
 
-// callRetrying calls the controller until it answers or ctx ends: it may
-// be starting, or restarting.
-func (m *clusterMember) callRetrying(ctx context.Context, req *controllerRequest) (*controllerResponse, error) {
+// registerRetrying registers the node with the controller, calling until
+// it answers or ctx ends: it may be starting, or restarting.
+func (m *clusterMember) registerRetrying(ctx context.Context) (int64, error) {
 	for {
-		resp, err := m.ctl.call(ctx, req)
+		epoch, err := m.ctl.Register(ctx, m.n.meta.NodeID, m.opts.advertised)
 		if err == nil || !kafka.IsRetriable(err) && !errors.Is(err, kafka.ErrCoordinatorNotAvailable) {
-			return resp, err
+			return epoch, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+			return 0, fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -281,8 +281,8 @@ func (m *clusterMember) heartbeatWaiting(ctx context.Context, wait time.Duration
 		known = -1 // the whole metadata again, to apply what failed
 	}
 	m.mu.Unlock()
-	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opHeartbeat, Node: m.n.meta.NodeID, BrokerEpoch: epoch,
-		KnownVersion: known, Address: m.opts.advertised, WaitMs: wait.Milliseconds()})
+	resp, err := m.ctl.Heartbeat(ctx, controller.Heartbeat{Node: m.n.meta.NodeID, BrokerEpoch: epoch,
+		KnownVersion: known, Address: m.opts.advertised, Wait: wait})
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (m *clusterMember) heartbeatWaiting(ctx context.Context, wait time.Duration
 }
 
 // reconcile makes the replicas the node hosts agree with md.
-func (m *clusterMember) reconcile(md *clusterMetadata) {
+func (m *clusterMember) reconcile(md *controller.Metadata) {
 	m.reconcileMu.Lock()
 	defer m.reconcileMu.Unlock()
 	m.mu.Lock()
@@ -404,7 +404,7 @@ func (m *clusterMember) removeStrays(want map[kafka.TopicPartition]bool) {
 		return
 	}
 	for _, tp := range present {
-		if want[tp] || tp == controllerTopic {
+		if want[tp] || tp == controller.Topic {
 			continue
 		}
 		m.n.logger.Warn("removing a replica the controller no longer assigns", "partition", tp.String())
@@ -447,7 +447,7 @@ func (m *clusterMember) host(tp kafka.TopicPartition, t replica.TopicState) (*re
 	}
 	h = &replicaHost{tp: tp, topicID: t.ID, p: p, syncs: syncs, configs: maps.Clone(t.Configs),
 		state: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}}
-	h.logAppendTime.Store(cfg.partitionOptions().LogAppendTime)
+	h.logAppendTime.Store(cfg.PartitionOptions().LogAppendTime)
 	rn, err := m.startReplica(h, hw, epoch)
 	if err != nil {
 		p.Close()
@@ -468,7 +468,7 @@ func (m *clusterMember) startReplica(h *replicaHost, hw, epoch int64) (*replica.
 	cfg := n.topicConfig(h.configs)
 	h.mu.Unlock()
 	ro := m.opts.replica
-	ro.MinInsyncReplicas = cfg.partitionOptions().MinInsyncReplicas
+	ro.MinInsyncReplicas = cfg.PartitionOptions().MinInsyncReplicas
 	ro.HighWatermark = min(hw, h.p.LogEndOffset())
 	ro.BrokerEpoch = uint32(epoch)
 	if ro.Logger == nil {
@@ -551,7 +551,7 @@ func (m *clusterMember) reconfigure(h *replicaHost, t replica.TopicState) {
 	}
 	cfg := m.n.topicConfig(t.Configs)
 	m.n.reconfigure(cfg, h.p)
-	po := cfg.partitionOptions()
+	po := cfg.PartitionOptions()
 	h.logAppendTime.Store(po.LogAppendTime)
 	if err := h.node().SetMinInsyncReplicas(m.ctx, po.MinInsyncReplicas); err != nil {
 		m.n.logger.Warn("applying min.insync.replicas to a replica", "partition", h.tp.String(), "err", err)
@@ -593,8 +593,7 @@ func (m *clusterMember) apply(ctx context.Context, h *replicaHost, s replica.Lea
 func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 	defer cancel()
-	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opAlterPartition, Node: m.n.meta.NodeID,
-		Topic: h.tp.Topic, Partition: h.tp.Partition, Change: &c})
+	state, err := m.ctl.AlterPartition(ctx, m.n.meta.NodeID, h.tp, c)
 	if err != nil {
 		m.n.logger.Info("ISR change refused", "partition", h.tp.String(), "isr", c.ISR, "err", err)
 		if !kafka.IsRetriable(err) {
@@ -605,11 +604,9 @@ func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 		}
 		return
 	}
-	if resp.State != nil {
-		if err := m.apply(ctx, h, *resp.State); err != nil {
-			m.n.logger.Warn("ISR change not applied; the next heartbeat brings it", "partition", h.tp.String(), "err", err)
-			m.retryNextHeartbeat()
-		}
+	if err := m.apply(ctx, h, state); err != nil {
+		m.n.logger.Warn("ISR change not applied; the next heartbeat brings it", "partition", h.tp.String(), "err", err)
+		m.retryNextHeartbeat()
 	}
 }
 
@@ -638,7 +635,7 @@ func (m *clusterMember) replica(tp kafka.TopicPartition) *replicaHost {
 
 // metadata returns the latest metadata and a channel closed when it
 // changes.
-func (m *clusterMember) metadata() (*clusterMetadata, <-chan struct{}) {
+func (m *clusterMember) metadata() (*controller.Metadata, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.md, m.mdChanged
@@ -690,7 +687,7 @@ func (m *clusterMember) compactedPartitions() []*partition.Partition {
 		h.mu.Lock()
 		own := h.configs
 		h.mu.Unlock()
-		if m.n.topicConfig(own).compacted() {
+		if m.n.topicConfig(own).Compacted() {
 			ps = append(ps, h.p)
 		}
 	}
@@ -790,7 +787,7 @@ func (m *clusterMember) leave(controlled bool) {
 		m.mu.Lock()
 		epoch := m.brokerEpoch
 		m.mu.Unlock()
-		if _, err := m.ctl.call(ctx, &controllerRequest{Op: opShutdown, Node: m.n.meta.NodeID, BrokerEpoch: epoch}); err != nil {
+		if err := m.ctl.Shutdown(ctx, m.n.meta.NodeID, epoch); err != nil {
 			m.n.logger.Warn("controlled shutdown failed", "err", err)
 		}
 		cancel()
@@ -803,8 +800,8 @@ func (m *clusterMember) leave(controlled bool) {
 	}
 	m.out.close()
 	m.net.close()
-	if t, ok := m.ctl.(*tcpController); ok {
-		t.close()
+	if t, ok := m.ctl.(*controller.Client); ok {
+		t.Close()
 	}
 	if m.opts.network != nil {
 		m.opts.network.detach(m.n.meta.NodeID, m.n)
@@ -823,24 +820,15 @@ func (m *clusterMember) producerID(ctx context.Context) (int64, error) {
 	m.pidMu.Lock()
 	defer m.pidMu.Unlock()
 	if m.pidNext >= m.pidEnd {
-		resp, err := m.ctl.call(ctx, &controllerRequest{Op: opProducerIDs, Node: m.n.meta.NodeID})
+		start, end, err := m.ctl.ProducerIDs(ctx, m.n.meta.NodeID)
 		if err != nil {
 			return -1, err
 		}
-		m.pidNext, m.pidEnd = resp.ProducerIDStart, resp.ProducerIDEnd
+		m.pidNext, m.pidEnd = start, end
 	}
 	id := m.pidNext
 	m.pidNext++
 	return id, nil
-}
-
-// topicIDBytes decodes a topic id as the node writes them.
-func topicIDBytes(id string) [16]byte {
-	var out [16]byte
-	if b, err := base64.RawURLEncoding.DecodeString(id); err == nil {
-		copy(out[:], b)
-	}
-	return out
 }
 
 // goUnlessLeaving runs f on a goroutine that leave waits for, unless the

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
@@ -368,7 +369,7 @@ func (n *Node) findCoordinator(ctx context.Context, req *transport.FindCoordinat
 	// own, as it does in Metadata answers.
 	host, port, addrOK := "", int32(-1), true
 	if node.Address != "" {
-		host, port, addrOK = splitHostPort(node.Address)
+		host, port, addrOK = controller.HostPort(node.Address)
 	}
 	if leader == replica.NoLeader || !known || node.Fenced || !addrOK {
 		resp.Err = fmt.Errorf("%w: %s-%d has no leader", kafka.ErrCoordinatorNotAvailable, group.OffsetsTopic, p)

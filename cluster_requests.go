@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
@@ -130,7 +131,7 @@ func (n *Node) metadataResponse(req *transport.MetadataRequest) *transport.Metad
 	// KRaft brokers name a live broker as the controller (KIP-590): admin
 	// clients send it their admin requests, which this node forwards to the
 	// cluster's controller. -1 made every admin client give up.
-	resp := md.response(req.Topics, n.meta.NodeID)
+	resp := md.Response(req.Topics, n.meta.NodeID)
 	resp.ClusterID = n.meta.ClusterID
 	for i := range resp.Topics {
 		tm := &resp.Topics[i]
@@ -157,12 +158,9 @@ func (n *Node) metadataResponse(req *transport.MetadataRequest) *transport.Metad
 // disk) is deleted again: the error is ErrKafkaStorage.
 func (n *Node) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 	m := n.member
-	resp, err := m.ctl.call(ctx, &controllerRequest{Op: opCreateTopic, Node: n.meta.NodeID, Topic: nt.Name,
-		NewTopic: &controllerNewTopic{Partitions: nt.Partitions, ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: newUUID()}})
+	err := n.awaitChange(ctx)(m.ctl.CreateTopic(ctx, nt.Name, controller.NewTopic{Partitions: nt.Partitions,
+		ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: newUUID()}))
 	if err != nil {
-		return err
-	}
-	if err := m.waitReconciled(ctx, resp.Version); err != nil {
 		return err
 	}
 	var failed error
@@ -185,11 +183,7 @@ func (n *Node) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 // until this node's metadata no longer has it and its replicas here are
 // removed.
 func (n *Node) deleteReplicatedTopic(ctx context.Context, name string) error {
-	resp, err := n.member.ctl.call(ctx, &controllerRequest{Op: opDeleteTopic, Node: n.meta.NodeID, Topic: name})
-	if err != nil {
-		return err
-	}
-	return n.member.waitReconciled(ctx, resp.Version)
+	return n.awaitChange(ctx)(n.member.ctl.DeleteTopic(ctx, name))
 }
 
 // describeTopic describes a topic from the metadata and the replicas the
@@ -240,7 +234,7 @@ func (m *clusterMember) topicConfigs(name string) (effective, own map[string]str
 	if !ok {
 		return nil, nil
 	}
-	return m.n.topicConfig(t.Configs).values, t.Configs
+	return m.n.topicConfig(t.Configs).Values(), t.Configs
 }
 
 // SyncMetadata fetches the cluster metadata from the controller now, rather

@@ -42,9 +42,9 @@ func newTestCluster(t *testing.T, ids ...int32) *testCluster {
 // leaderships.
 func newTestClusterSession(t *testing.T, session time.Duration, ids ...int32) *testCluster {
 	t.Helper()
-	ctl, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{Controller: replica.ControllerOptions{
+	ctl, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{
 		TickInterval: 10 * time.Millisecond, SessionTimeout: session, NoAutoLeaderRebalance: true,
-	}})
+	})
 	require.NoError(t, err)
 	c := &testCluster{t: t, ctl: ctl, net: partlog.NewMemNetwork(), dirs: map[int32]string{}, nodes: map[int32]*partlog.Node{}}
 	t.Cleanup(func() {
@@ -348,9 +348,9 @@ func newTCPCluster(t *testing.T, ids ...int32) *tcpCluster {
 
 func (c *tcpCluster) startController(addr string) {
 	c.t.Helper()
-	ctl, err := partlog.OpenController(c.ctlDir, partlog.ControllerOptions{Controller: replica.ControllerOptions{
+	ctl, err := partlog.OpenController(c.ctlDir, partlog.ControllerOptions{
 		TickInterval: 10 * time.Millisecond, SessionTimeout: 500 * time.Millisecond, NoAutoLeaderRebalance: true,
-	}})
+	})
 	require.NoError(c.t, err)
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(c.t, err)

@@ -26,9 +26,9 @@ import (
 // (replica.socket.timeout.ms, 30 s by default) before fetching again, and
 // every acks=all write waited with it.
 func TestFollowersFetchBeforeTheLeaderHostsItsReplica(t *testing.T) {
-	ctl, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{Controller: replica.ControllerOptions{
+	ctl, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{
 		TickInterval: 10 * time.Millisecond, SessionTimeout: 10 * time.Second, NoAutoLeaderRebalance: true,
-	}})
+	})
 	require.NoError(t, err)
 	defer ctl.Close()
 	net := partlog.NewMemNetwork()

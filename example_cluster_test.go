@@ -20,7 +20,7 @@ func ExampleOpenController() {
 	ctx := context.Background()
 	fsys := vfs.NewMem()
 	ctl, err := partlog.OpenController("/controller", partlog.ControllerOptions{FS: fsys,
-		Controller: replica.ControllerOptions{TickInterval: 10 * time.Millisecond, SessionTimeout: 5 * time.Second}})
+		TickInterval: 10 * time.Millisecond, SessionTimeout: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/partlog/partlog/internal/props"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -37,22 +38,22 @@ func newUUID() string {
 // missing file that may not be created (ErrMetaPropertiesMissing).
 func loadOrCreateMeta(fsys vfs.FS, dir string, nodeID int32, clusterID string, mayCreate bool) (metaProperties, error) {
 	name := path.Join(dir, MetaPropertiesFileName)
-	props, err := readProperties(fsys, name)
+	kv, err := props.Read(fsys, name)
 	if err != nil {
 		return metaProperties{}, err
 	}
-	if props == nil && !mayCreate {
+	if kv == nil && !mayCreate {
 		return metaProperties{}, fmt.Errorf("%w: %s: restore it, or open with partlog.WriteMissingMeta (partlog serve --write-missing-meta) to write a new one in a new cluster",
 			ErrMetaPropertiesMissing, name)
 	}
-	if props == nil {
+	if kv == nil {
 		m := metaProperties{NodeID: nodeID, ClusterID: clusterID, DirectoryID: newUUID()}
 		if m.ClusterID == "" {
 			m.ClusterID = newUUID()
 		}
-		return m, writeAtomic(fsys, name, m.format())
+		return m, props.WriteAtomic(fsys, name, m.format())
 	}
-	m, err := metaFromProperties(props)
+	m, err := metaFromProperties(kv)
 	if err != nil {
 		return m, fmt.Errorf("partlog: %s: %w", name, err)
 	}
@@ -87,12 +88,4 @@ func metaFromProperties(props map[string]string) (metaProperties, error) {
 	}
 	m.NodeID, m.ClusterID, m.DirectoryID = int32(id), props["cluster.id"], props["directory.id"]
 	return m, nil
-}
-
-// writeAtomic replaces name with data whole, or leaves the old file.
-func writeAtomic(fsys vfs.FS, name string, data []byte) error {
-	if err := vfs.WriteFileAtomic(fsys, name, data); err != nil {
-		return fmt.Errorf("partlog: write %s: %w", name, err)
-	}
-	return nil
 }

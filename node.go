@@ -13,9 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/props"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/topicconfig"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -78,7 +81,7 @@ func Open(dir string, opts ...Option) (*Node, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	if err := validateConfigs(o.topicDefaults); err != nil {
+	if err := topicconfig.Validate(o.topicDefaults); err != nil {
 		return nil, fmt.Errorf("partlog: topic defaults: %w", err)
 	}
 	if err := vfs.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
@@ -146,7 +149,7 @@ func (n *Node) startController() error {
 	if opts.Logger == nil {
 		opts.Logger = n.logger.With("component", "controller")
 	}
-	c, err := startController(n.dir, n.logs, opts, func(l *log.Log) error {
+	c, err := controller.Start(n.dir, n.logs, opts, func(l *log.Log) error {
 		return migrateTopicRecords(l, n.meta.NodeID, n.logger)
 	})
 	if err != nil {
@@ -159,8 +162,8 @@ func (n *Node) startController() error {
 
 // newPartition opens (creating as needed) the log of replica tp of the
 // topic with id topicID and configs cfg, and returns its partition.
-func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicConfig, hw int64) (*partition.Partition, bool, error) {
-	lo := cfg.logOptions()
+func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicconfig.Config, hw int64) (*partition.Partition, bool, error) {
+	lo := cfg.LogOptions()
 	lo.Now, lo.Logger = n.opts.now, n.logger
 	syncs := lo.SyncBeforeAck
 	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
@@ -168,7 +171,7 @@ func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicCo
 	if err != nil {
 		return nil, false, err
 	}
-	po := cfg.partitionOptions()
+	po := cfg.PartitionOptions()
 	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
 	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
 	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
@@ -181,13 +184,13 @@ func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicCo
 
 // topicConfig returns the configs in force for a topic that sets own:
 // the node's topic defaults, overridden by own.
-func (n *Node) topicConfig(own map[string]string) topicConfig {
+func (n *Node) topicConfig(own map[string]string) topicconfig.Config {
 	overrides := maps.Clone(n.opts.topicDefaults)
 	if overrides == nil {
 		overrides = map[string]string{}
 	}
 	maps.Copy(overrides, own)
-	return effectiveConfig(overrides)
+	return topicconfig.Effective(overrides)
 }
 
 // writePartitionMetadata writes Kafka's partition.metadata, which names the
@@ -197,7 +200,7 @@ func (n *Node) writePartitionMetadata(tp kafka.TopicPartition, id string) error 
 	if _, err := n.opts.fs.Stat(name); err == nil {
 		return nil
 	}
-	return writeAtomic(n.opts.fs, name, []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", id)))
+	return props.WriteAtomic(n.opts.fs, name, []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", id)))
 }
 
 // ClusterID returns the id of the node's cluster.
@@ -362,7 +365,7 @@ func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
 	if nt.ReplicationFactor == 0 {
 		nt.ReplicationFactor = 1
 	}
-	if err := validateConfigs(nt.Configs); err != nil {
+	if err := topicconfig.Validate(nt.Configs); err != nil {
 		return err
 	}
 	md, _ := n.member.metadata()

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/replica"
 )
 
 const controllerHelp = `Usage: partlog controller --dir DIR [--listen HOST:PORT] [flags]
@@ -61,9 +60,8 @@ func runController(args []string, stdout, stderr io.Writer) error {
 	case *rebalance < 0:
 		return usageErrorf("controller", "--leader-imbalance-check must not be negative")
 	}
-	opts := replica.ControllerOptions{TickInterval: *tick, SessionTimeout: *session,
-		LeaderImbalanceCheckInterval: *rebalance, NoAutoLeaderRebalance: *rebalance == 0}
-	c, err := partlog.OpenController(*dir, partlog.ControllerOptions{Controller: opts, Logger: newLogger(stderr, level)})
+	c, err := partlog.OpenController(*dir, partlog.ControllerOptions{TickInterval: *tick, SessionTimeout: *session,
+		LeaderImbalanceCheckInterval: *rebalance, NoAutoLeaderRebalance: *rebalance == 0, Logger: newLogger(stderr, level)})
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}

@@ -72,7 +72,7 @@ const (
 // and drop a follower from the ISR after 500 ms behind
 // (replica.lag.time.max.ms, Kafka: 30 s).
 var (
-	controllerTiming = replica.ControllerOptions{
+	controllerTiming = partlog.ControllerOptions{
 		TickInterval:   10 * time.Millisecond,
 		SessionTimeout: time.Second,
 		// Kafka moves leadership back to each partition's preferred
@@ -126,7 +126,7 @@ func run(ctx context.Context, dir string, stop leaderStop, out io.Writer) (err e
 
 	// 1. The controller and three nodes.
 	say("\n1. A controller and %d nodes start, in this one process.", nodes)
-	ctl, err := partlog.OpenController(filepath.Join(dir, "controller"), partlog.ControllerOptions{Controller: controllerTiming})
+	ctl, err := partlog.OpenController(filepath.Join(dir, "controller"), controllerTiming)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
+)
+
+// API is how a node reaches the controller: a *Controller in process, or a
+// *Client over TCP. Every call may fail with kafka.ErrCoordinatorNotAvailable
+// while the controller is closed or unreachable; the node retries.
+type API interface {
+	// Register registers node, serving at address (host:port, or "" for
+	// a node whose server fills in its own), in a new broker epoch, which
+	// it returns; the node's earlier incarnation is fenced (Kafka's
+	// BrokerRegistration).
+	Register(ctx context.Context, node int32, address string) (brokerEpoch int64, err error)
+	// Heartbeat tells the controller a node is alive and answers the
+	// metadata when it is newer than the node's (Kafka's
+	// BrokerHeartbeat).
+	Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatAnswer, error)
+	// Shutdown fences a node at once, in its broker epoch, so that its
+	// partitions' leadership moves now (Kafka's controlled shutdown).
+	Shutdown(ctx context.Context, node int32, brokerEpoch int64) error
+	// AlterPartition asks for the ISR change a partition's leader on node
+	// proposed, and answers the partition's state after it (Kafka's
+	// AlterPartition).
+	AlterPartition(ctx context.Context, node int32, tp kafka.TopicPartition, change replica.ISRChange) (replica.LeaderAndISR, error)
+	// CreateTopic creates a topic and assigns its partitions' replicas.
+	CreateTopic(ctx context.Context, name string, t NewTopic) (Change, error)
+	// DeleteTopic deletes a topic.
+	DeleteTopic(ctx context.Context, name string) (Change, error)
+	// CreatePartitions grows a topic to count partitions.
+	CreatePartitions(ctx context.Context, name string, count int32) (Change, error)
+	// AlterConfigs applies a to the configs the controller has for a
+	// topic, so that changes made through different nodes at once are
+	// not lost.
+	AlterConfigs(ctx context.Context, name string, a transport.ConfigAlteration) (Change, error)
+	// ElectPreferredLeader makes a partition's preferred replica its
+	// leader, if it is in the ISR (kafka.ErrElectionNotNeeded when it
+	// leads already).
+	ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition) (Change, error)
+	// ProducerIDs reserves a block of producer ids for node: [start, end).
+	ProducerIDs(ctx context.Context, node int32) (start, end int64, err error)
+}
+
+// Change is the answer to a change of the metadata: the metadata version
+// that has it, which a node waits for before it answers its client.
+type Change struct {
+	// Version is the metadata version after the change.
+	Version int64
+}
+
+// NewTopic describes a topic to create.
+type NewTopic struct {
+	// Partitions and ReplicationFactor are the partition count and the
+	// replicas of each.
+	Partitions        int32
+	ReplicationFactor int16
+	// Configs are the topic's own configs, by Kafka's names.
+	Configs map[string]string
+	// ID is the topic id the node made up (unpadded URL-safe base64).
+	ID string
+}
+
+// Heartbeat is a node's heartbeat.
+type Heartbeat struct {
+	// Node and BrokerEpoch name the node's incarnation.
+	Node        int32
+	BrokerEpoch int64
+	// Address is where the node serves; a restarted controller learns it
+	// again from heartbeats.
+	Address string
+	// KnownVersion is the metadata version the node has: the answer
+	// carries the metadata only when the controller's is another.
+	KnownVersion int64
+	// Wait lets the controller hold the answer up to this long while the
+	// metadata is no newer than KnownVersion: a long poll, so that a node
+	// learns of a change — a new leader — as it happens rather than at its
+	// next heartbeat.
+	Wait time.Duration
+}
+
+// HeartbeatAnswer answers a Heartbeat.
+type HeartbeatAnswer struct {
+	// Version is the controller's metadata version.
+	Version int64
+	// Fenced says the node is fenced (its heartbeat unfences it when it
+	// is in its registered broker epoch).
+	Fenced bool
+	// Metadata is the whole metadata when its version is not the node's
+	// KnownVersion, and nil otherwise.
+	Metadata *Metadata
+}
+
+// The wire form of the calls: one request type, by op, so that the
+// in-process and the TCP paths are the same code (Controller.call). Over
+// TCP a request travels as JSON under transport.APIController; these
+// names and fields are that format, which nodes and controllers of
+// different versions share.
+const (
+	opRegister         = "register"
+	opHeartbeat        = "heartbeat"
+	opShutdown         = "shutdown"
+	opAlterPartition   = "alter_partition"
+	opCreateTopic      = "create_topic"
+	opDeleteTopic      = "delete_topic"
+	opProducerIDs      = "producer_ids"
+	opCreatePartitions = "create_partitions"
+	opAlterConfigs     = "alter_configs"
+	opElectLeader      = "elect_leader"
+)
+
+type request struct {
+	Op           string                      `json:"op"`
+	Node         int32                       `json:"node"`
+	BrokerEpoch  int64                       `json:"broker_epoch,omitempty"`
+	Address      string                      `json:"address,omitempty"`
+	KnownVersion int64                       `json:"known_version,omitempty"`
+	WaitMs       int64                       `json:"wait_ms,omitempty"`
+	Topic        string                      `json:"topic,omitempty"`
+	Partition    int32                       `json:"partition,omitempty"`
+	Change       *replica.ISRChange          `json:"change,omitempty"`
+	NewTopic     *wireNewTopic               `json:"new_topic,omitempty"`
+	Count        int32                       `json:"count,omitempty"`
+	Alteration   *transport.ConfigAlteration `json:"alteration,omitempty"`
+}
+
+type wireNewTopic struct {
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	ID                string            `json:"id"`
+}
+
+type response struct {
+	BrokerEpoch     int64                 `json:"broker_epoch,omitempty"`
+	Fenced          bool                  `json:"fenced,omitempty"`
+	Version         int64                 `json:"version"`
+	Metadata        *Metadata             `json:"metadata,omitempty"`
+	State           *replica.LeaderAndISR `json:"state,omitempty"`
+	ProducerIDStart int64                 `json:"producer_id_start,omitempty"`
+	ProducerIDEnd   int64                 `json:"producer_id_end,omitempty"`
+}
+
+// caller carries out a request: the Controller, or a Client's round trip.
+type caller interface {
+	call(ctx context.Context, req *request) (*response, error)
+}
+
+// calls implements API over a caller, for Controller and Client alike.
+type calls struct{ c caller }
+
+// Register implements API.
+func (a calls) Register(ctx context.Context, node int32, address string) (int64, error) {
+	resp, err := a.c.call(ctx, &request{Op: opRegister, Node: node, Address: address})
+	if err != nil {
+		return 0, err
+	}
+	return resp.BrokerEpoch, nil
+}
+
+// Heartbeat implements API.
+func (a calls) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatAnswer, error) {
+	resp, err := a.c.call(ctx, &request{Op: opHeartbeat, Node: hb.Node, BrokerEpoch: hb.BrokerEpoch, Address: hb.Address,
+		KnownVersion: hb.KnownVersion, WaitMs: hb.Wait.Milliseconds()})
+	if err != nil {
+		return HeartbeatAnswer{}, err
+	}
+	return HeartbeatAnswer{Version: resp.Version, Fenced: resp.Fenced, Metadata: resp.Metadata}, nil
+}
+
+// Shutdown implements API.
+func (a calls) Shutdown(ctx context.Context, node int32, brokerEpoch int64) error {
+	_, err := a.c.call(ctx, &request{Op: opShutdown, Node: node, BrokerEpoch: brokerEpoch})
+	return err
+}
+
+// AlterPartition implements API.
+func (a calls) AlterPartition(ctx context.Context, node int32, tp kafka.TopicPartition, change replica.ISRChange) (replica.LeaderAndISR, error) {
+	resp, err := a.c.call(ctx, &request{Op: opAlterPartition, Node: node, Topic: tp.Topic, Partition: tp.Partition, Change: &change})
+	switch {
+	case err != nil:
+		return replica.LeaderAndISR{}, err
+	case resp.State == nil:
+		return replica.LeaderAndISR{}, fmt.Errorf("%w: AlterPartition answered no state", kafka.ErrCorruptMessage)
+	}
+	return *resp.State, nil
+}
+
+// change carries out a request that changes the metadata.
+func (a calls) change(ctx context.Context, req *request) (Change, error) {
+	resp, err := a.c.call(ctx, req)
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{Version: resp.Version}, nil
+}
+
+// CreateTopic implements API.
+func (a calls) CreateTopic(ctx context.Context, name string, t NewTopic) (Change, error) {
+	return a.change(ctx, &request{Op: opCreateTopic, Topic: name, NewTopic: &wireNewTopic{Partitions: t.Partitions,
+		ReplicationFactor: t.ReplicationFactor, Configs: t.Configs, ID: t.ID}})
+}
+
+// DeleteTopic implements API.
+func (a calls) DeleteTopic(ctx context.Context, name string) (Change, error) {
+	return a.change(ctx, &request{Op: opDeleteTopic, Topic: name})
+}
+
+// CreatePartitions implements API.
+func (a calls) CreatePartitions(ctx context.Context, name string, count int32) (Change, error) {
+	return a.change(ctx, &request{Op: opCreatePartitions, Topic: name, Count: count})
+}
+
+// AlterConfigs implements API.
+func (a calls) AlterConfigs(ctx context.Context, name string, alt transport.ConfigAlteration) (Change, error) {
+	return a.change(ctx, &request{Op: opAlterConfigs, Topic: name, Alteration: &alt})
+}
+
+// ElectPreferredLeader implements API.
+func (a calls) ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition) (Change, error) {
+	return a.change(ctx, &request{Op: opElectLeader, Topic: tp.Topic, Partition: tp.Partition})
+}
+
+// ProducerIDs implements API.
+func (a calls) ProducerIDs(ctx context.Context, node int32) (int64, int64, error) {
+	resp, err := a.c.call(ctx, &request{Op: opProducerIDs, Node: node})
+	if err != nil {
+		return -1, -1, err
+	}
+	return resp.ProducerIDStart, resp.ProducerIDEnd, nil
+}
+
+var (
+	_ API = (*Controller)(nil)
+	_ API = (*Client)(nil)
+)
