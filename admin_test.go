@@ -19,6 +19,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -51,7 +52,7 @@ func TestAdminSingleNode(t *testing.T) {
 	require.ErrorIs(t, internal.Topics[0].Err, kafka.ErrInvalidPartitions, "an internal topic's partition count is fixed")
 	testAdminWorkflow(t, adminTarget{cl: cl, adm: kadm.NewClient(cl), rf: 1, controls: n.NodeID(),
 		startsOf: func(topic string, p int32) []int64 {
-			l, err := n.Log(topic, p)
+			l, err := partlogtest.Log(n, topic, p)
 			require.NoError(t, err)
 			return []int64{l.LogStartOffset()}
 		}})
@@ -69,7 +70,7 @@ func TestAdminCluster(t *testing.T) {
 		startsOf: func(topic string, p int32) []int64 {
 			var starts []int64
 			for _, n := range c.nodes {
-				if l, err := n.Log(topic, p); err == nil {
+				if l, err := partlogtest.Log(n, topic, p); err == nil {
 					starts = append(starts, l.LogStartOffset())
 				}
 			}
@@ -293,7 +294,7 @@ func TestAdminChangesSurviveCrash(t *testing.T) {
 	require.Equal(t, int64(4), dr.Partitions[0].LowWatermark)
 
 	crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone})
-	n.Halt()
+	partlogtest.Halt(n)
 	n = openNode(t, crashed)
 	defer n.Close()
 	d, err := n.DescribeTopics("orders")

@@ -17,7 +17,7 @@ const defaultCleanerInterval = 15 * time.Second
 // of topics whose cleanup.policy includes compact (Kafka's
 // log.cleaner.backoff.ms). The default is 15 seconds; zero or negative
 // turns the background cleaner off (Kafka's log.cleaner.enable=false), and
-// CleanNow still cleans.
+// partlogtest.CleanNow still cleans.
 func LogCleanerInterval(d time.Duration) Option {
 	return optionFunc(func(o *nodeOptions) { o.cleanerInterval = d })
 }
@@ -40,13 +40,8 @@ func (n *Node) startCleaner() {
 	})
 }
 
-// CleanNow runs one pass of the log cleaner over every partition of the
-// topics whose cleanup.policy includes compact, and returns when it is done:
-// each partition dirty enough (min.cleanable.dirty.ratio) is compacted up
-// to its high watermark, as log.Log.Clean describes, and the cleaner
-// checkpoint is written. The background cleaner does the same every
-// LogCleanerInterval; tests call CleanNow to await a pass.
-func (n *Node) CleanNow(ctx context.Context) error {
+// cleanNow runs one pass of the log cleaner now (partlogtest.CleanNow).
+func (n *Node) cleanNow(ctx context.Context) error {
 	if err := n.begin(); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/vfs"
 )
@@ -132,7 +133,7 @@ func TestNodeCompactedTopic(t *testing.T) {
 	written := produceKeyed(t, n, "profiles", 30)
 	require.Len(t, consumeAll(t, n, "profiles"), len(written), "nothing is cleaned before the cleaner runs")
 
-	require.NoError(t, n.CleanNow(ctx))
+	require.NoError(t, partlogtest.CleanNow(ctx, n))
 	got := consumeAll(t, n, "profiles")
 	requireCompacted(t, written, got)
 	latest := map[string]kvRecord{}
@@ -148,7 +149,7 @@ func TestNodeCompactedTopic(t *testing.T) {
 	n = openNode(t, fsys, partlog.LogCleanerInterval(0))
 	defer n.Close()
 	require.Equal(t, got, consumeAll(t, n, "profiles"))
-	require.NoError(t, n.CleanNow(ctx)) // nothing new is dirty
+	require.NoError(t, partlogtest.CleanNow(ctx, n)) // nothing new is dirty
 	require.Equal(t, got, consumeAll(t, n, "profiles"))
 }
 
@@ -228,7 +229,7 @@ func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
 	}
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "profiles", Configs: configs}))
 	written := produceKeyed(t, n, "profiles", 10)
-	require.NoError(t, n.CleanNow(ctx))
+	require.NoError(t, partlogtest.CleanNow(ctx, n))
 	got := consumeAll(t, n, "profiles")
 	requireCompacted(t, written, got)
 	tombstones := func(recs []kvRecord) (keys []string) {
@@ -253,10 +254,10 @@ func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
 		}
 	}
 	filler()
-	require.NoError(t, n.CleanNow(ctx))
+	require.NoError(t, partlogtest.CleanNow(ctx, n))
 	require.Equal(t, []string{"k3", "k7"}, tombstones(consumeAll(t, n, "profiles")), "kept by the clean that stamps their horizon")
 	filler()
-	require.NoError(t, n.CleanNow(ctx))
+	require.NoError(t, partlogtest.CleanNow(ctx, n))
 	for _, r := range consumeAll(t, n, "profiles") {
 		require.NotContains(t, []string{"k3", "k7"}, r.key, "%v outlived delete.retention.ms=0", r)
 	}
@@ -269,7 +270,7 @@ func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
 		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: name, Configs: map[string]string{
 			"cleanup.policy": tc.policy, "segment.bytes": "1024", "retention.bytes": "1024"}}))
 		produceKeyed(t, n, name, 20)
-		require.NoError(t, n.EnforceRetention())
+		require.NoError(t, partlogtest.EnforceRetention(n))
 		d, err := n.DescribeTopics(name)
 		require.NoError(t, err)
 		require.Equal(t, tc.retains, d[0].Partitions[0].LogStartOffset > 0, tc.policy)
@@ -301,7 +302,7 @@ func TestNodeCrashDuringClean(t *testing.T) {
 			ctx := context.Background()
 			require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "profiles", Configs: compactConfigs}))
 			written := produceKeyed(t, n, "profiles", 30)
-			require.Error(t, n.CleanNow(ctx))
+			require.Error(t, partlogtest.CleanNow(ctx, n))
 			n.Close()
 			require.NotNil(t, crashed.Load())
 
@@ -317,7 +318,7 @@ func TestNodeCrashDuringClean(t *testing.T) {
 				want[r.key] = r
 			}
 			require.Equal(t, want, latest)
-			require.NoError(t, n.CleanNow(ctx))
+			require.NoError(t, partlogtest.CleanNow(ctx, n))
 			requireCompacted(t, written, consumeAll(t, n, "profiles"))
 		})
 	}

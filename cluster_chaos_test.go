@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
 )
@@ -77,7 +78,7 @@ func TestClusterChaos(t *testing.T) {
 			delete(down, id)
 			t.Logf("restart %d", id)
 		case len(down) == 0 && f == 0:
-			require.NoError(t, c.nodes[id].Halt())
+			require.NoError(t, partlogtest.Halt(c.nodes[id]))
 			delete(c.nodes, id)
 			down[id] = true
 			t.Logf("halt %d", id)

@@ -16,6 +16,7 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -303,7 +304,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 			return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
 		})
 		down = time.Now()
-		require.NoError(t, c.nodes[old].Halt())
+		require.NoError(t, partlogtest.Halt(c.nodes[old]))
 		delete(c.nodes, old)
 	} else {
 		down = time.Now()
@@ -565,7 +566,7 @@ func TestClusterGroupOverTCP(t *testing.T) {
 
 	old := coordinatorOf(t, client, "cg")
 	p := group.PartitionFor("cg", groupClusterOffsetsPartitions)
-	l, err := c.nodes[old].Log(group.OffsetsTopic, p)
+	l, err := partlogtest.Log(c.nodes[old], group.OffsetsTopic, p)
 	require.NoError(t, err)
 	end := l.LogEndOffset()
 	require.Positive(t, end)
@@ -592,7 +593,7 @@ func TestClusterGroupOverTCP(t *testing.T) {
 
 	// The crashed node comes back with its replica, and catches up.
 	c.startGroupNode(old, oldAddr)
-	l, err = c.nodes[old].Log(group.OffsetsTopic, p)
+	l, err = partlogtest.Log(c.nodes[old], group.OffsetsTopic, p)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, l.LogEndOffset(), end, "the restarted node kept its replica of %s-%d", group.OffsetsTopic, p)
 	c.waitFor("the old coordinator back in the ISR", func(s replica.ClusterState) bool {

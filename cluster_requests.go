@@ -71,10 +71,16 @@ func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byt
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
-	// A request that has arrived is carried out, as a Kafka broker carries
-	// out a request whose client has gone: its own timeout bounds it, not
-	// the caller's context.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	// A request that arrives after its caller gave up is still carried
+	// out, as a Kafka broker carries out a request whose client has gone,
+	// bounded by its own timeout. One whose caller gives up while it waits
+	// stops waiting: its connection's next requests are not held up behind
+	// it (detaching every request so starved a cluster's replication under
+	// load: TestClusterProcessesKillLeader).
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := h.node().Propose(ctx, batch, acks)
 	var dup *partition.DuplicateError
@@ -213,11 +219,9 @@ func (n *Node) describeTopic(name string) (TopicDescription, bool) {
 	return d, true
 }
 
-// Log returns the log of a partition the node hosts — a replica of a
-// replicated topic's partition, or one of its own topics' — for tools and
-// tests that read it directly. Errors are those of a fetch:
-// kafka.ErrUnknownTopicOrPartition, ErrNotLeaderOrFollower.
-func (n *Node) Log(topic string, partition int32) (*log.Log, error) {
+// partitionLog returns the log of a replica the node hosts
+// (partlogtest.Log).
+func (n *Node) partitionLog(topic string, partition int32) (*log.Log, error) {
 	p, err := n.partition(topic, partition)
 	if err != nil {
 		return nil, err
@@ -237,12 +241,9 @@ func (m *clusterMember) topicConfigs(name string) (effective, own map[string]str
 	return m.n.topicConfig(t.Configs).Values(), t.Configs
 }
 
-// SyncMetadata fetches the cluster metadata from the controller now, rather
-// than at the next heartbeat, and applies it: when it returns, the node
-// hosts, leads and follows what the controller had decided when it
-// answered. Other nodes learn of changes at their own pace (see
-// HeartbeatInterval).
-func (n *Node) SyncMetadata(ctx context.Context) error {
+// syncMetadata fetches the cluster metadata now and applies it
+// (partlogtest.SyncMetadata).
+func (n *Node) syncMetadata(ctx context.Context) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 }
 
 // sync fetches the cluster metadata from the controller now and applies
-// it (see SyncMetadata).
+// it (see partlogtest.SyncMetadata).
 func (m *clusterMember) sync(ctx context.Context) error {
 	if err := m.heartbeat(ctx); err != nil {
 		return err

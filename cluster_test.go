@@ -16,6 +16,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -222,7 +223,7 @@ func TestClusterFailover(t *testing.T) {
 // holds everything up to its leader's high watermark.
 func batchCRCs(t *testing.T, n *partlog.Node, topic string, p int32) []uint32 {
 	t.Helper()
-	l, err := n.Log(topic, p)
+	l, err := partlogtest.Log(n, topic, p)
 	require.NoError(t, err, "node %d hosts %s-%d", n.NodeID(), topic, p)
 	data, err := l.Read(nil, l.LogStartOffset(), l.LogEndOffset(), 64<<20)
 	require.NoError(t, err)
@@ -376,7 +377,7 @@ func (c *tcpCluster) start(id int32, addr string) {
 // not tell the controller.
 func (c *tcpCluster) halt(id int32) {
 	c.servers[id].Close()
-	c.nodes[id].Halt()
+	partlogtest.Halt(c.nodes[id])
 	delete(c.nodes, id)
 	delete(c.servers, id)
 }
@@ -446,7 +447,7 @@ func TestClusterDeleteTopic(t *testing.T) {
 	c.stop(3)
 	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
 	for _, id := range []int32{1, 2} {
-		require.NoError(t, c.nodes[id].SyncMetadata(ctx))
+		require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
 		require.NotContains(t, c.nodes[id].ListTopics(), "gone")
 		for p := range int32(2) {
 			require.NoDirExists(t, filepath.Join(c.dirs[id], fmt.Sprintf("gone-%d", p)))
@@ -457,7 +458,7 @@ func TestClusterDeleteTopic(t *testing.T) {
 	for p := range int32(2) {
 		require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
 	}
-	_, err = c.nodes[1].Log("gone", 0)
+	_, err = partlogtest.Log(c.nodes[1], "gone", 0)
 	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 
 	require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
@@ -467,7 +468,7 @@ func TestClusterDeleteTopic(t *testing.T) {
 	// Deleted and created again while a node is down (halted, its session
 	// not yet timed out, so the controller still places replicas on it):
 	// the node's old replica must not pass for the new topic's.
-	require.NoError(t, c.nodes[1].Halt())
+	require.NoError(t, partlogtest.Halt(c.nodes[1]))
 	delete(c.nodes, 1)
 	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
 	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))

@@ -93,7 +93,10 @@
 //	partition  one partition: log, high watermark, leader epoch, long polls,
 //	           idempotent producers' state
 //	replica    replication as a deterministic state machine: followers, ISR,
-//	           high watermark, truncation by leader epoch
+//	           high watermark, truncation by leader epoch; the controller's
+//	           state machine
+//	topicconfig the topic configs by Kafka's names: defaults, checks, the
+//	           options they make, how config changes apply
 //	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
 //	           producer-id calls; the Client interface a Node implements in
 //	           process, and a TCP server and client in Kafka's wire protocol
@@ -102,8 +105,12 @@
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
 //	           assignors, commits
-//	partlog    the Node that wires them: topics, configs, requests; the
-//	           Controller and cluster membership
+//	controller the controller as a service over its metadata log, with a
+//	           typed API answered in process and over TCP
+//	partlog    the Node: a broker that hosts the replicas the controller
+//	           assigns it (a node on its own runs its controller in
+//	           process), answers requests, hosts group coordinators and the
+//	           cleaner; cluster membership
 //
 // The command partlog (cmd/partlog) is Kafka's console tools for a data
 // directory or a served node: topics, produce, consume, groups, perf,

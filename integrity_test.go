@@ -17,6 +17,7 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/internal/integrity"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -376,7 +377,7 @@ func viaCluster(t *testing.T, r integrityRun, acks kafka.Acks) ([]integrity.Reco
 	end := ends(acked)
 	for id, n := range c.nodes {
 		for p := range int32(r.partitions) {
-			l, err := n.Log("t", p)
+			l, err := partlogtest.Log(n, "t", p)
 			require.NoError(t, err)
 			waitUntil(t, fmt.Sprintf("node %d's replica of t-%d reaches %d", id, p, end[p]), func() bool {
 				return l.LogEndOffset() >= end[p]

@@ -261,9 +261,8 @@ func partitionName(p *partition.Partition) string {
 	return kafka.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
 }
 
-// EnforceRetention runs retention now, as the node does every
-// RetentionCheckInterval.
-func (n *Node) EnforceRetention() error {
+// enforceRetentionNow runs retention now (partlogtest.EnforceRetention).
+func (n *Node) enforceRetentionNow() error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -279,11 +278,9 @@ func (n *Node) EnforceRetention() error {
 // partitions to other replicas (Kafka's controlled shutdown).
 func (n *Node) Close() error { return n.close(true) }
 
-// Halt closes the node without telling its cluster first, as a crash
-// would: the controller moves its partitions' leadership only once its
-// heartbeats have stopped for the session timeout. Tests of failover use
-// it.
-func (n *Node) Halt() error { return n.close(false) }
+// halt closes the node without telling its cluster first, as a crash
+// would (partlogtest.Halt).
+func (n *Node) halt() error { return n.close(false) }
 
 func (n *Node) close(controlled bool) error {
 	if n.closing.Swap(true) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -80,7 +81,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 	before := offsetsRecords(t, n)
 
 	cleaning.Store(true)
-	require.NoError(t, n.CleanNow(ctx))
+	require.NoError(t, partlogtest.CleanNow(ctx, n))
 	cleaning.Store(false)
 	after := offsetsRecords(t, n)
 	require.Less(t, after, before/4, "the clean kept %d of %d records", after, before)

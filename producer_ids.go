@@ -37,10 +37,9 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 	return resp, nil
 }
 
-// ExpireProducers forgets, in every partition, the idempotent producers
-// whose last batch is ProducerIDExpiration or more older than the node's
-// clock, as the node does every ProducerIDExpirationCheckInterval.
-func (n *Node) ExpireProducers() error {
+// expireProducersNow forgets expired producers now
+// (partlogtest.ExpireProducers).
+func (n *Node) expireProducersNow() error {
 	if err := n.begin(); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 )
 
 func TestAutoOffsetResetEarliest(t *testing.T) {
@@ -65,7 +66,7 @@ func retainedTopic(t *testing.T, n *partlog.Node, batches int) (logStart, hw int
 	for b := range batches {
 		produceValues(t, n, "t", 0, seq(fmt.Sprint(b, "-", strings.Repeat("x", 60), "-"), 10)...)
 	}
-	require.NoError(t, n.EnforceRetention())
+	require.NoError(t, partlogtest.EnforceRetention(n))
 	desc, err := n.DescribeTopics("t")
 	require.NoError(t, err)
 	p := desc[0].Partitions[0]

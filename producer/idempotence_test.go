@@ -14,6 +14,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -408,7 +409,7 @@ func TestExpiredProducerStartsOver(t *testing.T) {
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("a")}).FirstErr())
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("b")}).FirstErr())
 	now.Add(2 * time.Hour.Milliseconds())
-	require.NoError(t, n.ExpireProducers())
+	require.NoError(t, partlogtest.ExpireProducers(n))
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("c")}).FirstErr())
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("d")}).FirstErr())
 	require.Equal(t, []string{"a", "b", "c", "d"}, fetchValues(t, n, "t", 0))

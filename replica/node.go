@@ -108,11 +108,21 @@ func StartNode(r *Replica, l LogWriter, tr Transport, opts NodeOptions) *Node {
 }
 
 // maxProposalsPerTurn bounds the proposals one turn of the loop takes
-// before it carries out their Ready.
+// before it carries out their Ready, for a leader without followers.
 const maxProposalsPerTurn = 256
 
-// run is the loop: one input (or every proposal waiting, up to
-// maxProposalsPerTurn), then every Ready.
+// proposalsPerTurn is how many proposals one turn of the loop may take:
+// maxProposalsPerTurn for a leader that is its partition's only replica,
+// and one for a leader with followers.
+func (n *Node) proposalsPerTurn() int {
+	if n.r.role == RoleLeader && len(n.r.state.Replicas) == 1 {
+		return maxProposalsPerTurn
+	}
+	return 1
+}
+
+// run is the loop: one input (or, for a leader without followers, every
+// proposal waiting, up to maxProposalsPerTurn), then every Ready.
 func (n *Node) run() {
 	defer close(n.donec)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,9 +174,14 @@ func (n *Node) run() {
 			}
 		case p := <-n.propc:
 			propose(p)
-			// Take the proposals already waiting too, so that one Ready —
-			// one write and one sync — carries them all: group commit.
-			for more := maxProposalsPerTurn - 1; more > 0; more-- {
+			// A leader without followers takes the proposals already
+			// waiting too, so that one Ready — one write and one sync —
+			// carries them all: group commit. One with followers takes one
+			// proposal a turn, so that its followers' fetches interleave
+			// with the appends: taking every waiting proposal let a busy
+			// leader run ahead of every fetch until its followers left the
+			// ISR (TestClusterProcessesKillLeader, under load).
+			for more := n.proposalsPerTurn() - 1; more > 0; more-- {
 				select {
 				case p := <-n.propc:
 					propose(p)

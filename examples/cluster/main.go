@@ -40,6 +40,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -99,7 +100,7 @@ const (
 	// controlledShutdown closes the leader (Node.Close): it asks the
 	// controller to move its leadership first.
 	controlledShutdown leaderStop = iota
-	// crashed halts the leader (Node.Halt): it stops without a word to
+	// crashed halts the leader (partlogtest.Halt): it stops without a word to
 	// the controller, as a crash would, though it still closes its files
 	// cleanly (after a real crash it would recover its log when opened).
 	crashed
@@ -365,7 +366,7 @@ func (c *cluster) stop(id int32, how leaderStop) error {
 	n := c.nodes[id]
 	delete(c.nodes, id)
 	if how == crashed {
-		return n.Halt()
+		return partlogtest.Halt(n)
 	}
 	return n.Close()
 }

@@ -1,0 +1,24 @@
+package partlog
+
+import (
+	"context"
+
+	"github.com/partlog/partlog/internal/nodehooks"
+	"github.com/partlog/partlog/log"
+)
+
+// nodeHooks gives package partlogtest what it may do to a Node.
+type nodeHooks struct{ n *Node }
+
+func init() {
+	nodehooks.Of = func(n any) nodehooks.Node { return nodeHooks{n.(*Node)} }
+}
+
+func (h nodeHooks) CleanNow(ctx context.Context) error     { return h.n.cleanNow(ctx) }
+func (h nodeHooks) EnforceRetention() error                { return h.n.enforceRetentionNow() }
+func (h nodeHooks) ExpireProducers() error                 { return h.n.expireProducersNow() }
+func (h nodeHooks) SyncMetadata(ctx context.Context) error { return h.n.syncMetadata(ctx) }
+func (h nodeHooks) Halt() error                            { return h.n.halt() }
+func (h nodeHooks) Log(topic string, partition int32) (*log.Log, error) {
+	return h.n.partitionLog(topic, partition)
+}
