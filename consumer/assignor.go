@@ -24,9 +24,13 @@ const (
 
 // GroupMember is one member of a group, as the leader's assignor sees it.
 type GroupMember struct {
+	// MemberID is the id the coordinator gave the member; Assign keys its
+	// answer by it.
 	MemberID string
 	// InstanceID is the member's group.instance.id, or empty.
-	InstanceID   string
+	InstanceID string
+	// Subscription is the member's subscription, decoded from its
+	// JoinGroup metadata for the group's protocol.
 	Subscription Subscription
 }
 

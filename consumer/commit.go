@@ -179,8 +179,13 @@ func (c *Consumer) Lag() map[kafka.TopicPartition]int64 {
 
 // GroupMetadata is a consumer's place in its group.
 type GroupMetadata struct {
-	Group      string
-	MemberID   string
+	// Group is the consumer's group.id.
+	Group string
+	// MemberID is the id the coordinator gave the consumer, or empty while
+	// it is not a member.
+	MemberID string
+	// Generation is the generation the consumer last joined, or
+	// transport.NoGeneration (-1) while it is in none.
 	Generation int32
 	// Rebalances counts the rebalances the consumer completed.
 	Rebalances int

@@ -27,12 +27,16 @@ var (
 //
 // A FetchError stops its partition or not as Poll's documentation says.
 type FetchError struct {
-	Topic     string
+	// Topic is the partition's topic.
+	Topic string
+	// Partition is the partition's index in the topic.
 	Partition int32
 	// Offset is the partition's position when the error happened, or -1
 	// when it had none.
 	Offset int64
-	Err    error
+	// Err is the cause: ErrNoOffset, a Kafka error or a record error,
+	// as above.
+	Err error
 }
 
 // Error describes the partition, the offset and the error.

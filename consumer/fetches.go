@@ -32,12 +32,15 @@ const (
 // one record keeps the fetch it came from (up to MaxPartitionFetchBytes) in
 // memory; copy what must be kept long.
 type Record struct {
-	Topic     string
+	// Topic is the topic the record was consumed from.
+	Topic string
+	// Partition is the record's partition in the topic.
 	Partition int32
 	// LeaderEpoch is the leader epoch of the leader that appended the
 	// record's batch.
 	LeaderEpoch int32
-	Offset      int64
+	// Offset is the record's offset in its partition.
+	Offset int64
 	// Timestamp is the record's timestamp, to the millisecond.
 	Timestamp time.Time
 	// TimestampType says whether Timestamp is the producer's or the
@@ -60,7 +63,9 @@ func (r *Record) TopicPartition() kafka.TopicPartition {
 // with what the partition's leader said about the partition when it
 // answered the fetch they came in.
 type FetchPartition struct {
-	Topic     string
+	// Topic is the partition's topic.
+	Topic string
+	// Partition is the partition's index in the topic.
 	Partition int32
 	// HighWatermark is the offset below which records are committed: the
 	// partition's end as a consumer sees it. HighWatermark less the offset

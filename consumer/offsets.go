@@ -16,18 +16,27 @@ import (
 // offset of the next record to consume, with the metadata string the
 // committer attached.
 type CommittedOffset struct {
+	// Offset is the offset of the next record to consume (Kafka's
+	// committed_offset), never negative.
 	Offset int64
 	// LeaderEpoch is the leader epoch of the last record consumed, or -1.
 	LeaderEpoch int32
-	Metadata    string
+	// Metadata is a string of the committer's own kept with the offset
+	// (Kafka's committed_metadata), at most offset.metadata.max.bytes
+	// long.
+	Metadata string
 }
 
 // Generation says on whose behalf a commit is made: a group member in a
 // generation, or (ID transport.NoGeneration, no MemberID) a consumer
 // outside group membership.
 type Generation struct {
-	ID         int32
-	MemberID   string
+	// ID is the generation id, or transport.NoGeneration (-1) outside
+	// group membership.
+	ID int32
+	// MemberID is the member's id, or empty outside group membership.
+	MemberID string
+	// InstanceID is the consumer's group.instance.id, or empty.
 	InstanceID string
 }
 

@@ -33,14 +33,19 @@ var ErrBadProtocol = errors.New("consumer: malformed consumer protocol data")
 
 // Subscription is a member's subscription as the group leader sees it.
 type Subscription struct {
-	Topics   []string
+	// Topics are the topics the member subscribes to.
+	Topics []string
+	// UserData is an assignor's own bytes, opaque to the group; partlog's
+	// consumer sends none.
 	UserData []byte
 	// Owned is what the member has from the generation before (sent by
 	// every member, used by the cooperative assignors).
 	Owned []kafka.TopicPartition
 	// Generation is the generation in which the member had Owned, or -1.
 	Generation int32
-	Rack       string
+	// Rack is the member's client.rack (version 3, KIP-881), or empty;
+	// partlog's consumer sends none.
+	Rack string
 }
 
 // Encode returns s as a version 3 ConsumerProtocolSubscription.
@@ -94,8 +99,11 @@ func DecodeSubscription(b []byte) (Subscription, error) {
 
 // Assignment is what the leader gave a member.
 type Assignment struct {
+	// Partitions are the partitions assigned to the member.
 	Partitions []kafka.TopicPartition
-	UserData   []byte
+	// UserData is the assignor's own bytes for the member, opaque to the
+	// group; partlog's consumer sends none.
+	UserData []byte
 }
 
 // Encode returns a as a version 0 ConsumerProtocolAssignment.

@@ -16,6 +16,8 @@ import (
 // Record is a record of __consumer_offsets: a key and a value as this
 // package encodes them. A nil Value is a tombstone.
 type Record struct {
+	// Key and Value are the record's key and value (Key.Encode and an
+	// OffsetValue or GroupValue's Encode); Value is nil for a tombstone.
 	Key, Value []byte
 }
 

@@ -53,9 +53,16 @@ const (
 // (version 0 or 1: Group, Topic, Partition) or a group metadata key
 // (version 2: Group).
 type Key struct {
-	Version   int16
-	Group     string
-	Topic     string
+	// Version is the key's version: 0 or 1 for an offset commit, 2 for
+	// group metadata.
+	Version int16
+	// Group is the group id.
+	Group string
+	// Topic is the committed partition's topic; empty in a group
+	// metadata key.
+	Topic string
+	// Partition is the committed partition's index; 0 in a group
+	// metadata key.
 	Partition int32
 }
 
@@ -102,10 +109,12 @@ func DecodeKey(b []byte) (Key, error) {
 
 // OffsetValue is a committed offset: the value of an offset commit key.
 type OffsetValue struct {
+	// Offset is the committed offset: the next record to consume.
 	Offset int64
 	// LeaderEpoch is the leader epoch of the last record consumed, or -1.
 	LeaderEpoch int32
-	Metadata    string
+	// Metadata is the string committed with the offset.
+	Metadata string
 	// CommitTimestamp is when the coordinator took the commit, in ms.
 	CommitTimestamp int64
 	// ExpireTimestamp is set only by version 1 values; -1 otherwise.
@@ -148,30 +157,46 @@ func DecodeOffsetValue(b []byte) (OffsetValue, error) {
 // GroupValue is a group's metadata as of its last completed rebalance: the
 // value of a group metadata key.
 type GroupValue struct {
+	// ProtocolType is the group's protocol type ("consumer").
 	ProtocolType string
-	Generation   int32
+	// Generation is the group's generation id.
+	Generation int32
 	// Protocol and Leader are empty for a group without members.
+	//
+	// Protocol is the protocol chosen (for consumers, the assignor).
 	Protocol string
-	Leader   string
+	// Leader is the leader's member id.
+	Leader string
 	// CurrentStateTimestamp is when the group entered its state, in ms, or
 	// -1.
 	CurrentStateTimestamp int64
-	Members               []MemberValue
+	// Members are the group's members, in the order they joined.
+	Members []MemberValue
 }
 
 // MemberValue is one member of a GroupValue.
 type MemberValue struct {
-	MemberID        string
+	// MemberID is the member's id.
+	MemberID string
+	// GroupInstanceID is the member's group.instance.id, or empty.
 	GroupInstanceID string
-	ClientID        string
-	ClientHost      string
+	// ClientID is the member's client.id.
+	ClientID string
+	// ClientHost is the IP address the member joined from.
+	ClientHost string
 	// RebalanceTimeout and SessionTimeout are in ms.
+	//
+	// RebalanceTimeout is the member's rebalance timeout (the consumer's
+	// max.poll.interval.ms). A version 0 value has none: it reads as
+	// SessionTimeout.
 	RebalanceTimeout int32
-	SessionTimeout   int32
+	// SessionTimeout is the member's session.timeout.ms.
+	SessionTimeout int32
 	// Subscription is the member's metadata for the group's protocol;
 	// Assignment what the leader gave it.
 	Subscription []byte
-	Assignment   []byte
+	// Assignment is the member's assignment, as the protocol encodes it.
+	Assignment []byte
 }
 
 // Encode returns v's bytes, as version 3.

@@ -21,10 +21,14 @@ var (
 // CorruptionError says which index file is damaged and how. It matches
 // ErrCorrupt with errors.Is.
 type CorruptionError struct {
-	Path   string
+	// Path is the index file's path.
+	Path string
+	// Reason says what is inconsistent, such as a size that is not a
+	// whole number of entries.
 	Reason string
 }
 
+// Error names the file and the reason.
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("index: corrupt index %s: %s", e.Path, e.Reason)
 }

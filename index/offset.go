@@ -14,8 +14,12 @@ const OffsetEntrySize = 8
 // OffsetPosition is an offset index entry: the batch whose last offset is
 // Offset starts at byte Pos of the segment's log.
 type OffsetPosition struct {
+	// Offset is an absolute offset: the index stores it relative to the
+	// segment's base offset, as a uint32.
 	Offset int64
-	Pos    int64
+	// Pos is a byte position in the segment's .log file, stored as a
+	// uint32.
+	Pos int64
 }
 
 // OffsetIndex maps offsets to file positions in one segment's log. It is

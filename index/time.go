@@ -15,8 +15,12 @@ const TimeEntrySize = 12
 // the largest timestamp so far, Timestamp, so no record at or below Offset
 // has a later one.
 type TimestampOffset struct {
+	// Timestamp is a record timestamp in milliseconds since the Unix
+	// epoch, or -1 in the entry returned when there is none.
 	Timestamp int64
-	Offset    int64
+	// Offset is an absolute offset: the index stores it relative to the
+	// segment's base offset, as a uint32.
+	Offset int64
 }
 
 // TimeIndex maps timestamps to offsets in one segment. It is Kafka's

@@ -10,12 +10,19 @@ import (
 // compared by identity with errors.Is; code that returns one usually wraps it
 // with the details (fmt.Errorf("%w: ...", ErrX)).
 type Error struct {
-	Code      int16
-	Name      string
+	// Code is the error_code Kafka's protocol sends for it; never 0,
+	// which is no error.
+	Code int16
+	// Name is Kafka's name for it, such as "NOT_LEADER_OR_FOLLOWER".
+	Name string
+	// Retriable says whether Kafka's clients send the request again after
+	// it (see IsRetriable).
 	Retriable bool
-	Message   string
+	// Message says in a few words what the error means.
+	Message string
 }
 
+// Error returns the name and the message: "NAME: message".
 func (e *Error) Error() string { return e.Name + ": " + e.Message }
 
 // Kafka's errors, by their names in the protocol.

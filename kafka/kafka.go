@@ -63,7 +63,9 @@ const ConsumerReplicaID int32 = -1
 
 // TopicPartition names one partition of a topic.
 type TopicPartition struct {
-	Topic     string
+	// Topic is the topic's name.
+	Topic string
+	// Partition is the partition's index in the topic, from 0.
 	Partition int32
 }
 

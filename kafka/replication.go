@@ -12,14 +12,17 @@ type ReplicaFetchRequest struct {
 	ReplicaID int32
 	// MaxBytes bounds the whole answer; at least one batch is returned even
 	// when it is larger.
-	MaxBytes   int32
+	MaxBytes int32
+	// Partitions are the partitions fetched, with where to read each.
 	Partitions []ReplicaFetchPartition
 }
 
 // ReplicaFetchPartition asks for one partition's batches from FetchOffset
 // (the follower's log end offset, which is also how the leader learns it).
 type ReplicaFetchPartition struct {
-	Topic     string
+	// Topic is the partition's topic.
+	Topic string
+	// Partition is the partition's index in the topic.
 	Partition int32
 	// CurrentLeaderEpoch is the leader epoch the follower follows. A leader
 	// in another epoch answers ErrFencedLeaderEpoch (older) or
@@ -45,13 +48,16 @@ type ReplicaFetchPartition struct {
 
 // ReplicaFetchResponse answers a ReplicaFetchRequest.
 type ReplicaFetchResponse struct {
+	// Partitions answers each partition of the request.
 	Partitions []ReplicaFetchPartitionResponse
 }
 
 // ReplicaFetchPartitionResponse holds one partition's batches for a
 // follower, or says how its log diverges from the leader's.
 type ReplicaFetchPartitionResponse struct {
-	Topic     string
+	// Topic is the partition's topic, as asked.
+	Topic string
+	// Partition is the partition's index, as asked.
 	Partition int32
 	// Err is nil or one of ErrNotLeaderOrFollower, ErrFencedLeaderEpoch,
 	// ErrUnknownLeaderEpoch, ErrOffsetOutOfRange (the fetch offset is
@@ -60,9 +66,18 @@ type ReplicaFetchPartitionResponse struct {
 	// LeaderEpoch is the epoch of the answering leader.
 	LeaderEpoch int32
 	// HighWatermark, LogStartOffset and LogEndOffset are the leader's.
-	HighWatermark  int64
+	//
+	// HighWatermark is the offset below which records are on every
+	// in-sync replica; the follower raises its own to it, capped at its
+	// log end offset.
+	HighWatermark int64
+	// LogStartOffset is the leader's first offset: the follower moves
+	// its own log start up to it, and a follower whose log ends below it
+	// (ErrOffsetOutOfRange) starts its log over there.
 	LogStartOffset int64
-	LogEndOffset   int64
+	// LogEndOffset is the offset the leader's next record will get; with
+	// ErrOffsetOutOfRange, a follower whose log is longer truncates to it.
+	LogEndOffset int64
 	// DivergingEpoch, when not nil, says the follower's log parts from the
 	// leader's: the follower truncates to the smaller of EndOffset and its
 	// own end offset for LeaderEpoch, and fetches again. Records is then
@@ -77,13 +92,16 @@ type ReplicaFetchPartitionResponse struct {
 // (Kafka's OffsetsForLeaderEpoch).
 type OffsetsForLeaderEpochRequest struct {
 	// ReplicaID is the asking follower's node id, or ConsumerReplicaID.
-	ReplicaID  int32
+	ReplicaID int32
+	// Partitions names each partition and the epoch asked about.
 	Partitions []OffsetForLeaderEpochPartition
 }
 
 // OffsetForLeaderEpochPartition asks about one epoch of one partition.
 type OffsetForLeaderEpochPartition struct {
-	Topic     string
+	// Topic is the partition's topic.
+	Topic string
+	// Partition is the partition's index in the topic.
 	Partition int32
 	// CurrentLeaderEpoch is the epoch the asker follows, or -1 to skip the
 	// check.
@@ -94,6 +112,7 @@ type OffsetForLeaderEpochPartition struct {
 
 // OffsetsForLeaderEpochResponse answers an OffsetsForLeaderEpochRequest.
 type OffsetsForLeaderEpochResponse struct {
+	// Partitions answers each partition of the request.
 	Partitions []OffsetForLeaderEpochPartitionResponse
 }
 
@@ -101,7 +120,9 @@ type OffsetsForLeaderEpochResponse struct {
 // ended in the leader's log: the largest epoch at or below it that the
 // leader knows, and the start of the epoch after that (KIP-279).
 type OffsetForLeaderEpochPartitionResponse struct {
-	Topic     string
+	// Topic is the partition's topic, as asked.
+	Topic string
+	// Partition is the partition's index, as asked.
 	Partition int32
 	// Err is nil or one of ErrNotLeaderOrFollower, ErrFencedLeaderEpoch,
 	// ErrUnknownLeaderEpoch.

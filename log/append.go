@@ -12,7 +12,9 @@ type AppendInfo struct {
 	// FirstOffset and LastOffset are the offsets of the first and last
 	// records.
 	FirstOffset int64
-	LastOffset  int64
+	// LastOffset is the offset of the batch's last record: the log end
+	// offset after the append, less one.
+	LastOffset int64
 	// MaxTimestamp is the batch's largest record timestamp.
 	MaxTimestamp int64
 	// Records counts the batch's records.

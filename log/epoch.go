@@ -17,7 +17,9 @@ const UndefinedEpoch int32 = -1
 // EpochEntry says that leader epoch Epoch wrote its first batch at
 // StartOffset.
 type EpochEntry struct {
-	Epoch       int32
+	// Epoch is the leader epoch.
+	Epoch int32
+	// StartOffset is the offset of the epoch's first batch in the log.
 	StartOffset int64
 }
 

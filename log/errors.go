@@ -46,11 +46,15 @@ var (
 // OffsetOutOfRangeError says which offset was asked for and what the log
 // holds. It matches ErrOffsetOutOfRange.
 type OffsetOutOfRangeError struct {
-	Offset         int64
+	// Offset is the offset asked for.
+	Offset int64
+	// LogStartOffset is the log's first offset when it was asked.
 	LogStartOffset int64
-	LogEndOffset   int64
+	// LogEndOffset is the offset the log's next record would have got.
+	LogEndOffset int64
 }
 
+// Error names the offset and the range the log holds.
 func (e *OffsetOutOfRangeError) Error() string {
 	return fmt.Sprintf("log: offset %d out of range [%d, %d]", e.Offset, e.LogStartOffset, e.LogEndOffset)
 }

@@ -165,11 +165,19 @@ func (l *Log) Size() int64 {
 
 // SegmentInfo describes one segment.
 type SegmentInfo struct {
-	BaseOffset   int64
-	NextOffset   int64
-	Size         int64
+	// BaseOffset is the segment's base offset, the number in its file
+	// names.
+	BaseOffset int64
+	// NextOffset is the offset after the segment's last batch, or
+	// BaseOffset when it is empty.
+	NextOffset int64
+	// Size is the bytes of the segment's batches.
+	Size int64
+	// MaxTimestamp is the largest timestamp of the segment's records, in
+	// milliseconds, or -1 when it has none.
 	MaxTimestamp int64
-	Path         string
+	// Path is the path of the segment's .log file.
+	Path string
 }
 
 // Segments describes the segments, oldest first; the last is active.
@@ -185,7 +193,10 @@ func (l *Log) Segments() []SegmentInfo {
 }
 
 // Gap is a run of offsets, [From, To), that no segment holds.
-type Gap struct{ From, To int64 }
+type Gap struct {
+	// From is the gap's first offset and To the offset after its last.
+	From, To int64
+}
 
 // LoadReport says what Open found and did.
 type LoadReport struct {
@@ -198,7 +209,9 @@ type LoadReport struct {
 	// TruncatedBytes counts the bytes cut from the end of the log, and
 	// Cause says why (nil when nothing was cut).
 	TruncatedBytes int64
-	Cause          error
+	// Cause is why bytes were cut, typically a *segment.CorruptionError;
+	// nil when nothing was.
+	Cause error
 	// DeletedSegments lists segments removed because they followed the
 	// point where the log was cut.
 	DeletedSegments []int64

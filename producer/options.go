@@ -68,7 +68,9 @@ func defaultConfig() config {
 // Retry describes a batch that failed with a retriable error and will be
 // sent again after the retry backoff: what OnRetry reports.
 type Retry struct {
-	Topic     string
+	// Topic is the batch's topic.
+	Topic string
+	// Partition is the batch's partition in the topic.
 	Partition int32
 	// Records counts the batch's records.
 	Records int

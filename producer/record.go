@@ -61,8 +61,11 @@ func (r *Record) SetPartition(p int32) {
 // Result is the outcome of one record of ProduceSync: the record, with its
 // Partition and Offset filled in, and the error it failed with, if any.
 type Result struct {
+	// Record is the record passed to ProduceSync, with Partition and
+	// Offset filled in once it is produced.
 	Record *Record
-	Err    error
+	// Err is nil when the record was produced, else why it was not.
+	Err error
 }
 
 // Results are the outcomes of ProduceSync, in the order of its records.

@@ -23,11 +23,18 @@ var (
 // CorruptionError says where a log file stops being valid and why. It
 // matches ErrCorrupt with errors.Is, and the underlying record error too.
 type CorruptionError struct {
+	// Path is the log file's path.
 	Path string
-	Pos  int64
-	Err  error
+	// Pos is the byte position in the file where the valid bytes end:
+	// where the bad batch starts, or, for a file larger than a segment
+	// may be, the largest size a segment may have.
+	Pos int64
+	// Err is what is wrong: a record error (record.ErrCorrupt,
+	// record.ErrTruncated, ...) or a description.
+	Err error
 }
 
+// Error names the file, the position and the cause.
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("segment: corrupt record batch in %s at position %d: %v", e.Path, e.Pos, e.Err)
 }

@@ -36,7 +36,12 @@ type EpochClient interface {
 
 // CreateTopicsRequest asks to create topics (Kafka's CreateTopics).
 type CreateTopicsRequest struct {
-	Topics  []CreatableTopic
+	// Topics are the topics to create.
+	Topics []CreatableTopic
+	// Timeout is timeout_ms: how long Kafka's controller may take over
+	// the change before it answers REQUEST_TIMED_OUT (the change may still
+	// complete). It travels in whole milliseconds; a partlog node does not
+	// read it.
 	Timeout time.Duration
 	// ValidateOnly checks the topics without creating them.
 	ValidateOnly bool
@@ -44,6 +49,8 @@ type CreateTopicsRequest struct {
 
 // CreatableTopic is one topic to create.
 type CreatableTopic struct {
+	// Name is the topic's name: at most 249 characters of ASCII letters,
+	// digits, '.', '_' and '-', as Kafka allows.
 	Name string
 	// Partitions is the number of partitions; -1 means the default, 1.
 	// Zero is refused with kafka.ErrInvalidPartitions, as Kafka refuses it.
@@ -57,24 +64,35 @@ type CreatableTopic struct {
 
 // CreateTopicsResponse says, topic by topic, whether it was created.
 type CreateTopicsResponse struct {
+	// Topics answers each topic asked for, in the request's order.
 	Topics []TopicResult
 }
 
 // TopicResult is the outcome for one topic of an admin request.
 type TopicResult struct {
+	// Name is the topic's name, as asked.
 	Name string
-	Err  error
+	// Err is nil when the topic was changed, else why not
+	// (kafka.ErrTopicAlreadyExists, ErrUnknownTopicOrPartition,
+	// ErrInvalidPartitions, ...).
+	Err error
 }
 
 // DeleteTopicsRequest asks to delete topics by name (Kafka's
 // DeleteTopics).
 type DeleteTopicsRequest struct {
-	Topics  []string
+	// Topics names the topics to delete.
+	Topics []string
+	// Timeout is timeout_ms: how long Kafka's controller may take over
+	// the change before it answers REQUEST_TIMED_OUT (the change may still
+	// complete). It travels in whole milliseconds; a partlog node does not
+	// read it.
 	Timeout time.Duration
 }
 
 // DeleteTopicsResponse says, topic by topic, whether it was deleted.
 type DeleteTopicsResponse struct {
+	// Topics answers each topic asked for, in the request's order.
 	Topics []TopicResult
 }
 
@@ -104,34 +122,46 @@ func (t ConfigResourceType) String() string {
 // ConfigResource names what a config belongs to: a topic by its name, a
 // node by its id in decimal.
 type ConfigResource struct {
+	// Type is resource_type: what kind of thing Name names.
 	Type ConfigResourceType
+	// Name is resource_name: the topic's name, or the node's id in
+	// decimal ("" for the node asked).
 	Name string
 }
 
 // DescribeConfigsRequest asks for the configs in force of topics and
 // nodes (Kafka's DescribeConfigs).
 type DescribeConfigsRequest struct {
+	// Resources names the topics and nodes whose configs are wanted.
 	Resources []ConfigResource
 }
 
 // DescribeConfigsResponse holds each resource's configs, or why not, in
 // the order asked.
 type DescribeConfigsResponse struct {
+	// Resources answers each resource asked for, in the request's order.
 	Resources []ResourceConfigs
 }
 
 // ResourceConfigs is the configs in force for one resource.
 type ResourceConfigs struct {
 	ConfigResource
-	Err     error
+	// Err is nil, or why the resource is not described
+	// (kafka.ErrUnknownTopicOrPartition, ...).
+	Err error
+	// Configs are the resource's configs in force, defaults included.
 	Configs []ConfigEntry
 }
 
 // ConfigEntry is one config in force: its value, and whether it is the
 // default or the topic's own.
 type ConfigEntry struct {
-	Name      string
-	Value     string
+	// Name is the config's Kafka key, such as retention.ms.
+	Name string
+	// Value is the value in force, as Kafka writes it ("604800000").
+	Value string
+	// IsDefault says the value is the default: the resource has no value
+	// of its own for it (Kafka's config source DEFAULT_CONFIG).
 	IsDefault bool
 	// ReadOnly is set for a config that AlterConfigs cannot change (a
 	// node's static settings).
@@ -156,8 +186,12 @@ const (
 
 // ConfigChange is one change to one config.
 type ConfigChange struct {
-	Name  string
-	Op    ConfigOp
+	// Name is the config's Kafka key, such as retention.ms.
+	Name string
+	// Op is config_operation: how to change it.
+	Op ConfigOp
+	// Value is the value to set, append or subtract; ignored by
+	// ConfigDelete.
 	Value string
 }
 
@@ -165,6 +199,7 @@ type ConfigChange struct {
 // IncrementalAlterConfigs, and its older AlterConfigs, which replaces a
 // resource's whole set (Replace).
 type AlterConfigsRequest struct {
+	// Resources holds each resource's changes.
 	Resources []ConfigAlteration
 	// ValidateOnly checks the changes without making them.
 	ValidateOnly bool
@@ -173,6 +208,7 @@ type AlterConfigsRequest struct {
 // ConfigAlteration is the changes to one resource's configs.
 type ConfigAlteration struct {
 	ConfigResource
+	// Changes are the changes to make, all or none.
 	Changes []ConfigChange
 	// Replace makes the changes the resource's whole set of own configs:
 	// those not named return to their defaults (Kafka's AlterConfigs).
@@ -182,19 +218,27 @@ type ConfigAlteration struct {
 // AlterConfigsResponse says, resource by resource, whether the changes
 // were made.
 type AlterConfigsResponse struct {
+	// Resources answers each resource, in the request's order.
 	Resources []ConfigResult
 }
 
 // ConfigResult is the outcome for one resource.
 type ConfigResult struct {
 	ConfigResource
+	// Err is nil when the changes were made, else why none was
+	// (kafka.ErrInvalidConfig, ErrUnknownTopicOrPartition, ...).
 	Err error
 }
 
 // CreatePartitionsRequest asks to raise topics' partition counts (Kafka's
 // CreatePartitions). A count is never lowered.
 type CreatePartitionsRequest struct {
-	Topics  []PartitionCount
+	// Topics gives each topic's new partition count.
+	Topics []PartitionCount
+	// Timeout is timeout_ms: how long Kafka's controller may take over
+	// the change before it answers REQUEST_TIMED_OUT (the change may still
+	// complete). It travels in whole milliseconds; a partlog node does not
+	// read it.
 	Timeout time.Duration
 	// ValidateOnly checks the request without adding partitions.
 	ValidateOnly bool
@@ -202,32 +246,46 @@ type CreatePartitionsRequest struct {
 
 // PartitionCount is the number of partitions a topic should have.
 type PartitionCount struct {
+	// Topic is the topic's name.
 	Topic string
+	// Count is the topic's new total number of partitions, not the number
+	// to add; one not above the current count is refused with
+	// kafka.ErrInvalidPartitions.
 	Count int32
 }
 
 // CreatePartitionsResponse says, topic by topic, whether partitions were
 // added.
 type CreatePartitionsResponse struct {
+	// Topics answers each topic asked for.
 	Topics []TopicResult
 }
 
 // DeleteRecordsRequest asks to delete the records of partitions below
 // offsets (Kafka's DeleteRecords): their log start offsets move up.
 type DeleteRecordsRequest struct {
+	// Partitions names each partition and the offset to delete below.
 	Partitions []DeleteRecordsPartition
-	Timeout    time.Duration
+	// Timeout is timeout_ms: how long a Kafka leader waits for its
+	// followers to move their log start offsets before it answers
+	// REQUEST_TIMED_OUT (the deletion may still complete). It travels in
+	// whole milliseconds; a partlog node does not read it.
+	Timeout time.Duration
 }
 
 // DeleteRecordsPartition deletes one partition's records below Offset;
 // -1 means below the high watermark.
 type DeleteRecordsPartition struct {
 	kafka.TopicPartition
+	// Offset is the partition's new log start offset: records below it
+	// are deleted. -1 means the high watermark; above the high watermark
+	// is refused with kafka.ErrOffsetOutOfRange.
 	Offset int64
 }
 
 // DeleteRecordsResponse gives each partition's new log start offset.
 type DeleteRecordsResponse struct {
+	// Partitions answers each partition asked for.
 	Partitions []DeleteRecordsResult
 }
 
@@ -245,19 +303,23 @@ type DeleteRecordsResult struct {
 // DescribeLogDirsRequest asks where the node keeps partitions and how big
 // they are (Kafka's DescribeLogDirs). Nil Partitions means all of them.
 type DescribeLogDirsRequest struct {
+	// Partitions names the partitions to describe; nil means all.
 	Partitions []kafka.TopicPartition
 }
 
 // DescribeLogDirsResponse holds the node's log directories.
 type DescribeLogDirsResponse struct {
+	// Dirs are the node's log directories (log.dirs).
 	Dirs []LogDir
 }
 
 // LogDir is one log directory and the partitions in it.
 type LogDir struct {
+	// Path is the directory's path on the node.
 	Path string
 	// Err is nil or kafka.ErrKafkaStorage for a directory that failed.
-	Err        error
+	Err error
+	// Partitions are the replicas asked for that the directory holds.
 	Partitions []LogDirPartition
 	// TotalBytes and UsableBytes are the filesystem's size and free space,
 	// or -1 when unknown.
@@ -290,13 +352,22 @@ const (
 // ElectLeadersRequest asks the controller to elect leaders (Kafka's
 // ElectLeaders). Nil Partitions means every partition.
 type ElectLeadersRequest struct {
-	Type       ElectionType
+	// Type is election_type: PreferredElection or UncleanElection. A
+	// partlog node elects preferred leaders only, and answers an unclean
+	// election with kafka.ErrInvalidRequest.
+	Type ElectionType
+	// Partitions names the partitions; nil means every partition.
 	Partitions []kafka.TopicPartition
-	Timeout    time.Duration
+	// Timeout is timeout_ms: how long Kafka's controller may take over
+	// the change before it answers REQUEST_TIMED_OUT (the change may still
+	// complete). It travels in whole milliseconds; a partlog node does not
+	// read it.
+	Timeout time.Duration
 }
 
 // ElectLeadersResponse says, partition by partition, what happened.
 type ElectLeadersResponse struct {
+	// Partitions answers each partition.
 	Partitions []ElectionResult
 }
 
@@ -305,17 +376,22 @@ type ElectLeadersResponse struct {
 // kafka.ErrEligibleLeadersNotAvailable, kafka.ErrUnknownTopicOrPartition.
 type ElectionResult struct {
 	kafka.TopicPartition
+	// Err is nil when the election took place, else one of the errors
+	// above.
 	Err error
 }
 
 // DescribeProducersRequest asks a leader for the idempotent producers it
 // keeps state for (Kafka's DescribeProducers).
 type DescribeProducersRequest struct {
+	// Partitions names the partitions to describe.
 	Partitions []kafka.TopicPartition
 }
 
 // DescribeProducersResponse holds each partition's producers.
 type DescribeProducersResponse struct {
+	// Partitions answers each partition asked for, in the request's
+	// order.
 	Partitions []PartitionProducers
 }
 
@@ -323,13 +399,16 @@ type DescribeProducersResponse struct {
 type PartitionProducers struct {
 	kafka.TopicPartition
 	// Err is nil or kafka.ErrUnknownTopicOrPartition, kafka.ErrNotLeaderOrFollower.
-	Err       error
+	Err error
+	// Producers are the idempotent producers with state in the partition.
 	Producers []ProducerState
 }
 
 // ProducerState is what a partition remembers of one producer.
 type ProducerState struct {
-	ProducerID    int64
+	// ProducerID is the producer's id, from InitProducerId.
+	ProducerID int64
+	// ProducerEpoch is the producer's latest epoch in the partition.
 	ProducerEpoch int16
 	// LastSequence is the sequence of the producer's last record, or -1.
 	LastSequence int32

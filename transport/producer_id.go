@@ -31,14 +31,20 @@ type InitProducerIDRequest struct {
 	TransactionTimeout time.Duration
 	// ProducerID and ProducerEpoch are the id and epoch the producer has
 	// had so far, or -1 and -1 (KIP-360; transactional producers only).
-	ProducerID    int64
+	ProducerID int64
+	// ProducerEpoch is the epoch that goes with ProducerID, or -1.
 	ProducerEpoch int16
 }
 
 // InitProducerIDResponse answers an InitProducerIDRequest.
 type InitProducerIDResponse struct {
 	// Err says why no id was given; nil when ProducerID is set.
-	Err           error
-	ProducerID    int64
+	Err error
+	// ProducerID is the producer id given: the producer stamps it on
+	// every batch, and leaders keep its sequence numbers by it. -1 with
+	// Err.
+	ProducerID int64
+	// ProducerEpoch is the epoch given with ProducerID: 0 for a new id.
+	// -1 with Err.
 	ProducerEpoch int16
 }

@@ -61,6 +61,7 @@ func (k OpKind) String() string {
 
 // Op is one operation through a FaultFS.
 type Op struct {
+	// Kind is what the operation was: which FS or File method.
 	Kind OpKind
 	// Path is the name the operation was given, or for a File method the
 	// name the file was opened with.

@@ -15,7 +15,10 @@ type FileRange struct {
 	// reads short, or what was appended after; ranges end at the high
 	// watermark, and nothing below it is truncated while a leader serves
 	// them. The caller closes it.
-	FD        int
+	FD int
+	// Pos is the byte position in the file where the range starts, and
+	// Size its length in bytes; a Size of zero is no bytes and no
+	// descriptor.
 	Pos, Size int64
 }
 
