@@ -248,29 +248,137 @@ func (c *ClusterClient) noteAnswer(err error) {
 	}
 }
 
-// slot names a partition of a request: the index of its topic, and its
-// number.
-type slot struct {
-	topic     int
-	partition int32
+// topicOf is the shape that the topics of Produce, Fetch and ListOffsets
+// requests and answers share: a topic's name and its partitions, of type
+// P. The router reads and makes them as topicParts.
+type topicOf[P any] interface {
+	~struct {
+		Topic      string
+		Partitions []P
+	}
 }
 
-// split groups the partitions of a request by the address of their
-// leader, those without a known leader under "", and says where each went.
-func split[P any](c *ClusterClient, topics []string, parts func(i int) []P, partition func(P) int32) (map[string]map[int][]P, map[slot]string) {
-	by := map[string]map[int][]P{}
-	route := map[slot]string{}
+// topicParts is the type every topicOf[P] converts to and from.
+type topicParts[P any] struct {
+	Topic      string
+	Partitions []P
+}
+
+// answerKind says how perLeader reads the partitions P of one kind of
+// request and reads and makes their answers A.
+type answerKind[P, A any] struct {
+	asked  func(P) int32                        // the partition a request names
+	about  func(A) (partition int32, err error) // the partition an answer is about, and its error
+	failed func(partition int32, err error) A   // the answer for a partition without its leader's
+}
+
+var (
+	produceKind = answerKind[ProducePartition, ProducePartitionResponse]{
+		asked: func(p ProducePartition) int32 { return p.Partition },
+		about: func(r ProducePartitionResponse) (int32, error) { return r.Partition, r.Err },
+		failed: func(p int32, err error) ProducePartitionResponse {
+			return ProducePartitionResponse{Partition: p, Err: err, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+		},
+	}
+	fetchKind = answerKind[FetchPartition, FetchPartitionResponse]{
+		asked: func(p FetchPartition) int32 { return p.Partition },
+		about: func(r FetchPartitionResponse) (int32, error) { return r.Partition, r.Err },
+		failed: func(p int32, err error) FetchPartitionResponse {
+			return FetchPartitionResponse{Partition: p, Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		},
+	}
+	listOffsetsKind = answerKind[ListOffsetsPartition, ListOffsetsPartitionResponse]{
+		asked: func(p ListOffsetsPartition) int32 { return p.Partition },
+		about: func(r ListOffsetsPartitionResponse) (int32, error) { return r.Partition, r.Err },
+		failed: func(p int32, err error) ListOffsetsPartitionResponse {
+			return ListOffsetsPartitionResponse{Partition: p, Err: err, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+		},
+	}
+)
+
+// perLeader sends each partition of a request's topics to its leader, and
+// answers topic by topic and partition by partition in the request's
+// order: the leader's answer, or a retriable error when the partition had
+// no known leader, its leader could not be reached, or its leader left it
+// out. It learns the leaders first when the client's view is stale or
+// lacks one of the topics, and errors that say the view is stale mark it
+// so; it retries nothing itself.
+//
+// send sends one leader its share, the partitions it leads, as the k-th
+// of n leaders called at once. perLeader returns once every call has, so
+// that what the request lends the leaders (Produce's batches, Fetch's
+// buffer) is the caller's again. It returns an error only when ctx ended.
+func perLeader[T topicOf[P], TR topicOf[A], P, A any](ctx context.Context, c *ClusterClient, topics []T, kind answerKind[P, A],
+	send func(ctx context.Context, n NodeClient, k, of int, share []T) ([]TR, error)) ([]TR, error) {
+	names := make([]string, len(topics))
 	for i, t := range topics {
-		for _, p := range parts(i) {
-			addr := c.leaderAddr(t, partition(p))
-			if by[addr] == nil {
-				by[addr] = map[int][]P{}
+		names[i] = topicParts[P](t).Topic
+	}
+	c.refresh(ctx, names)
+	leaders := make([][]string, len(topics)) // the leader's address for each partition, "" for none
+	shares := map[string][]T{}               // what each leader is sent, topic by topic
+	for i, t := range topics {
+		t := topicParts[P](t)
+		leaders[i] = make([]string, len(t.Partitions))
+		byLeader := map[string][]P{}
+		for j, p := range t.Partitions {
+			addr := c.leaderAddr(t.Topic, kind.asked(p))
+			leaders[i][j] = addr
+			if addr != "" {
+				byLeader[addr] = append(byLeader[addr], p)
 			}
-			by[addr][i] = append(by[addr][i], p)
-			route[slot{i, partition(p)}] = addr
+		}
+		for addr, parts := range byLeader {
+			shares[addr] = append(shares[addr], T(topicParts[P]{Topic: t.Topic, Partitions: parts}))
 		}
 	}
-	return by, route
+	addrs := mapKeys(shares)
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) ([]TR, error) {
+		return send(ctx, n, slices.Index(addrs, addr), len(addrs), shares[addr])
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]TR, len(topics))
+	for i, t := range topics {
+		t := topicParts[P](t)
+		var answers []A
+		for j, p := range t.Partitions {
+			n, addr := kind.asked(p), leaders[i][j]
+			var a A
+			switch {
+			case addr == "":
+				a = kind.failed(n, fmt.Errorf("%w: no known leader for %s-%d", kafka.ErrLeaderNotAvailable, t.Topic, n))
+			case errs[addr] != nil:
+				a = kind.failed(n, errs[addr])
+			default:
+				var ok bool
+				if a, ok = answerAbout(resps[addr], t.Topic, n, kind.about); !ok {
+					a = kind.failed(n, fmt.Errorf("%w: the leader did not answer for %s-%d", kafka.ErrNetwork, t.Topic, n))
+				}
+			}
+			_, err := kind.about(a)
+			c.noteAnswer(err)
+			answers = append(answers, a)
+		}
+		out[i] = TR(topicParts[A]{Topic: t.Topic, Partitions: answers})
+	}
+	return out, nil
+}
+
+// answerAbout returns a leader's answer about a partition of topic.
+func answerAbout[TR topicOf[A], A any](answer []TR, topic string, partition int32, about func(A) (int32, error)) (A, bool) {
+	for _, t := range answer {
+		if t := topicParts[A](t); t.Topic == topic {
+			for _, a := range t.Partitions {
+				if p, _ := about(a); p == partition {
+					return a, true
+				}
+			}
+		}
+	}
+	var none A
+	return none, false
 }
 
 // fanOut calls send for each leader's share concurrently and returns the
@@ -305,207 +413,54 @@ func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send f
 
 // Produce sends each partition's batch to its leader.
 func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
-	topics := make([]string, len(req.Topics))
-	for i, t := range req.Topics {
-		topics[i] = t.Topic
-	}
-	c.refresh(ctx, topics)
-	by, route := split(c, topics, func(i int) []ProducePartition { return req.Topics[i].Partitions },
-		func(p ProducePartition) int32 { return p.Partition })
-	addrs := leaderAddrs(by)
-	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*ProduceResponse, error) {
-		sub := &ProduceRequest{Acks: req.Acks, Timeout: req.Timeout}
-		for i, parts := range by[addr] {
-			sub.Topics = append(sub.Topics, ProduceTopic{Topic: topics[i], Partitions: parts})
+	topics, err := perLeader(ctx, c, req.Topics, produceKind, func(ctx context.Context, n NodeClient, _, _ int, share []ProduceTopic) ([]ProduceTopicResponse, error) {
+		resp, err := n.Produce(ctx, &ProduceRequest{Acks: req.Acks, Timeout: req.Timeout, Topics: share})
+		if err != nil {
+			return nil, err
 		}
-		return n.Produce(ctx, sub)
+		return resp.Topics, nil
 	})
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	answers := gather(c, topics, route, errs,
-		func(i int) []int32 {
-			return partitionsOf(req.Topics[i].Partitions, func(p ProducePartition) int32 { return p.Partition })
-		},
-		func(addr, topic string, p int32) (ProducePartitionResponse, bool) {
-			return findProduce(resps[addr], topic, p)
-		},
-		func(p int32, err error) ProducePartitionResponse {
-			return ProducePartitionResponse{Partition: p, Err: err, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-		},
-		func(r ProducePartitionResponse) error { return r.Err })
-	out := &ProduceResponse{Topics: make([]ProduceTopicResponse, len(req.Topics))}
-	for i, t := range req.Topics {
-		out.Topics[i] = ProduceTopicResponse{Topic: t.Topic, Partitions: answers[i]}
-	}
-	return out, nil
-}
-
-// leaderAddrs returns the addresses of a split that have a leader.
-func leaderAddrs[P any](by map[string]map[int][]P) []string {
-	var addrs []string
-	for a := range by {
-		if a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	return addrs
-}
-
-// partitionsOf returns the partition numbers of a request's partitions.
-func partitionsOf[P any](parts []P, partition func(P) int32) []int32 {
-	ns := make([]int32, len(parts))
-	for i, p := range parts {
-		ns[i] = partition(p)
-	}
-	return ns
-}
-
-// gather builds the answer for each partition of a request, topic by
-// topic: the leader's answer, or a retriable error when the partition had
-// no known leader, its leader could not be reached, or its leader left it
-// out. Errors that say the view is stale mark it so.
-func gather[R any](c *ClusterClient, topics []string, route map[slot]string, errs map[string]error,
-	partitions func(i int) []int32, answer func(addr, topic string, partition int32) (R, bool),
-	failed func(partition int32, err error) R, errOf func(R) error) [][]R {
-	out := make([][]R, len(topics))
-	for i, t := range topics {
-		for _, n := range partitions(i) {
-			addr := route[slot{i, n}]
-			var r R
-			switch {
-			case addr == "":
-				r = failed(n, fmt.Errorf("%w: no known leader for %s-%d", kafka.ErrLeaderNotAvailable, t, n))
-			case errs[addr] != nil:
-				r = failed(n, errs[addr])
-			default:
-				var ok bool
-				if r, ok = answer(addr, t, n); !ok {
-					r = failed(n, fmt.Errorf("%w: the leader did not answer for %s-%d", kafka.ErrNetwork, t, n))
-				}
-			}
-			c.noteAnswer(errOf(r))
-			out[i] = append(out[i], r)
-		}
-	}
-	return out
-}
-
-func findProduce(r *ProduceResponse, topic string, partition int32) (ProducePartitionResponse, bool) {
-	for _, t := range r.Topics {
-		if t.Topic == topic {
-			for _, p := range t.Partitions {
-				if p.Partition == partition {
-					return p, true
-				}
-			}
-		}
-	}
-	return ProducePartitionResponse{}, false
+	return &ProduceResponse{Topics: topics}, nil
 }
 
 // Fetch sends each partition's part to its leader; the leaders' long polls
 // run at once, and the answer comes when all have answered.
 func (c *ClusterClient) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
-	topics := make([]string, len(req.Topics))
-	for i, t := range req.Topics {
-		topics[i] = t.Topic
-	}
-	c.refresh(ctx, topics)
-	by, route := split(c, topics, func(i int) []FetchPartition { return req.Topics[i].Partitions },
-		func(p FetchPartition) int32 { return p.Partition })
-	addrs := leaderAddrs(by)
-	// The leaders read at once: each gets a disjoint part of the buffer,
-	// its capacity capped so that no leader's read runs into another's.
-	share := cap(req.Buffer) / max(len(addrs), 1)
-	parts := map[string][]byte{}
-	for k, addr := range addrs {
-		parts[addr] = req.Buffer[k*share : k*share : (k+1)*share]
-	}
-	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, addr string) (*FetchResponse, error) {
+	topics, err := perLeader(ctx, c, req.Topics, fetchKind, func(ctx context.Context, n NodeClient, k, of int, share []FetchTopic) ([]FetchTopicResponse, error) {
+		// The leaders read at once: each gets a disjoint part of the
+		// buffer, its capacity capped so that no leader's read runs into
+		// another's.
+		size := cap(req.Buffer) / of
 		sub := *req
-		sub.Topics, sub.Buffer = nil, parts[addr]
-		for i, parts := range by[addr] {
-			sub.Topics = append(sub.Topics, FetchTopic{Topic: topics[i], Partitions: parts})
+		sub.Topics, sub.Buffer = share, req.Buffer[k*size:k*size:(k+1)*size]
+		resp, err := n.Fetch(ctx, &sub)
+		if err != nil {
+			return nil, err
 		}
-		return n.Fetch(ctx, &sub)
+		return resp.Topics, nil
 	})
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	answers := gather(c, topics, route, errs,
-		func(i int) []int32 {
-			return partitionsOf(req.Topics[i].Partitions, func(p FetchPartition) int32 { return p.Partition })
-		},
-		func(addr, topic string, p int32) (FetchPartitionResponse, bool) {
-			for _, rt := range resps[addr].Topics {
-				if rt.Topic != topic {
-					continue
-				}
-				for _, rp := range rt.Partitions {
-					if rp.Partition == p {
-						return rp, true
-					}
-				}
-			}
-			return FetchPartitionResponse{}, false
-		},
-		func(p int32, err error) FetchPartitionResponse {
-			return FetchPartitionResponse{Partition: p, Err: err, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-		},
-		func(r FetchPartitionResponse) error { return r.Err })
-	out := &FetchResponse{Topics: make([]FetchTopicResponse, len(req.Topics))}
-	for i, t := range req.Topics {
-		out.Topics[i] = FetchTopicResponse{Topic: t.Topic, Partitions: answers[i]}
-	}
-	return out, nil
+	return &FetchResponse{Topics: topics}, nil
 }
 
 // ListOffsets sends each partition's part to its leader.
 func (c *ClusterClient) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
-	topics := make([]string, len(req.Topics))
-	for i, t := range req.Topics {
-		topics[i] = t.Topic
-	}
-	c.refresh(ctx, topics)
-	by, route := split(c, topics, func(i int) []ListOffsetsPartition { return req.Topics[i].Partitions },
-		func(p ListOffsetsPartition) int32 { return p.Partition })
-	resps, errs := fanOut(ctx, c, leaderAddrs(by), func(ctx context.Context, n NodeClient, addr string) (*ListOffsetsResponse, error) {
-		sub := &ListOffsetsRequest{ReplicaID: req.ReplicaID, Isolation: req.Isolation}
-		for i, parts := range by[addr] {
-			sub.Topics = append(sub.Topics, ListOffsetsTopic{Topic: topics[i], Partitions: parts})
+	topics, err := perLeader(ctx, c, req.Topics, listOffsetsKind, func(ctx context.Context, n NodeClient, _, _ int, share []ListOffsetsTopic) ([]ListOffsetsTopicResponse, error) {
+		resp, err := n.ListOffsets(ctx, &ListOffsetsRequest{ReplicaID: req.ReplicaID, Isolation: req.Isolation, Topics: share})
+		if err != nil {
+			return nil, err
 		}
-		return n.ListOffsets(ctx, sub)
+		return resp.Topics, nil
 	})
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	answers := gather(c, topics, route, errs,
-		func(i int) []int32 {
-			return partitionsOf(req.Topics[i].Partitions, func(p ListOffsetsPartition) int32 { return p.Partition })
-		},
-		func(addr, topic string, p int32) (ListOffsetsPartitionResponse, bool) {
-			for _, rt := range resps[addr].Topics {
-				if rt.Topic != topic {
-					continue
-				}
-				for _, rp := range rt.Partitions {
-					if rp.Partition == p {
-						return rp, true
-					}
-				}
-			}
-			return ListOffsetsPartitionResponse{}, false
-		},
-		func(p int32, err error) ListOffsetsPartitionResponse {
-			return ListOffsetsPartitionResponse{Partition: p, Err: err, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
-		},
-		func(r ListOffsetsPartitionResponse) error { return r.Err })
-	out := &ListOffsetsResponse{Topics: make([]ListOffsetsTopicResponse, len(req.Topics))}
-	for i, t := range req.Topics {
-		out.Topics[i] = ListOffsetsTopicResponse{Topic: t.Topic, Partitions: answers[i]}
-	}
-	return out, nil
+	return &ListOffsetsResponse{Topics: topics}, nil
 }
 
 // DeleteRecords sends each partition's part to its leader, as Kafka's

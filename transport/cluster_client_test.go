@@ -6,7 +6,9 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
@@ -155,4 +157,177 @@ func TestClusterClientFetchSplitsBuffer(t *testing.T) {
 		require.NotEmpty(t, recs)
 		require.Equal(t, bytes.Repeat([]byte{want}, len(recs)), recs, "partition %d holds only its leader's bytes", p)
 	}
+}
+
+// offsetsFake is a node in the process that leads partitions of topics
+// "a" and "b" as leaders says. It answers ListOffsets with offset
+// 100*id+partition, refuses partition 2 of "a" as a former leader would,
+// and leaves partition 1 of "a" out of its answer.
+type offsetsFake struct {
+	NodeClient // nil: only the methods below are called
+	id         int32
+	addrs      map[int32]string
+	leaders    map[string][]int32
+	metas      *atomic.Int32
+}
+
+func (f *offsetsFake) Close() error { return nil }
+
+func (f *offsetsFake) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	f.metas.Add(1)
+	resp := &MetadataResponse{}
+	for id, addr := range f.addrs {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		resp.Brokers = append(resp.Brokers, Broker{NodeID: id, Host: host, Port: int32(p)})
+	}
+	for _, topic := range []string{"a", "b"} {
+		tm := TopicMetadata{Topic: topic}
+		for p, l := range f.leaders[topic] {
+			tm.Partitions = append(tm.Partitions, PartitionMetadata{Partition: int32(p), Leader: l})
+		}
+		resp.Topics = append(resp.Topics, tm)
+	}
+	return resp, nil
+}
+
+func (f *offsetsFake) ListOffsets(ctx context.Context, req *ListOffsetsRequest) (*ListOffsetsResponse, error) {
+	resp := &ListOffsetsResponse{}
+	for _, t := range req.Topics {
+		tr := ListOffsetsTopicResponse{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			pr := ListOffsetsPartitionResponse{Partition: p.Partition, Timestamp: -1, Offset: int64(100*f.id + p.Partition), LeaderEpoch: 1}
+			switch {
+			case t.Topic == "a" && p.Partition == 1:
+				continue
+			case t.Topic == "a" && p.Partition == 2:
+				pr = ListOffsetsPartitionResponse{Partition: p.Partition, Err: kafka.ErrNotLeaderOrFollower, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp, nil
+}
+
+// TestClusterClientAnswersInRequestOrder: the answer of a request split
+// among leaders holds every partition asked for, in the request's order
+// across topics and leaders; a partition without a leader, or that its
+// leader left out, fails retriably; and an answer that says a node no
+// longer leads makes the next request learn the leaders again.
+func TestClusterClientAnswersInRequestOrder(t *testing.T) {
+	addrs := map[int32]string{1: "n1:1", 2: "n2:2"}
+	leaders := map[string][]int32{"a": {1, 2, 1}, "b": {2, -1}}
+	var metas atomic.Int32
+	nodes := map[string]*offsetsFake{}
+	for id, addr := range addrs {
+		nodes[addr] = &offsetsFake{id: id, addrs: addrs, leaders: leaders, metas: &metas}
+	}
+	ctx := context.Background()
+	c, err := NewClusterClient(ctx, []string{addrs[1]}, func(ctx context.Context, addr string) (NodeClient, error) {
+		return nodes[addr], nil
+	})
+	require.NoError(t, err)
+	defer c.Close()
+	req := &ListOffsetsRequest{Topics: []ListOffsetsTopic{
+		{Topic: "b", Partitions: []ListOffsetsPartition{{Partition: 1}, {Partition: 0}}},
+		{Topic: "a", Partitions: []ListOffsetsPartition{{Partition: 2}, {Partition: 0}, {Partition: 1}}},
+	}}
+	resp, err := c.ListOffsets(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 2)
+	require.Equal(t, "b", resp.Topics[0].Topic)
+	require.Equal(t, "a", resp.Topics[1].Topic)
+	b, a := resp.Topics[0].Partitions, resp.Topics[1].Partitions
+	require.Len(t, b, 2)
+	require.Len(t, a, 3)
+
+	require.Equal(t, int32(1), b[0].Partition)
+	require.ErrorIs(t, b[0].Err, kafka.ErrLeaderNotAvailable)
+	require.Equal(t, ListOffsetsPartitionResponse{Partition: 0, Timestamp: -1, Offset: 200, LeaderEpoch: 1}, b[1])
+
+	require.Equal(t, int32(2), a[0].Partition)
+	require.ErrorIs(t, a[0].Err, kafka.ErrNotLeaderOrFollower)
+	require.Equal(t, ListOffsetsPartitionResponse{Partition: 0, Timestamp: -1, Offset: 100, LeaderEpoch: 1}, a[1])
+	require.Equal(t, int32(1), a[2].Partition)
+	require.ErrorIs(t, a[2].Err, kafka.ErrNetwork, "the leader left it out")
+	require.Equal(t, []int64{-1, -1, -1}, []int64{a[2].Offset, a[2].Timestamp, int64(a[2].LeaderEpoch)})
+	for _, p := range []ListOffsetsPartitionResponse{b[0], a[0], a[2]} {
+		require.True(t, kafka.IsRetriable(p.Err), "%d: %v", p.Partition, p.Err)
+	}
+
+	before := metas.Load()
+	_, err = c.ListOffsets(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, before+1, metas.Load(), "NOT_LEADER_OR_FOLLOWER makes the next request learn the leaders")
+}
+
+// slowProducer is a node in the process whose Produce, as a Node's
+// does, writes to the request's batches in place; it waits for release
+// first, even once ctx has ended.
+type slowProducer struct {
+	NodeClient       // nil: only the methods below are called
+	meta             *leaderFake
+	arrived, release chan struct{}
+	done             atomic.Bool
+}
+
+func (f *slowProducer) Close() error { return nil }
+
+func (f *slowProducer) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	return f.meta.Metadata(ctx, req)
+}
+
+func (f *slowProducer) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
+	if f.release != nil {
+		f.arrived <- struct{}{}
+		<-f.release
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			p.Records[0] = 'x'
+		}
+	}
+	f.done.Store(true)
+	return f.meta.Produce(ctx, req)
+}
+
+// TestClusterClientProduceLendsBatchesUntilReturn: Produce returns, even
+// when ctx ends, only once every leader is done with its batches, so that
+// the caller may reuse them as ProduceRequest's doc says.
+func TestClusterClientProduceLendsBatchesUntilReturn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		addrs := map[int32]string{1: "n1:1", 2: "n2:2"}
+		nodes := map[string]*slowProducer{}
+		for id := int32(1); id <= 2; id++ {
+			nodes[addrs[id]] = &slowProducer{meta: &leaderFake{id: id, addrs: addrs, leaders: []int32{1, 2}}}
+		}
+		slow := nodes[addrs[2]]
+		slow.arrived, slow.release = make(chan struct{}), make(chan struct{})
+		c, err := NewClusterClient(context.Background(), []string{addrs[1]}, func(ctx context.Context, addr string) (NodeClient, error) {
+			return nodes[addr], nil
+		})
+		require.NoError(t, err)
+		defer c.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{
+				{Partition: 0, Records: []byte("a")}, {Partition: 1, Records: []byte("b")},
+			}}}})
+			errc <- err
+		}()
+		<-slow.arrived
+		cancel()
+		synctest.Wait()
+		select {
+		case <-errc:
+			close(slow.release)
+			t.Fatal("Produce returned while a leader still held a batch")
+		default:
+		}
+		close(slow.release)
+		require.ErrorIs(t, <-errc, context.Canceled)
+		require.True(t, slow.done.Load())
+	})
 }

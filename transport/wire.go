@@ -196,6 +196,9 @@ func millis(d time.Duration) int32 {
 	return int32(ms)
 }
 
+// fromMillis converts Kafka's int32 milliseconds to a duration.
+func fromMillis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
 // errorMessage returns a pointer to err's text, or nil.
 func errorMessage(err error) *string {
 	if err == nil {
@@ -216,265 +219,210 @@ func wireError(code int16, msg *string) error {
 	return fmt.Errorf("%w (%s)", err, *msg)
 }
 
+// versioned sets the version of a new wire message and returns it.
+func versioned[M interface{ SetVersion(int16) }](m M, version int16) M {
+	m.SetVersion(version)
+	return m
+}
+
+// each returns f of every element of s, in order; nil for nil s. The
+// converters translate the arrays of a message with it: where Kafka's
+// array is nullable, nil stays null and empty stays empty.
+func each[S, D any](s []S, f func(S) D) []D {
+	if s == nil {
+		return nil
+	}
+	d := make([]D, len(s))
+	for i, x := range s {
+		d[i] = f(x)
+	}
+	return d
+}
+
+// orEmpty returns s, or an empty slice for nil: Kafka's arrays and bytes
+// here are not nullable. The data requests and answers read from the wire
+// (Produce, Fetch, ListOffsets) hold empty lists, never nil ones, too.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // Produce.
 
 func produceToWire(r *ProduceRequest, version int16) *kmsg.ProduceRequest {
-	w := kmsg.NewPtrProduceRequest()
-	w.Version = version
-	w.Acks = int16(r.Acks)
-	w.TimeoutMillis = millis(r.Timeout)
-	w.Topics = make([]kmsg.ProduceRequestTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.ProduceRequestTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wt.Partitions[j] = kmsg.ProduceRequestTopicPartition{Partition: p.Partition, Records: p.Records}
-		}
-	}
+	w := versioned(kmsg.NewPtrProduceRequest(), version)
+	w.Acks, w.TimeoutMillis = int16(r.Acks), millis(r.Timeout)
+	w.Topics = each(r.Topics, func(t ProduceTopic) kmsg.ProduceRequestTopic {
+		return kmsg.ProduceRequestTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p ProducePartition) kmsg.ProduceRequestTopicPartition {
+				return kmsg.ProduceRequestTopicPartition{Partition: p.Partition, Records: p.Records}
+			})}
+	})
 	return w
 }
 
 func produceFromWire(w *kmsg.ProduceRequest) *ProduceRequest {
-	r := &ProduceRequest{Acks: kafka.Acks(w.Acks), Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
-	r.Topics = make([]ProduceTopic, len(w.Topics))
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]ProducePartition, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			t.Partitions[j] = ProducePartition{Partition: wp.Partition, Records: wp.Records}
-		}
-	}
-	return r
+	return &ProduceRequest{Acks: kafka.Acks(w.Acks), Timeout: fromMillis(w.TimeoutMillis),
+		Topics: each(orEmpty(w.Topics), func(wt kmsg.ProduceRequestTopic) ProduceTopic {
+			return ProduceTopic{Topic: wt.Topic,
+				Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ProduceRequestTopicPartition) ProducePartition {
+					return ProducePartition{Partition: wp.Partition, Records: wp.Records}
+				})}
+		})}
 }
 
 func produceResponseToWire(r *ProduceResponse, version int16) *kmsg.ProduceResponse {
-	w := kmsg.NewPtrProduceResponse()
-	w.Version = version
-	w.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wp := kmsg.NewProduceResponseTopicPartition()
-			wp.Partition = p.Partition
-			wp.ErrorCode = kafka.CodeOf(p.Err)
-			wp.ErrorMessage = errorMessage(p.Err)
-			wp.BaseOffset = p.BaseOffset
-			wp.LogAppendTime = p.LogAppendTime
-			wp.LogStartOffset = p.LogStartOffset
-			wt.Partitions[j] = wp
-		}
-	}
+	w := versioned(kmsg.NewPtrProduceResponse(), version)
+	w.Topics = each(r.Topics, func(t ProduceTopicResponse) kmsg.ProduceResponseTopic {
+		return kmsg.ProduceResponseTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p ProducePartitionResponse) kmsg.ProduceResponseTopicPartition {
+				wp := kmsg.NewProduceResponseTopicPartition()
+				wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, kafka.CodeOf(p.Err), errorMessage(p.Err)
+				wp.BaseOffset, wp.LogAppendTime, wp.LogStartOffset = p.BaseOffset, p.LogAppendTime, p.LogStartOffset
+				return wp
+			})}
+	})
 	return w
 }
 
 func produceResponseFromWire(w *kmsg.ProduceResponse) *ProduceResponse {
-	r := &ProduceResponse{Topics: make([]ProduceTopicResponse, len(w.Topics))}
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]ProducePartitionResponse, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			t.Partitions[j] = ProducePartitionResponse{
-				Partition: wp.Partition, Err: wireError(wp.ErrorCode, wp.ErrorMessage),
-				BaseOffset: wp.BaseOffset, LogAppendTime: wp.LogAppendTime, LogStartOffset: wp.LogStartOffset,
-			}
-		}
-	}
-	return r
+	return &ProduceResponse{Topics: each(orEmpty(w.Topics), func(wt kmsg.ProduceResponseTopic) ProduceTopicResponse {
+		return ProduceTopicResponse{Topic: wt.Topic,
+			Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ProduceResponseTopicPartition) ProducePartitionResponse {
+				return ProducePartitionResponse{Partition: wp.Partition, Err: wireError(wp.ErrorCode, wp.ErrorMessage),
+					BaseOffset: wp.BaseOffset, LogAppendTime: wp.LogAppendTime, LogStartOffset: wp.LogStartOffset}
+			})}
+	})}
 }
 
 // Fetch.
 
 func fetchToWire(r *FetchRequest, version int16) *kmsg.FetchRequest {
-	w := kmsg.NewPtrFetchRequest()
-	w.Version = version
-	w.ReplicaID = r.ReplicaID
-	w.MaxWaitMillis = millis(r.MaxWait)
-	w.MinBytes = r.MinBytes
-	w.MaxBytes = r.MaxBytes
+	w := versioned(kmsg.NewPtrFetchRequest(), version)
+	w.ReplicaID, w.MaxWaitMillis, w.MinBytes, w.MaxBytes = r.ReplicaID, millis(r.MaxWait), r.MinBytes, r.MaxBytes
 	w.IsolationLevel = int8(r.Isolation)
 	w.SessionID, w.SessionEpoch = 0, -1 // a full fetch, outside any fetch session
-	w.Topics = make([]kmsg.FetchRequestTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.FetchRequestTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wp := kmsg.NewFetchRequestTopicPartition()
-			wp.Partition = p.Partition
-			wp.CurrentLeaderEpoch = p.CurrentLeaderEpoch
-			wp.FetchOffset = p.FetchOffset
-			wp.LastFetchedEpoch = p.LastFetchedEpoch
-			wp.LogStartOffset = p.LogStartOffset
-			wp.PartitionMaxBytes = p.MaxBytes
-			wt.Partitions[j] = wp
-		}
-	}
+	w.Topics = each(r.Topics, func(t FetchTopic) kmsg.FetchRequestTopic {
+		return kmsg.FetchRequestTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p FetchPartition) kmsg.FetchRequestTopicPartition {
+				wp := kmsg.NewFetchRequestTopicPartition()
+				wp.Partition, wp.CurrentLeaderEpoch, wp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
+				wp.LastFetchedEpoch, wp.LogStartOffset, wp.PartitionMaxBytes = p.LastFetchedEpoch, p.LogStartOffset, p.MaxBytes
+				return wp
+			})}
+	})
 	return w
 }
 
 func fetchFromWire(w *kmsg.FetchRequest) *FetchRequest {
 	r := &FetchRequest{
-		ReplicaID: w.ReplicaID, MaxWait: time.Duration(w.MaxWaitMillis) * time.Millisecond,
+		ReplicaID: w.ReplicaID, MaxWait: fromMillis(w.MaxWaitMillis),
 		MinBytes: w.MinBytes, MaxBytes: w.MaxBytes, Isolation: kafka.IsolationLevel(w.IsolationLevel),
 	}
 	if w.Version < 3 || r.MaxBytes <= 0 {
 		r.MaxBytes = 1<<31 - 1
 	}
-	r.Topics = make([]FetchTopic, len(w.Topics))
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]FetchPartition, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			t.Partitions[j] = FetchPartition{
-				Partition: wp.Partition, CurrentLeaderEpoch: wp.CurrentLeaderEpoch,
-				FetchOffset: wp.FetchOffset, LastFetchedEpoch: wp.LastFetchedEpoch,
-				LogStartOffset: wp.LogStartOffset, MaxBytes: wp.PartitionMaxBytes,
-			}
-		}
-	}
+	r.Topics = each(orEmpty(w.Topics), func(wt kmsg.FetchRequestTopic) FetchTopic {
+		return FetchTopic{Topic: wt.Topic,
+			Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.FetchRequestTopicPartition) FetchPartition {
+				return FetchPartition{Partition: wp.Partition, CurrentLeaderEpoch: wp.CurrentLeaderEpoch, FetchOffset: wp.FetchOffset,
+					LastFetchedEpoch: wp.LastFetchedEpoch, LogStartOffset: wp.LogStartOffset, MaxBytes: wp.PartitionMaxBytes}
+			})}
+	})
 	return r
 }
 
 func fetchResponseToWire(r *FetchResponse, version int16) *kmsg.FetchResponse {
-	w := kmsg.NewPtrFetchResponse()
-	w.Version = version
-	w.Topics = make([]kmsg.FetchResponseTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wp := kmsg.NewFetchResponseTopicPartition()
-			wp.Partition = p.Partition
-			wp.ErrorCode = kafka.CodeOf(p.Err)
-			wp.HighWatermark = p.HighWatermark
-			wp.LastStableOffset = p.LastStableOffset
-			wp.LogStartOffset = p.LogStartOffset
-			wp.RecordBatches = p.Records
-			if wp.RecordBatches == nil {
-				// Empty, not null: librdkafka fails to parse a null
-				// records field, and Kafka sends an empty one.
-				wp.RecordBatches = []byte{}
-			}
-			wt.Partitions[j] = wp
-		}
-	}
+	w := versioned(kmsg.NewPtrFetchResponse(), version)
+	w.Topics = each(r.Topics, func(t FetchTopicResponse) kmsg.FetchResponseTopic {
+		return kmsg.FetchResponseTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p FetchPartitionResponse) kmsg.FetchResponseTopicPartition {
+				wp := kmsg.NewFetchResponseTopicPartition()
+				wp.Partition, wp.ErrorCode = p.Partition, kafka.CodeOf(p.Err)
+				wp.HighWatermark, wp.LastStableOffset, wp.LogStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
+				// Empty, not null: librdkafka fails to parse a null records
+				// field, and Kafka sends an empty one.
+				wp.RecordBatches = orEmpty(p.Records)
+				return wp
+			})}
+	})
 	return w
 }
 
 func fetchResponseFromWire(w *kmsg.FetchResponse) *FetchResponse {
-	r := &FetchResponse{Topics: make([]FetchTopicResponse, len(w.Topics))}
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]FetchPartitionResponse, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			err := kafka.ErrorForCode(wp.ErrorCode)
-			if err == nil && w.ErrorCode != 0 {
-				err = kafka.ErrorForCode(w.ErrorCode)
-			}
-			t.Partitions[j] = FetchPartitionResponse{
-				Partition: wp.Partition, Err: err, HighWatermark: wp.HighWatermark,
-				LastStableOffset: wp.LastStableOffset, LogStartOffset: wp.LogStartOffset,
-				Records: wp.RecordBatches,
-			}
-		}
-	}
-	return r
+	return &FetchResponse{Topics: each(orEmpty(w.Topics), func(wt kmsg.FetchResponseTopic) FetchTopicResponse {
+		return FetchTopicResponse{Topic: wt.Topic,
+			Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.FetchResponseTopicPartition) FetchPartitionResponse {
+				err := kafka.ErrorForCode(wp.ErrorCode)
+				if err == nil && w.ErrorCode != 0 {
+					err = kafka.ErrorForCode(w.ErrorCode)
+				}
+				return FetchPartitionResponse{Partition: wp.Partition, Err: err, HighWatermark: wp.HighWatermark,
+					LastStableOffset: wp.LastStableOffset, LogStartOffset: wp.LogStartOffset, Records: wp.RecordBatches}
+			})}
+	})}
 }
 
 // ListOffsets.
 
 func listOffsetsToWire(r *ListOffsetsRequest, version int16) *kmsg.ListOffsetsRequest {
-	w := kmsg.NewPtrListOffsetsRequest()
-	w.Version = version
-	w.ReplicaID = r.ReplicaID
-	w.IsolationLevel = int8(r.Isolation)
-	w.Topics = make([]kmsg.ListOffsetsRequestTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.ListOffsetsRequestTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wp := kmsg.NewListOffsetsRequestTopicPartition()
-			wp.Partition = p.Partition
-			wp.CurrentLeaderEpoch = p.CurrentLeaderEpoch
-			wp.Timestamp = p.Timestamp
-			wt.Partitions[j] = wp
-		}
-	}
+	w := versioned(kmsg.NewPtrListOffsetsRequest(), version)
+	w.ReplicaID, w.IsolationLevel = r.ReplicaID, int8(r.Isolation)
+	w.Topics = each(r.Topics, func(t ListOffsetsTopic) kmsg.ListOffsetsRequestTopic {
+		return kmsg.ListOffsetsRequestTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p ListOffsetsPartition) kmsg.ListOffsetsRequestTopicPartition {
+				wp := kmsg.NewListOffsetsRequestTopicPartition()
+				wp.Partition, wp.CurrentLeaderEpoch, wp.Timestamp = p.Partition, p.CurrentLeaderEpoch, p.Timestamp
+				return wp
+			})}
+	})
 	return w
 }
 
 func listOffsetsFromWire(w *kmsg.ListOffsetsRequest) *ListOffsetsRequest {
-	r := &ListOffsetsRequest{ReplicaID: w.ReplicaID, Isolation: kafka.IsolationLevel(w.IsolationLevel)}
-	r.Topics = make([]ListOffsetsTopic, len(w.Topics))
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]ListOffsetsPartition, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			t.Partitions[j] = ListOffsetsPartition{Partition: wp.Partition, CurrentLeaderEpoch: wp.CurrentLeaderEpoch, Timestamp: wp.Timestamp}
-		}
-	}
-	return r
+	return &ListOffsetsRequest{ReplicaID: w.ReplicaID, Isolation: kafka.IsolationLevel(w.IsolationLevel),
+		Topics: each(orEmpty(w.Topics), func(wt kmsg.ListOffsetsRequestTopic) ListOffsetsTopic {
+			return ListOffsetsTopic{Topic: wt.Topic,
+				Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ListOffsetsRequestTopicPartition) ListOffsetsPartition {
+					return ListOffsetsPartition{Partition: wp.Partition, CurrentLeaderEpoch: wp.CurrentLeaderEpoch, Timestamp: wp.Timestamp}
+				})}
+		})}
 }
 
 func listOffsetsResponseToWire(r *ListOffsetsResponse, version int16) *kmsg.ListOffsetsResponse {
-	w := kmsg.NewPtrListOffsetsResponse()
-	w.Version = version
-	w.Topics = make([]kmsg.ListOffsetsResponseTopic, len(r.Topics))
-	for i, t := range r.Topics {
-		wt := &w.Topics[i]
-		wt.Topic = t.Topic
-		wt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			wp := kmsg.NewListOffsetsResponseTopicPartition()
-			wp.Partition = p.Partition
-			wp.ErrorCode = kafka.CodeOf(p.Err)
-			wp.Timestamp = p.Timestamp
-			wp.Offset = p.Offset
-			wp.LeaderEpoch = p.LeaderEpoch
-			wt.Partitions[j] = wp
-		}
-	}
+	w := versioned(kmsg.NewPtrListOffsetsResponse(), version)
+	w.Topics = each(r.Topics, func(t ListOffsetsTopicResponse) kmsg.ListOffsetsResponseTopic {
+		return kmsg.ListOffsetsResponseTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p ListOffsetsPartitionResponse) kmsg.ListOffsetsResponseTopicPartition {
+				wp := kmsg.NewListOffsetsResponseTopicPartition()
+				wp.Partition, wp.ErrorCode = p.Partition, kafka.CodeOf(p.Err)
+				wp.Timestamp, wp.Offset, wp.LeaderEpoch = p.Timestamp, p.Offset, p.LeaderEpoch
+				return wp
+			})}
+	})
 	return w
 }
 
 func listOffsetsResponseFromWire(w *kmsg.ListOffsetsResponse) *ListOffsetsResponse {
-	r := &ListOffsetsResponse{Topics: make([]ListOffsetsTopicResponse, len(w.Topics))}
-	for i, wt := range w.Topics {
-		t := &r.Topics[i]
-		t.Topic = wt.Topic
-		t.Partitions = make([]ListOffsetsPartitionResponse, len(wt.Partitions))
-		for j, wp := range wt.Partitions {
-			t.Partitions[j] = ListOffsetsPartitionResponse{
-				Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode),
-				Timestamp: wp.Timestamp, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch,
-			}
-		}
-	}
-	return r
+	return &ListOffsetsResponse{Topics: each(orEmpty(w.Topics), func(wt kmsg.ListOffsetsResponseTopic) ListOffsetsTopicResponse {
+		return ListOffsetsTopicResponse{Topic: wt.Topic,
+			Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ListOffsetsResponseTopicPartition) ListOffsetsPartitionResponse {
+				return ListOffsetsPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode),
+					Timestamp: wp.Timestamp, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch}
+			})}
+	})}
 }
 
 // Metadata.
 
 func metadataToWire(r *MetadataRequest, version int16) *kmsg.MetadataRequest {
-	w := kmsg.NewPtrMetadataRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrMetadataRequest(), version)
 	w.AllowAutoTopicCreation = r.AllowAutoTopicCreation
-	if r.Topics != nil {
-		w.Topics = make([]kmsg.MetadataRequestTopic, len(r.Topics))
-		for i, name := range r.Topics {
-			w.Topics[i] = kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)}
-		}
-	}
+	w.Topics = each(r.Topics, func(name string) kmsg.MetadataRequestTopic {
+		return kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)}
+	})
 	return w
 }
 
@@ -493,70 +441,37 @@ func metadataFromWire(w *kmsg.MetadataRequest) *MetadataRequest {
 }
 
 func metadataResponseToWire(r *MetadataResponse, version int16) *kmsg.MetadataResponse {
-	w := kmsg.NewPtrMetadataResponse()
-	w.Version = version
-	w.ClusterID = kmsg.StringPtr(r.ClusterID)
-	w.ControllerID = r.ControllerID
-	for _, b := range r.Brokers {
+	w := versioned(kmsg.NewPtrMetadataResponse(), version)
+	w.ClusterID, w.ControllerID = kmsg.StringPtr(r.ClusterID), r.ControllerID
+	w.Brokers = each(r.Brokers, func(b Broker) kmsg.MetadataResponseBroker {
 		wb := kmsg.NewMetadataResponseBroker()
-		wb.NodeID, wb.Host, wb.Port = b.NodeID, b.Host, b.Port
-		if b.Rack != "" {
-			wb.Rack = kmsg.StringPtr(b.Rack)
-		}
-		w.Brokers = append(w.Brokers, wb)
-	}
-	w.Topics = make([]kmsg.MetadataResponseTopic, len(r.Topics))
-	for i, t := range r.Topics {
+		wb.NodeID, wb.Host, wb.Port, wb.Rack = b.NodeID, b.Host, b.Port, nullable(b.Rack)
+		return wb
+	})
+	w.Topics = each(r.Topics, func(t TopicMetadata) kmsg.MetadataResponseTopic {
 		wt := kmsg.NewMetadataResponseTopic()
-		wt.ErrorCode = kafka.CodeOf(t.Err)
-		wt.Topic = kmsg.StringPtr(t.Topic)
-		wt.TopicID = t.TopicID
-		wt.IsInternal = t.Internal
-		for _, p := range t.Partitions {
+		wt.ErrorCode, wt.Topic, wt.TopicID, wt.IsInternal = kafka.CodeOf(t.Err), kmsg.StringPtr(t.Topic), t.TopicID, t.Internal
+		wt.Partitions = each(t.Partitions, func(p PartitionMetadata) kmsg.MetadataResponseTopicPartition {
 			wp := kmsg.NewMetadataResponseTopicPartition()
-			wp.ErrorCode = kafka.CodeOf(p.Err)
-			wp.Partition, wp.Leader, wp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+			wp.ErrorCode, wp.Partition, wp.Leader, wp.LeaderEpoch = kafka.CodeOf(p.Err), p.Partition, p.Leader, p.LeaderEpoch
 			wp.Replicas, wp.ISR, wp.OfflineReplicas = orEmpty(p.Replicas), orEmpty(p.ISR), orEmpty(p.Offline)
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics[i] = wt
-	}
+			return wp
+		})
+		return wt
+	})
 	return w
 }
 
-// orEmpty returns s, or an empty slice for nil: Kafka's arrays and bytes
-// here are not nullable.
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 func metadataResponseFromWire(w *kmsg.MetadataResponse) *MetadataResponse {
-	r := &MetadataResponse{ControllerID: w.ControllerID}
-	if w.ClusterID != nil {
-		r.ClusterID = *w.ClusterID
-	}
-	for _, wb := range w.Brokers {
-		b := Broker{NodeID: wb.NodeID, Host: wb.Host, Port: wb.Port}
-		if wb.Rack != nil {
-			b.Rack = *wb.Rack
-		}
-		r.Brokers = append(r.Brokers, b)
-	}
-	for _, wt := range w.Topics {
-		t := TopicMetadata{Err: kafka.ErrorForCode(wt.ErrorCode), TopicID: wt.TopicID, Internal: wt.IsInternal}
-		if wt.Topic != nil {
-			t.Topic = *wt.Topic
-		}
-		for _, wp := range wt.Partitions {
-			t.Partitions = append(t.Partitions, PartitionMetadata{
-				Err: kafka.ErrorForCode(wp.ErrorCode), Partition: wp.Partition, Leader: wp.Leader,
-				LeaderEpoch: wp.LeaderEpoch, Replicas: wp.Replicas, ISR: wp.ISR, Offline: wp.OfflineReplicas,
-			})
-		}
-		r.Topics = append(r.Topics, t)
-	}
-	return r
+	return &MetadataResponse{ClusterID: deref(w.ClusterID), ControllerID: w.ControllerID,
+		Brokers: each(w.Brokers, func(wb kmsg.MetadataResponseBroker) Broker {
+			return Broker{NodeID: wb.NodeID, Host: wb.Host, Port: wb.Port, Rack: deref(wb.Rack)}
+		}),
+		Topics: each(w.Topics, func(wt kmsg.MetadataResponseTopic) TopicMetadata {
+			return TopicMetadata{Err: kafka.ErrorForCode(wt.ErrorCode), Topic: deref(wt.Topic), TopicID: wt.TopicID, Internal: wt.IsInternal,
+				Partitions: each(wt.Partitions, func(wp kmsg.MetadataResponseTopicPartition) PartitionMetadata {
+					return PartitionMetadata{Err: kafka.ErrorForCode(wp.ErrorCode), Partition: wp.Partition, Leader: wp.Leader,
+						LeaderEpoch: wp.LeaderEpoch, Replicas: wp.Replicas, ISR: wp.ISR, Offline: wp.OfflineReplicas}
+				})}
+		})}
 }

@@ -4,18 +4,66 @@ package transport
 // protocol.
 
 import (
-	"time"
-
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// groupTopics turns partitions of several topics, in any order, into a
+// wire message's topics: one for each topic, in the order each first
+// appears, with its partitions in order. part translates a partition and
+// names its topic; newTopic makes a topic of its name and partitions.
+// Nil gives nil (every partition, where a request allows it).
+func groupTopics[T, WP, WT any](items []T, part func(T) (string, WP), newTopic func(string, []WP) WT) []WT {
+	if items == nil {
+		return nil
+	}
+	var topics []string
+	groups := map[string][]WP{}
+	for _, it := range items {
+		t, wp := part(it)
+		if _, ok := groups[t]; !ok {
+			topics = append(topics, t)
+		}
+		groups[t] = append(groups[t], wp)
+	}
+	return each(orEmpty(topics), func(t string) WT { return newTopic(t, groups[t]) })
+}
+
+// flattenTopics turns a wire message's topics into partitions of several
+// topics, topic by topic; nil when there are none. parts gives a topic's
+// name and partitions, and item translates one partition of a topic.
+func flattenTopics[WT, WP, T any](ws []WT, parts func(WT) (string, []WP), item func(string, WP) T) []T {
+	var items []T
+	for _, w := range ws {
+		topic, wps := parts(w)
+		for _, wp := range wps {
+			items = append(items, item(topic, wp))
+		}
+	}
+	return items
+}
+
+// topicPartitionsToWire turns partitions into a wire request's topics, nil
+// for nil (every partition, where a request allows it).
+func topicPartitionsToWire[WT any](tps []kafka.TopicPartition, newTopic func(topic string, partitions []int32) WT) []WT {
+	return groupTopics(tps, func(tp kafka.TopicPartition) (string, int32) { return tp.Topic, tp.Partition }, newTopic)
+}
+
+// topicPartitionsFromWire flattens a wire request's topics, nil for a nil
+// list (every partition).
+func topicPartitionsFromWire[WT any](ws []WT, parts func(WT) (string, []int32)) []kafka.TopicPartition {
+	if ws == nil {
+		return nil
+	}
+	return orEmpty(flattenTopics(ws, parts, func(topic string, id int32) kafka.TopicPartition {
+		return kafka.TopicPartition{Topic: topic, Partition: id}
+	}))
+}
+
 func createTopicsToWire(r *CreateTopicsRequest, version int16) *kmsg.CreateTopicsRequest {
-	w := kmsg.NewPtrCreateTopicsRequest()
-	w.Version = version
-	w.TimeoutMillis = millis(r.Timeout)
-	w.ValidateOnly = r.ValidateOnly
-	for _, t := range r.Topics {
+	w := versioned(kmsg.NewPtrCreateTopicsRequest(), version)
+	w.TimeoutMillis, w.ValidateOnly = millis(r.Timeout), r.ValidateOnly
+	w.Topics = each(r.Topics, func(t CreatableTopic) kmsg.CreateTopicsRequestTopic {
 		wt := kmsg.NewCreateTopicsRequestTopic()
 		wt.Topic, wt.NumPartitions, wt.ReplicationFactor = t.Name, t.Partitions, t.ReplicationFactor
 		for k, v := range t.Configs {
@@ -23,137 +71,77 @@ func createTopicsToWire(r *CreateTopicsRequest, version int16) *kmsg.CreateTopic
 			c.Name, c.Value = k, kmsg.StringPtr(v)
 			wt.Configs = append(wt.Configs, c)
 		}
-		w.Topics = append(w.Topics, wt)
-	}
+		return wt
+	})
 	return w
 }
 
 func createTopicsFromWire(w *kmsg.CreateTopicsRequest) *CreateTopicsRequest {
-	r := &CreateTopicsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond, ValidateOnly: w.ValidateOnly}
-	for _, wt := range w.Topics {
-		t := CreatableTopic{Name: wt.Topic, Partitions: wt.NumPartitions, ReplicationFactor: wt.ReplicationFactor}
-		if len(wt.Configs) > 0 {
-			t.Configs = map[string]string{}
-			for _, c := range wt.Configs {
-				if c.Value != nil {
-					t.Configs[c.Name] = *c.Value
+	return &CreateTopicsRequest{Timeout: fromMillis(w.TimeoutMillis), ValidateOnly: w.ValidateOnly,
+		Topics: each(w.Topics, func(wt kmsg.CreateTopicsRequestTopic) CreatableTopic {
+			t := CreatableTopic{Name: wt.Topic, Partitions: wt.NumPartitions, ReplicationFactor: wt.ReplicationFactor}
+			if len(wt.Configs) > 0 {
+				t.Configs = map[string]string{}
+				for _, c := range wt.Configs {
+					if c.Value != nil {
+						t.Configs[c.Name] = *c.Value
+					}
 				}
 			}
-		}
-		r.Topics = append(r.Topics, t)
-	}
-	return r
+			return t
+		})}
 }
 
 func createTopicsResponseToWire(r *CreateTopicsResponse, version int16) *kmsg.CreateTopicsResponse {
-	w := kmsg.NewPtrCreateTopicsResponse()
-	w.Version = version
-	for _, t := range r.Topics {
+	w := versioned(kmsg.NewPtrCreateTopicsResponse(), version)
+	w.Topics = each(r.Topics, func(t TopicResult) kmsg.CreateTopicsResponseTopic {
 		wt := kmsg.NewCreateTopicsResponseTopic()
 		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, kafka.CodeOf(t.Err), errorMessage(t.Err)
-		w.Topics = append(w.Topics, wt)
-	}
+		return wt
+	})
 	return w
 }
 
 func createTopicsResponseFromWire(w *kmsg.CreateTopicsResponse) *CreateTopicsResponse {
-	r := &CreateTopicsResponse{}
-	for _, wt := range w.Topics {
-		r.Topics = append(r.Topics, TopicResult{Name: wt.Topic, Err: wireError(wt.ErrorCode, wt.ErrorMessage)})
-	}
-	return r
+	return &CreateTopicsResponse{Topics: each(w.Topics, func(wt kmsg.CreateTopicsResponseTopic) TopicResult {
+		return TopicResult{Name: wt.Topic, Err: wireError(wt.ErrorCode, wt.ErrorMessage)}
+	})}
 }
 
 func deleteTopicsToWire(r *DeleteTopicsRequest, version int16) *kmsg.DeleteTopicsRequest {
-	w := kmsg.NewPtrDeleteTopicsRequest()
-	w.Version = version
-	w.TimeoutMillis = millis(r.Timeout)
-	w.TopicNames = append([]string(nil), r.Topics...)
+	w := versioned(kmsg.NewPtrDeleteTopicsRequest(), version)
+	w.TimeoutMillis, w.TopicNames = millis(r.Timeout), append([]string(nil), r.Topics...)
 	return w
 }
 
 func deleteTopicsFromWire(w *kmsg.DeleteTopicsRequest) *DeleteTopicsRequest {
-	return &DeleteTopicsRequest{Topics: w.TopicNames, Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
+	return &DeleteTopicsRequest{Topics: w.TopicNames, Timeout: fromMillis(w.TimeoutMillis)}
 }
 
 func deleteTopicsResponseToWire(r *DeleteTopicsResponse, version int16) *kmsg.DeleteTopicsResponse {
-	w := kmsg.NewPtrDeleteTopicsResponse()
-	w.Version = version
-	for _, t := range r.Topics {
+	w := versioned(kmsg.NewPtrDeleteTopicsResponse(), version)
+	w.Topics = each(r.Topics, func(t TopicResult) kmsg.DeleteTopicsResponseTopic {
 		wt := kmsg.NewDeleteTopicsResponseTopic()
 		wt.Topic, wt.ErrorCode, wt.ErrorMessage = kmsg.StringPtr(t.Name), kafka.CodeOf(t.Err), errorMessage(t.Err)
-		w.Topics = append(w.Topics, wt)
-	}
+		return wt
+	})
 	return w
 }
 
 func deleteTopicsResponseFromWire(w *kmsg.DeleteTopicsResponse) *DeleteTopicsResponse {
-	r := &DeleteTopicsResponse{}
-	for _, wt := range w.Topics {
-		res := TopicResult{Err: wireError(wt.ErrorCode, wt.ErrorMessage)}
-		if wt.Topic != nil {
-			res.Name = *wt.Topic
-		}
-		r.Topics = append(r.Topics, res)
-	}
-	return r
-}
-
-// byTopic groups items by topic in the order each topic first appears.
-func byTopic[T any](items []T, topicOf func(T) string) (topics []string, groups map[string][]T) {
-	groups = map[string][]T{}
-	for _, it := range items {
-		t := topicOf(it)
-		if _, ok := groups[t]; !ok {
-			topics = append(topics, t)
-		}
-		groups[t] = append(groups[t], it)
-	}
-	return topics, groups
-}
-
-// topicPartitionsToWire turns partitions into a wire request's topics, nil
-// for nil (every partition, where a request allows it).
-func topicPartitionsToWire[W any](tps []kafka.TopicPartition, newTopic func(topic string, partitions []int32) W) []W {
-	if tps == nil {
-		return nil
-	}
-	topics, groups := byTopic(tps, func(tp kafka.TopicPartition) string { return tp.Topic })
-	ws := make([]W, 0, len(topics))
-	for _, t := range topics {
-		ids := make([]int32, 0, len(groups[t]))
-		for _, tp := range groups[t] {
-			ids = append(ids, tp.Partition)
-		}
-		ws = append(ws, newTopic(t, ids))
-	}
-	return ws
-}
-
-// topicPartitionsFromWire flattens a wire request's topics, nil for a nil
-// list (every partition).
-func topicPartitionsFromWire[W any](ws []W, parts func(W) (string, []int32)) []kafka.TopicPartition {
-	if ws == nil {
-		return nil
-	}
-	tps := []kafka.TopicPartition{}
-	for _, w := range ws {
-		topic, ids := parts(w)
-		for _, id := range ids {
-			tps = append(tps, kafka.TopicPartition{Topic: topic, Partition: id})
-		}
-	}
-	return tps
+	return &DeleteTopicsResponse{Topics: each(w.Topics, func(wt kmsg.DeleteTopicsResponseTopic) TopicResult {
+		return TopicResult{Name: deref(wt.Topic), Err: wireError(wt.ErrorCode, wt.ErrorMessage)}
+	})}
 }
 
 func createPartitionsToWire(r *CreatePartitionsRequest, version int16) *kmsg.CreatePartitionsRequest {
-	w := kmsg.NewPtrCreatePartitionsRequest()
-	w.Version, w.TimeoutMillis, w.ValidateOnly = version, millis(r.Timeout), r.ValidateOnly
-	for _, t := range r.Topics {
+	w := versioned(kmsg.NewPtrCreatePartitionsRequest(), version)
+	w.TimeoutMillis, w.ValidateOnly = millis(r.Timeout), r.ValidateOnly
+	w.Topics = each(r.Topics, func(t PartitionCount) kmsg.CreatePartitionsRequestTopic {
 		wt := kmsg.NewCreatePartitionsRequestTopic()
 		wt.Topic, wt.Count = t.Topic, t.Count
-		w.Topics = append(w.Topics, wt)
-	}
+		return wt
+	})
 	return w
 }
 
@@ -161,94 +149,83 @@ func createPartitionsToWire(r *CreatePartitionsRequest, version int16) *kmsg.Cre
 // assignment is refused by the caller (see Server.dispatchAdmin): partlog
 // places new partitions itself.
 func createPartitionsFromWire(w *kmsg.CreatePartitionsRequest) *CreatePartitionsRequest {
-	r := &CreatePartitionsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond, ValidateOnly: w.ValidateOnly}
-	for _, wt := range w.Topics {
-		r.Topics = append(r.Topics, PartitionCount{Topic: wt.Topic, Count: wt.Count})
-	}
-	return r
+	return &CreatePartitionsRequest{Timeout: fromMillis(w.TimeoutMillis), ValidateOnly: w.ValidateOnly,
+		Topics: each(w.Topics, func(wt kmsg.CreatePartitionsRequestTopic) PartitionCount {
+			return PartitionCount{Topic: wt.Topic, Count: wt.Count}
+		})}
 }
 
 func createPartitionsResponseToWire(r *CreatePartitionsResponse, version int16) *kmsg.CreatePartitionsResponse {
-	w := kmsg.NewPtrCreatePartitionsResponse()
-	w.Version = version
-	for _, t := range r.Topics {
+	w := versioned(kmsg.NewPtrCreatePartitionsResponse(), version)
+	w.Topics = each(r.Topics, func(t TopicResult) kmsg.CreatePartitionsResponseTopic {
 		wt := kmsg.NewCreatePartitionsResponseTopic()
 		wt.Topic, wt.ErrorCode, wt.ErrorMessage = t.Name, kafka.CodeOf(t.Err), errorMessage(t.Err)
-		w.Topics = append(w.Topics, wt)
-	}
+		return wt
+	})
 	return w
 }
 
 func createPartitionsResponseFromWire(w *kmsg.CreatePartitionsResponse) *CreatePartitionsResponse {
-	r := &CreatePartitionsResponse{}
-	for _, wt := range w.Topics {
-		r.Topics = append(r.Topics, TopicResult{Name: wt.Topic, Err: wireError(wt.ErrorCode, wt.ErrorMessage)})
-	}
-	return r
+	return &CreatePartitionsResponse{Topics: each(w.Topics, func(wt kmsg.CreatePartitionsResponseTopic) TopicResult {
+		return TopicResult{Name: wt.Topic, Err: wireError(wt.ErrorCode, wt.ErrorMessage)}
+	})}
 }
 
 func deleteRecordsToWire(r *DeleteRecordsRequest, version int16) *kmsg.DeleteRecordsRequest {
-	w := kmsg.NewPtrDeleteRecordsRequest()
-	w.Version, w.TimeoutMillis = version, millis(r.Timeout)
-	topics, groups := byTopic(r.Partitions, func(p DeleteRecordsPartition) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewDeleteRecordsRequestTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrDeleteRecordsRequest(), version)
+	w.TimeoutMillis = millis(r.Timeout)
+	w.Topics = groupTopics(r.Partitions,
+		func(p DeleteRecordsPartition) (string, kmsg.DeleteRecordsRequestTopicPartition) {
 			wp := kmsg.NewDeleteRecordsRequestTopicPartition()
 			wp.Partition, wp.Offset = p.Partition, p.Offset
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.DeleteRecordsRequestTopicPartition) kmsg.DeleteRecordsRequestTopic {
+			return kmsg.DeleteRecordsRequestTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
 func deleteRecordsFromWire(w *kmsg.DeleteRecordsRequest) *DeleteRecordsRequest {
-	r := &DeleteRecordsRequest{Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, DeleteRecordsPartition{kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, wp.Offset})
-		}
-	}
-	return r
+	return &DeleteRecordsRequest{Timeout: fromMillis(w.TimeoutMillis),
+		Partitions: flattenTopics(w.Topics,
+			func(wt kmsg.DeleteRecordsRequestTopic) (string, []kmsg.DeleteRecordsRequestTopicPartition) {
+				return wt.Topic, wt.Partitions
+			},
+			func(topic string, wp kmsg.DeleteRecordsRequestTopicPartition) DeleteRecordsPartition {
+				return DeleteRecordsPartition{kafka.TopicPartition{Topic: topic, Partition: wp.Partition}, wp.Offset}
+			})}
 }
 
 func deleteRecordsResponseToWire(r *DeleteRecordsResponse, version int16) *kmsg.DeleteRecordsResponse {
-	w := kmsg.NewPtrDeleteRecordsResponse()
-	w.Version = version
-	topics, groups := byTopic(r.Partitions, func(p DeleteRecordsResult) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewDeleteRecordsResponseTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrDeleteRecordsResponse(), version)
+	w.Topics = groupTopics(r.Partitions,
+		func(p DeleteRecordsResult) (string, kmsg.DeleteRecordsResponseTopicPartition) {
 			wp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			wp.Partition, wp.LowWatermark, wp.ErrorCode = p.Partition, p.LowWatermark, kafka.CodeOf(p.Err)
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.DeleteRecordsResponseTopicPartition) kmsg.DeleteRecordsResponseTopic {
+			return kmsg.DeleteRecordsResponseTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
 func deleteRecordsResponseFromWire(w *kmsg.DeleteRecordsResponse) *DeleteRecordsResponse {
-	r := &DeleteRecordsResponse{}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, DeleteRecordsResult{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition},
-				LowWatermark: wp.LowWatermark, Err: kafka.ErrorForCode(wp.ErrorCode)})
-		}
-	}
-	return r
+	return &DeleteRecordsResponse{Partitions: flattenTopics(w.Topics,
+		func(wt kmsg.DeleteRecordsResponseTopic) (string, []kmsg.DeleteRecordsResponseTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(topic string, wp kmsg.DeleteRecordsResponseTopicPartition) DeleteRecordsResult {
+			return DeleteRecordsResult{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: wp.Partition},
+				LowWatermark: wp.LowWatermark, Err: kafka.ErrorForCode(wp.ErrorCode)}
+		})}
 }
 
 func describeLogDirsToWire(r *DescribeLogDirsRequest, version int16) *kmsg.DescribeLogDirsRequest {
-	w := kmsg.NewPtrDescribeLogDirsRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrDescribeLogDirsRequest(), version)
 	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.DescribeLogDirsRequestTopic {
-		wt := kmsg.NewDescribeLogDirsRequestTopic()
-		wt.Topic, wt.Partitions = topic, ids
-		return wt
+		return kmsg.DescribeLogDirsRequestTopic{Topic: topic, Partitions: ids}
 	})
 	return w
 }
@@ -260,58 +237,53 @@ func describeLogDirsFromWire(w *kmsg.DescribeLogDirsRequest) *DescribeLogDirsReq
 }
 
 func describeLogDirsResponseToWire(r *DescribeLogDirsResponse, version int16) *kmsg.DescribeLogDirsResponse {
-	w := kmsg.NewPtrDescribeLogDirsResponse()
-	w.Version = version
-	for _, d := range r.Dirs {
+	w := versioned(kmsg.NewPtrDescribeLogDirsResponse(), version)
+	w.Dirs = each(r.Dirs, func(d LogDir) kmsg.DescribeLogDirsResponseDir {
 		wd := kmsg.NewDescribeLogDirsResponseDir()
 		wd.Dir, wd.ErrorCode, wd.TotalBytes, wd.UsableBytes = d.Path, kafka.CodeOf(d.Err), d.TotalBytes, d.UsableBytes
-		topics, groups := byTopic(d.Partitions, func(p LogDirPartition) string { return p.Topic })
-		for _, t := range topics {
-			wt := kmsg.NewDescribeLogDirsResponseDirTopic()
-			wt.Topic = t
-			for _, p := range groups[t] {
+		wd.Topics = groupTopics(d.Partitions,
+			func(p LogDirPartition) (string, kmsg.DescribeLogDirsResponseDirTopicPartition) {
 				wp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 				wp.Partition, wp.Size, wp.OffsetLag = p.Partition, p.Size, p.OffsetLag
-				wt.Partitions = append(wt.Partitions, wp)
-			}
-			wd.Topics = append(wd.Topics, wt)
-		}
-		w.Dirs = append(w.Dirs, wd)
-	}
+				return p.Topic, wp
+			},
+			func(topic string, wps []kmsg.DescribeLogDirsResponseDirTopicPartition) kmsg.DescribeLogDirsResponseDirTopic {
+				return kmsg.DescribeLogDirsResponseDirTopic{Topic: topic, Partitions: wps}
+			})
+		return wd
+	})
 	return w
 }
 
 func describeLogDirsResponseFromWire(w *kmsg.DescribeLogDirsResponse) *DescribeLogDirsResponse {
-	r := &DescribeLogDirsResponse{}
-	for _, wd := range w.Dirs {
+	return &DescribeLogDirsResponse{Dirs: each(w.Dirs, func(wd kmsg.DescribeLogDirsResponseDir) LogDir {
 		d := LogDir{Path: wd.Dir, Err: kafka.ErrorForCode(wd.ErrorCode), TotalBytes: wd.TotalBytes, UsableBytes: wd.UsableBytes}
 		if w.Version < 4 {
 			d.TotalBytes, d.UsableBytes = -1, -1
 		}
-		for _, wt := range wd.Topics {
-			for _, wp := range wt.Partitions {
-				d.Partitions = append(d.Partitions, LogDirPartition{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition},
-					Size: wp.Size, OffsetLag: wp.OffsetLag})
-			}
-		}
-		r.Dirs = append(r.Dirs, d)
-	}
-	return r
+		d.Partitions = flattenTopics(wd.Topics,
+			func(wt kmsg.DescribeLogDirsResponseDirTopic) (string, []kmsg.DescribeLogDirsResponseDirTopicPartition) {
+				return wt.Topic, wt.Partitions
+			},
+			func(topic string, wp kmsg.DescribeLogDirsResponseDirTopicPartition) LogDirPartition {
+				return LogDirPartition{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: wp.Partition},
+					Size: wp.Size, OffsetLag: wp.OffsetLag}
+			})
+		return d
+	})}
 }
 
 func electLeadersToWire(r *ElectLeadersRequest, version int16) *kmsg.ElectLeadersRequest {
-	w := kmsg.NewPtrElectLeadersRequest()
-	w.Version, w.ElectionType, w.TimeoutMillis = version, int8(r.Type), millis(r.Timeout)
+	w := versioned(kmsg.NewPtrElectLeadersRequest(), version)
+	w.ElectionType, w.TimeoutMillis = int8(r.Type), millis(r.Timeout)
 	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.ElectLeadersRequestTopic {
-		wt := kmsg.NewElectLeadersRequestTopic()
-		wt.Topic, wt.Partitions = topic, ids
-		return wt
+		return kmsg.ElectLeadersRequestTopic{Topic: topic, Partitions: ids}
 	})
 	return w
 }
 
 func electLeadersFromWire(w *kmsg.ElectLeadersRequest) *ElectLeadersRequest {
-	r := &ElectLeadersRequest{Type: ElectionType(w.ElectionType), Timeout: time.Duration(w.TimeoutMillis) * time.Millisecond}
+	r := &ElectLeadersRequest{Type: ElectionType(w.ElectionType), Timeout: fromMillis(w.TimeoutMillis)}
 	if w.Version == 0 {
 		r.Type = PreferredElection
 	}
@@ -322,105 +294,91 @@ func electLeadersFromWire(w *kmsg.ElectLeadersRequest) *ElectLeadersRequest {
 }
 
 func electLeadersResponseToWire(r *ElectLeadersResponse, version int16) *kmsg.ElectLeadersResponse {
-	w := kmsg.NewPtrElectLeadersResponse()
-	w.Version = version
-	topics, groups := byTopic(r.Partitions, func(p ElectionResult) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewElectLeadersResponseTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrElectLeadersResponse(), version)
+	w.Topics = groupTopics(r.Partitions,
+		func(p ElectionResult) (string, kmsg.ElectLeadersResponseTopicPartition) {
 			wp := kmsg.NewElectLeadersResponseTopicPartition()
 			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, kafka.CodeOf(p.Err), errorMessage(p.Err)
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.ElectLeadersResponseTopicPartition) kmsg.ElectLeadersResponseTopic {
+			return kmsg.ElectLeadersResponseTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
 func electLeadersResponseFromWire(w *kmsg.ElectLeadersResponse) *ElectLeadersResponse {
-	r := &ElectLeadersResponse{}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, ElectionResult{kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, wireError(wp.ErrorCode, wp.ErrorMessage)})
-		}
-	}
-	return r
+	return &ElectLeadersResponse{Partitions: flattenTopics(w.Topics,
+		func(wt kmsg.ElectLeadersResponseTopic) (string, []kmsg.ElectLeadersResponseTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(topic string, wp kmsg.ElectLeadersResponseTopicPartition) ElectionResult {
+			return ElectionResult{kafka.TopicPartition{Topic: topic, Partition: wp.Partition}, wireError(wp.ErrorCode, wp.ErrorMessage)}
+		})}
 }
 
 func describeProducersToWire(r *DescribeProducersRequest, version int16) *kmsg.DescribeProducersRequest {
-	w := kmsg.NewPtrDescribeProducersRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrDescribeProducersRequest(), version)
 	w.Topics = topicPartitionsToWire(r.Partitions, func(topic string, ids []int32) kmsg.DescribeProducersRequestTopic {
-		wt := kmsg.NewDescribeProducersRequestTopic()
-		wt.Topic, wt.Partitions = topic, ids
-		return wt
+		return kmsg.DescribeProducersRequestTopic{Topic: topic, Partitions: ids}
 	})
 	return w
 }
 
 func describeProducersFromWire(w *kmsg.DescribeProducersRequest) *DescribeProducersRequest {
-	r := &DescribeProducersRequest{Partitions: topicPartitionsFromWire(w.Topics, func(wt kmsg.DescribeProducersRequestTopic) (string, []int32) {
+	tps := topicPartitionsFromWire(w.Topics, func(wt kmsg.DescribeProducersRequestTopic) (string, []int32) {
 		return wt.Topic, wt.Partitions
-	})}
-	if r.Partitions == nil {
-		r.Partitions = []kafka.TopicPartition{}
-	}
-	return r
+	})
+	return &DescribeProducersRequest{Partitions: orEmpty(tps)}
 }
 
 func describeProducersResponseToWire(r *DescribeProducersResponse, version int16) *kmsg.DescribeProducersResponse {
-	w := kmsg.NewPtrDescribeProducersResponse()
-	w.Version = version
-	topics, groups := byTopic(r.Partitions, func(p PartitionProducers) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewDescribeProducersResponseTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrDescribeProducersResponse(), version)
+	w.Topics = groupTopics(r.Partitions,
+		func(p PartitionProducers) (string, kmsg.DescribeProducersResponseTopicPartition) {
 			wp := kmsg.NewDescribeProducersResponseTopicPartition()
 			wp.Partition, wp.ErrorCode, wp.ErrorMessage = p.Partition, kafka.CodeOf(p.Err), errorMessage(p.Err)
-			for _, s := range p.Producers {
+			wp.ActiveProducers = each(p.Producers, func(s ProducerState) kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
 				ws := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ws.ProducerID, ws.ProducerEpoch, ws.LastSequence = s.ProducerID, int32(s.ProducerEpoch), s.LastSequence
 				ws.LastTimestamp, ws.CoordinatorEpoch, ws.CurrentTxnStartOffset = s.LastTimestamp, -1, s.CurrentTxnStartOffset
-				wp.ActiveProducers = append(wp.ActiveProducers, ws)
-			}
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+				return ws
+			})
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.DescribeProducersResponseTopicPartition) kmsg.DescribeProducersResponseTopic {
+			return kmsg.DescribeProducersResponseTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
 func describeProducersResponseFromWire(w *kmsg.DescribeProducersResponse) *DescribeProducersResponse {
-	r := &DescribeProducersResponse{}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			p := PartitionProducers{TopicPartition: kafka.TopicPartition{Topic: wt.Topic, Partition: wp.Partition}, Err: wireError(wp.ErrorCode, wp.ErrorMessage)}
-			for _, ws := range wp.ActiveProducers {
-				p.Producers = append(p.Producers, ProducerState{ProducerID: ws.ProducerID, ProducerEpoch: int16(ws.ProducerEpoch),
-					LastSequence: ws.LastSequence, LastTimestamp: ws.LastTimestamp, CurrentTxnStartOffset: ws.CurrentTxnStartOffset})
-			}
-			r.Partitions = append(r.Partitions, p)
-		}
-	}
-	return r
+	return &DescribeProducersResponse{Partitions: flattenTopics(w.Topics,
+		func(wt kmsg.DescribeProducersResponseTopic) (string, []kmsg.DescribeProducersResponseTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(topic string, wp kmsg.DescribeProducersResponseTopicPartition) PartitionProducers {
+			return PartitionProducers{TopicPartition: kafka.TopicPartition{Topic: topic, Partition: wp.Partition},
+				Err: wireError(wp.ErrorCode, wp.ErrorMessage),
+				Producers: each(wp.ActiveProducers, func(ws kmsg.DescribeProducersResponseTopicPartitionActiveProducer) ProducerState {
+					return ProducerState{ProducerID: ws.ProducerID, ProducerEpoch: int16(ws.ProducerEpoch), LastSequence: ws.LastSequence,
+						LastTimestamp: ws.LastTimestamp, CurrentTxnStartOffset: ws.CurrentTxnStartOffset}
+				})}
+		})}
 }
 
 func offsetsForLeaderEpochToWire(r *kafka.OffsetsForLeaderEpochRequest, version int16) *kmsg.OffsetForLeaderEpochRequest {
-	w := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	w.Version, w.ReplicaID = version, r.ReplicaID
-	topics, groups := byTopic(r.Partitions, func(p kafka.OffsetForLeaderEpochPartition) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrOffsetForLeaderEpochRequest(), version)
+	w.ReplicaID = r.ReplicaID
+	w.Topics = groupTopics(r.Partitions,
+		func(p kafka.OffsetForLeaderEpochPartition) (string, kmsg.OffsetForLeaderEpochRequestTopicPartition) {
 			wp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 			wp.Partition, wp.CurrentLeaderEpoch, wp.LeaderEpoch = p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochRequestTopic {
+			return kmsg.OffsetForLeaderEpochRequestTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
@@ -429,58 +387,56 @@ func offsetsForLeaderEpochFromWire(w *kmsg.OffsetForLeaderEpochRequest) *kafka.O
 	if w.Version < 3 {
 		r.ReplicaID = kafka.ConsumerReplicaID
 	}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			cur := wp.CurrentLeaderEpoch
+	r.Partitions = flattenTopics(w.Topics,
+		func(wt kmsg.OffsetForLeaderEpochRequestTopic) (string, []kmsg.OffsetForLeaderEpochRequestTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(topic string, wp kmsg.OffsetForLeaderEpochRequestTopicPartition) kafka.OffsetForLeaderEpochPartition {
+			p := kafka.OffsetForLeaderEpochPartition{Topic: topic, Partition: wp.Partition,
+				CurrentLeaderEpoch: wp.CurrentLeaderEpoch, LeaderEpoch: wp.LeaderEpoch}
 			if w.Version < 2 {
-				cur = -1
+				p.CurrentLeaderEpoch = -1
 			}
-			r.Partitions = append(r.Partitions, kafka.OffsetForLeaderEpochPartition{Topic: wt.Topic, Partition: wp.Partition,
-				CurrentLeaderEpoch: cur, LeaderEpoch: wp.LeaderEpoch})
-		}
-	}
+			return p
+		})
 	return r
 }
 
 func offsetsForLeaderEpochResponseToWire(r *kafka.OffsetsForLeaderEpochResponse, version int16) *kmsg.OffsetForLeaderEpochResponse {
-	w := kmsg.NewPtrOffsetForLeaderEpochResponse()
-	w.Version = version
-	topics, groups := byTopic(r.Partitions, func(p kafka.OffsetForLeaderEpochPartitionResponse) string { return p.Topic })
-	for _, t := range topics {
-		wt := kmsg.NewOffsetForLeaderEpochResponseTopic()
-		wt.Topic = t
-		for _, p := range groups[t] {
+	w := versioned(kmsg.NewPtrOffsetForLeaderEpochResponse(), version)
+	w.Topics = groupTopics(r.Partitions,
+		func(p kafka.OffsetForLeaderEpochPartitionResponse) (string, kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 			wp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			wp.Partition, wp.ErrorCode, wp.LeaderEpoch, wp.EndOffset = p.Partition, kafka.CodeOf(p.Err), p.LeaderEpoch, p.EndOffset
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+			return p.Topic, wp
+		},
+		func(topic string, wps []kmsg.OffsetForLeaderEpochResponseTopicPartition) kmsg.OffsetForLeaderEpochResponseTopic {
+			return kmsg.OffsetForLeaderEpochResponseTopic{Topic: topic, Partitions: wps}
+		})
 	return w
 }
 
 func offsetsForLeaderEpochResponseFromWire(w *kmsg.OffsetForLeaderEpochResponse) *kafka.OffsetsForLeaderEpochResponse {
-	r := &kafka.OffsetsForLeaderEpochResponse{}
-	for _, wt := range w.Topics {
-		for _, wp := range wt.Partitions {
-			r.Partitions = append(r.Partitions, kafka.OffsetForLeaderEpochPartitionResponse{Topic: wt.Topic, Partition: wp.Partition,
-				Err: kafka.ErrorForCode(wp.ErrorCode), EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: wp.LeaderEpoch, EndOffset: wp.EndOffset}})
-		}
-	}
-	return r
+	return &kafka.OffsetsForLeaderEpochResponse{Partitions: flattenTopics(w.Topics,
+		func(wt kmsg.OffsetForLeaderEpochResponseTopic) (string, []kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(topic string, wp kmsg.OffsetForLeaderEpochResponseTopicPartition) kafka.OffsetForLeaderEpochPartitionResponse {
+			return kafka.OffsetForLeaderEpochPartitionResponse{Topic: topic, Partition: wp.Partition,
+				Err: kafka.ErrorForCode(wp.ErrorCode), EpochEndOffset: kafka.EpochEndOffset{LeaderEpoch: wp.LeaderEpoch, EndOffset: wp.EndOffset}}
+		})}
 }
 
 // describeClusterResponse answers DescribeCluster from a Metadata answer:
 // the same brokers, cluster id and controller.
 func describeClusterResponse(md *MetadataResponse, version int16) *kmsg.DescribeClusterResponse {
-	w := kmsg.NewPtrDescribeClusterResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrDescribeClusterResponse(), version)
 	w.ClusterID, w.ControllerID = md.ClusterID, md.ControllerID
 	w.ClusterAuthorizedOperations = -2147483648 // not asked for, or not known (Kafka's INT32_MIN)
-	for _, b := range md.Brokers {
+	w.Brokers = each(md.Brokers, func(b Broker) kmsg.DescribeClusterResponseBroker {
 		wb := kmsg.NewDescribeClusterResponseBroker()
 		wb.NodeID, wb.Host, wb.Port = b.NodeID, b.Host, b.Port
-		w.Brokers = append(w.Brokers, wb)
-	}
+		return wb
+	})
 	return w
 }

@@ -10,7 +10,6 @@ package transport
 
 import (
 	"math"
-	"time"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,8 +35,7 @@ func deref(s *string) string {
 // FindCoordinator.
 
 func findCoordinatorToWire(r *FindCoordinatorRequest, version int16) *kmsg.FindCoordinatorRequest {
-	w := kmsg.NewPtrFindCoordinatorRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrFindCoordinatorRequest(), version)
 	w.CoordinatorType = int8(r.KeyType)
 	if version >= 4 {
 		w.CoordinatorKeys = []string{r.Key}
@@ -53,18 +51,15 @@ func findCoordinatorFromWire(w *kmsg.FindCoordinatorRequest) []*FindCoordinatorR
 	if w.Version < 4 {
 		keys = []string{w.CoordinatorKey}
 	}
-	rs := make([]*FindCoordinatorRequest, len(keys))
-	for i, k := range keys {
-		rs[i] = &FindCoordinatorRequest{Key: k, KeyType: CoordinatorType(w.CoordinatorType)}
-	}
-	return rs
+	return each(orEmpty(keys), func(k string) *FindCoordinatorRequest {
+		return &FindCoordinatorRequest{Key: k, KeyType: CoordinatorType(w.CoordinatorType)}
+	})
 }
 
 // findCoordinatorResponseToWire answers the requests of one FindCoordinator
 // with the handler's responses, in the same order.
 func findCoordinatorResponseToWire(reqs []*FindCoordinatorRequest, resps []*FindCoordinatorResponse, version int16) *kmsg.FindCoordinatorResponse {
-	w := kmsg.NewPtrFindCoordinatorResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrFindCoordinatorResponse(), version)
 	if version < 4 {
 		r := resps[0]
 		w.ErrorCode, w.ErrorMessage = kafka.CodeOf(r.Err), errorMessage(r.Err)
@@ -97,19 +92,12 @@ func findCoordinatorResponseFromWire(w *kmsg.FindCoordinatorResponse, key string
 // JoinGroup.
 
 func joinGroupToWire(r *JoinGroupRequest, version int16) *kmsg.JoinGroupRequest {
-	w := kmsg.NewPtrJoinGroupRequest()
-	w.Version = version
-	w.Group = r.Group
-	w.SessionTimeoutMillis = millis(r.SessionTimeout)
-	w.RebalanceTimeoutMillis = millis(r.RebalanceTimeout)
-	w.MemberID = r.MemberID
-	w.InstanceID = nullable(r.GroupInstanceID)
-	w.ProtocolType = r.ProtocolType
-	for _, p := range r.Protocols {
-		wp := kmsg.NewJoinGroupRequestProtocol()
-		wp.Name, wp.Metadata = p.Name, p.Metadata
-		w.Protocols = append(w.Protocols, wp)
-	}
+	w := versioned(kmsg.NewPtrJoinGroupRequest(), version)
+	w.Group, w.SessionTimeoutMillis, w.RebalanceTimeoutMillis = r.Group, millis(r.SessionTimeout), millis(r.RebalanceTimeout)
+	w.MemberID, w.InstanceID, w.ProtocolType = r.MemberID, nullable(r.GroupInstanceID), r.ProtocolType
+	w.Protocols = each(r.Protocols, func(p JoinGroupProtocol) kmsg.JoinGroupRequestProtocol {
+		return kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata}
+	})
 	w.Reason = nullable(r.Reason)
 	return w
 }
@@ -118,105 +106,80 @@ func joinGroupToWire(r *JoinGroupRequest, version int16) *kmsg.JoinGroupRequest 
 // ClientHost from the request header and the connection, as Kafka does.
 func joinGroupFromWire(w *kmsg.JoinGroupRequest) *JoinGroupRequest {
 	r := &JoinGroupRequest{
-		Group: w.Group, SessionTimeout: time.Duration(w.SessionTimeoutMillis) * time.Millisecond,
-		RebalanceTimeout: time.Duration(w.RebalanceTimeoutMillis) * time.Millisecond,
-		MemberID:         w.MemberID, GroupInstanceID: deref(w.InstanceID), ProtocolType: w.ProtocolType,
-		Reason: deref(w.Reason),
+		Group: w.Group, SessionTimeout: fromMillis(w.SessionTimeoutMillis), RebalanceTimeout: fromMillis(w.RebalanceTimeoutMillis),
+		MemberID: w.MemberID, GroupInstanceID: deref(w.InstanceID), ProtocolType: w.ProtocolType, Reason: deref(w.Reason),
+		Protocols: each(w.Protocols, func(p kmsg.JoinGroupRequestProtocol) JoinGroupProtocol {
+			return JoinGroupProtocol{Name: p.Name, Metadata: p.Metadata}
+		}),
 	}
 	if w.Version < 1 { // no rebalance timeout yet: Kafka waits the session timeout
 		r.RebalanceTimeout = r.SessionTimeout
-	}
-	for _, p := range w.Protocols {
-		r.Protocols = append(r.Protocols, JoinGroupProtocol{Name: p.Name, Metadata: p.Metadata})
 	}
 	return r
 }
 
 func joinGroupResponseToWire(r *JoinGroupResponse, version int16) *kmsg.JoinGroupResponse {
-	w := kmsg.NewPtrJoinGroupResponse()
-	w.Version = version
-	w.ErrorCode = kafka.CodeOf(r.Err)
-	w.Generation = r.GenerationID
-	w.ProtocolType = nullable(r.ProtocolType)
-	w.Protocol = kmsg.StringPtr(r.ProtocolName)
-	w.LeaderID = r.Leader
-	w.MemberID = r.MemberID
-	w.Members = []kmsg.JoinGroupResponseMember{}
-	for _, m := range r.Members {
-		wm := kmsg.NewJoinGroupResponseMember()
-		wm.MemberID, wm.InstanceID, wm.ProtocolMetadata = m.MemberID, nullable(m.GroupInstanceID), m.Metadata
-		w.Members = append(w.Members, wm)
-	}
+	w := versioned(kmsg.NewPtrJoinGroupResponse(), version)
+	w.ErrorCode, w.Generation = kafka.CodeOf(r.Err), r.GenerationID
+	w.ProtocolType, w.Protocol = nullable(r.ProtocolType), kmsg.StringPtr(r.ProtocolName)
+	w.LeaderID, w.MemberID = r.Leader, r.MemberID
+	w.Members = each(orEmpty(r.Members), func(m JoinGroupMember) kmsg.JoinGroupResponseMember {
+		return kmsg.JoinGroupResponseMember{MemberID: m.MemberID, InstanceID: nullable(m.GroupInstanceID), ProtocolMetadata: m.Metadata}
+	})
 	return w
 }
 
 func joinGroupResponseFromWire(w *kmsg.JoinGroupResponse) *JoinGroupResponse {
-	r := &JoinGroupResponse{
+	return &JoinGroupResponse{
 		Err: kafka.ErrorForCode(w.ErrorCode), GenerationID: w.Generation, ProtocolType: deref(w.ProtocolType),
 		ProtocolName: deref(w.Protocol), Leader: w.LeaderID, MemberID: w.MemberID,
+		Members: each(w.Members, func(m kmsg.JoinGroupResponseMember) JoinGroupMember {
+			return JoinGroupMember{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Metadata: m.ProtocolMetadata}
+		}),
 	}
-	for _, m := range w.Members {
-		r.Members = append(r.Members, JoinGroupMember{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Metadata: m.ProtocolMetadata})
-	}
-	return r
 }
 
 // SyncGroup.
 
 func syncGroupToWire(r *SyncGroupRequest, version int16) *kmsg.SyncGroupRequest {
-	w := kmsg.NewPtrSyncGroupRequest()
-	w.Version = version
-	w.Group, w.Generation, w.MemberID = r.Group, r.GenerationID, r.MemberID
-	w.InstanceID = nullable(r.GroupInstanceID)
+	w := versioned(kmsg.NewPtrSyncGroupRequest(), version)
+	w.Group, w.Generation, w.MemberID, w.InstanceID = r.Group, r.GenerationID, r.MemberID, nullable(r.GroupInstanceID)
 	w.ProtocolType, w.Protocol = nullable(r.ProtocolType), nullable(r.ProtocolName)
-	w.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{}
-	for _, a := range r.Assignments {
-		wa := kmsg.NewSyncGroupRequestGroupAssignment()
-		wa.MemberID, wa.MemberAssignment = a.MemberID, a.Assignment
-		w.GroupAssignment = append(w.GroupAssignment, wa)
-	}
+	w.GroupAssignment = each(orEmpty(r.Assignments), func(a SyncGroupAssignment) kmsg.SyncGroupRequestGroupAssignment {
+		return kmsg.SyncGroupRequestGroupAssignment{MemberID: a.MemberID, MemberAssignment: a.Assignment}
+	})
 	return w
 }
 
 func syncGroupFromWire(w *kmsg.SyncGroupRequest) *SyncGroupRequest {
-	r := &SyncGroupRequest{
+	return &SyncGroupRequest{
 		Group: w.Group, GenerationID: w.Generation, MemberID: w.MemberID, GroupInstanceID: deref(w.InstanceID),
 		ProtocolType: deref(w.ProtocolType), ProtocolName: deref(w.Protocol),
+		Assignments: each(w.GroupAssignment, func(a kmsg.SyncGroupRequestGroupAssignment) SyncGroupAssignment {
+			return SyncGroupAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment}
+		}),
 	}
-	for _, a := range w.GroupAssignment {
-		r.Assignments = append(r.Assignments, SyncGroupAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
-	}
-	return r
 }
 
 func syncGroupResponseToWire(r *SyncGroupResponse, version int16) *kmsg.SyncGroupResponse {
-	w := kmsg.NewPtrSyncGroupResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrSyncGroupResponse(), version)
 	w.ErrorCode = kafka.CodeOf(r.Err)
 	w.ProtocolType, w.Protocol = nullable(r.ProtocolType), nullable(r.ProtocolName)
-	w.MemberAssignment = r.Assignment
-	if w.MemberAssignment == nil {
-		w.MemberAssignment = []byte{}
-	}
+	w.MemberAssignment = orEmpty(r.Assignment)
 	return w
 }
 
 func syncGroupResponseFromWire(w *kmsg.SyncGroupResponse) *SyncGroupResponse {
-	r := &SyncGroupResponse{
+	return &SyncGroupResponse{
 		Err: kafka.ErrorForCode(w.ErrorCode), ProtocolType: deref(w.ProtocolType), ProtocolName: deref(w.Protocol),
-		Assignment: w.MemberAssignment,
+		Assignment: orNilBytes(w.MemberAssignment),
 	}
-	if len(r.Assignment) == 0 {
-		r.Assignment = nil
-	}
-	return r
 }
 
 // Heartbeat.
 
 func heartbeatToWire(r *HeartbeatRequest, version int16) *kmsg.HeartbeatRequest {
-	w := kmsg.NewPtrHeartbeatRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrHeartbeatRequest(), version)
 	w.Group, w.Generation, w.MemberID, w.InstanceID = r.Group, r.GenerationID, r.MemberID, nullable(r.GroupInstanceID)
 	return w
 }
@@ -226,8 +189,7 @@ func heartbeatFromWire(w *kmsg.HeartbeatRequest) *HeartbeatRequest {
 }
 
 func heartbeatResponseToWire(r *HeartbeatResponse, version int16) *kmsg.HeartbeatResponse {
-	w := kmsg.NewPtrHeartbeatResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrHeartbeatResponse(), version)
 	w.ErrorCode = kafka.CodeOf(r.Err)
 	return w
 }
@@ -241,8 +203,7 @@ func heartbeatResponseFromWire(w *kmsg.HeartbeatResponse) *HeartbeatResponse {
 // leaveGroupToWire translates a LeaveGroup. Before v3 a request names
 // one member by its member id only; the caller checks that it fits.
 func leaveGroupToWire(r *LeaveGroupRequest, version int16) *kmsg.LeaveGroupRequest {
-	w := kmsg.NewPtrLeaveGroupRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrLeaveGroupRequest(), version)
 	w.Group = r.Group
 	if version < 3 {
 		if len(r.Members) > 0 {
@@ -250,11 +211,9 @@ func leaveGroupToWire(r *LeaveGroupRequest, version int16) *kmsg.LeaveGroupReque
 		}
 		return w
 	}
-	for _, m := range r.Members {
-		wm := kmsg.NewLeaveGroupRequestMember()
-		wm.MemberID, wm.InstanceID, wm.Reason = m.MemberID, nullable(m.GroupInstanceID), nullable(m.Reason)
-		w.Members = append(w.Members, wm)
-	}
+	w.Members = each(r.Members, func(m LeaveGroupMember) kmsg.LeaveGroupRequestMember {
+		return kmsg.LeaveGroupRequestMember{MemberID: m.MemberID, InstanceID: nullable(m.GroupInstanceID), Reason: nullable(m.Reason)}
+	})
 	return w
 }
 
@@ -265,22 +224,18 @@ func leaveGroupFits(r *LeaveGroupRequest, version int16) bool {
 }
 
 func leaveGroupFromWire(w *kmsg.LeaveGroupRequest) *LeaveGroupRequest {
-	r := &LeaveGroupRequest{Group: w.Group}
 	if w.Version < 3 {
-		r.Members = []LeaveGroupMember{{MemberID: w.MemberID}}
-		return r
+		return &LeaveGroupRequest{Group: w.Group, Members: []LeaveGroupMember{{MemberID: w.MemberID}}}
 	}
-	for _, m := range w.Members {
-		r.Members = append(r.Members, LeaveGroupMember{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Reason: deref(m.Reason)})
-	}
-	return r
+	return &LeaveGroupRequest{Group: w.Group, Members: each(w.Members, func(m kmsg.LeaveGroupRequestMember) LeaveGroupMember {
+		return LeaveGroupMember{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Reason: deref(m.Reason)}
+	})}
 }
 
 // leaveGroupResponseToWire translates a LeaveGroup answer. Before v3 it
 // has one error: the request's, else the one member's.
 func leaveGroupResponseToWire(r *LeaveGroupResponse, version int16) *kmsg.LeaveGroupResponse {
-	w := kmsg.NewPtrLeaveGroupResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrLeaveGroupResponse(), version)
 	w.ErrorCode = kafka.CodeOf(r.Err)
 	if version < 3 {
 		if r.Err == nil && len(r.Members) > 0 {
@@ -288,11 +243,9 @@ func leaveGroupResponseToWire(r *LeaveGroupResponse, version int16) *kmsg.LeaveG
 		}
 		return w
 	}
-	for _, m := range r.Members {
-		wm := kmsg.NewLeaveGroupResponseMember()
-		wm.MemberID, wm.InstanceID, wm.ErrorCode = m.MemberID, nullable(m.GroupInstanceID), kafka.CodeOf(m.Err)
-		w.Members = append(w.Members, wm)
-	}
+	w.Members = each(r.Members, func(m LeaveGroupMemberResponse) kmsg.LeaveGroupResponseMember {
+		return kmsg.LeaveGroupResponseMember{MemberID: m.MemberID, InstanceID: nullable(m.GroupInstanceID), ErrorCode: kafka.CodeOf(m.Err)}
+	})
 	return w
 }
 
@@ -306,174 +259,130 @@ func leaveGroupResponseFromWire(req *LeaveGroupRequest, w *kmsg.LeaveGroupRespon
 		}
 		return r
 	}
-	for _, m := range w.Members {
-		r.Members = append(r.Members, LeaveGroupMemberResponse{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Err: kafka.ErrorForCode(m.ErrorCode)})
-	}
+	r.Members = each(w.Members, func(m kmsg.LeaveGroupResponseMember) LeaveGroupMemberResponse {
+		return LeaveGroupMemberResponse{MemberID: m.MemberID, GroupInstanceID: deref(m.InstanceID), Err: kafka.ErrorForCode(m.ErrorCode)}
+	})
 	return r
 }
 
 // OffsetCommit.
 
 func offsetCommitToWire(r *OffsetCommitRequest, version int16) *kmsg.OffsetCommitRequest {
-	w := kmsg.NewPtrOffsetCommitRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrOffsetCommitRequest(), version)
 	w.Group, w.Generation, w.MemberID, w.InstanceID = r.Group, r.GenerationID, r.MemberID, nullable(r.GroupInstanceID)
 	w.RetentionTimeMillis = -1 // the broker's offsets.retention.minutes
-	for _, t := range r.Topics {
-		wt := kmsg.NewOffsetCommitRequestTopic()
-		wt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			wp := kmsg.NewOffsetCommitRequestTopicPartition()
-			wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+	w.Topics = each(r.Topics, func(t OffsetCommitTopic) kmsg.OffsetCommitRequestTopic {
+		return kmsg.OffsetCommitRequestTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p OffsetCommitPartition) kmsg.OffsetCommitRequestTopicPartition {
+				wp := kmsg.NewOffsetCommitRequestTopicPartition()
+				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
+				return wp
+			})}
+	})
 	return w
 }
 
 func offsetCommitFromWire(w *kmsg.OffsetCommitRequest) *OffsetCommitRequest {
-	r := &OffsetCommitRequest{Group: w.Group, GenerationID: w.Generation, MemberID: w.MemberID, GroupInstanceID: deref(w.InstanceID)}
-	for _, wt := range w.Topics {
-		t := OffsetCommitTopic{Topic: wt.Topic}
-		for _, wp := range wt.Partitions {
-			p := OffsetCommitPartition{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata)}
-			if w.Version < 6 {
-				p.LeaderEpoch = -1
-			}
-			t.Partitions = append(t.Partitions, p)
-		}
-		r.Topics = append(r.Topics, t)
-	}
-	return r
+	return &OffsetCommitRequest{Group: w.Group, GenerationID: w.Generation, MemberID: w.MemberID, GroupInstanceID: deref(w.InstanceID),
+		Topics: each(w.Topics, func(wt kmsg.OffsetCommitRequestTopic) OffsetCommitTopic {
+			return OffsetCommitTopic{Topic: wt.Topic,
+				Partitions: each(wt.Partitions, func(wp kmsg.OffsetCommitRequestTopicPartition) OffsetCommitPartition {
+					p := OffsetCommitPartition{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata)}
+					if w.Version < 6 {
+						p.LeaderEpoch = -1
+					}
+					return p
+				})}
+		})}
 }
 
 func offsetCommitResponseToWire(r *OffsetCommitResponse, version int16) *kmsg.OffsetCommitResponse {
-	w := kmsg.NewPtrOffsetCommitResponse()
-	w.Version = version
-	for _, t := range r.Topics {
-		wt := kmsg.NewOffsetCommitResponseTopic()
-		wt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			wp := kmsg.NewOffsetCommitResponseTopicPartition()
-			wp.Partition, wp.ErrorCode = p.Partition, kafka.CodeOf(p.Err)
-			wt.Partitions = append(wt.Partitions, wp)
-		}
-		w.Topics = append(w.Topics, wt)
-	}
+	w := versioned(kmsg.NewPtrOffsetCommitResponse(), version)
+	w.Topics = each(r.Topics, func(t OffsetCommitTopicResponse) kmsg.OffsetCommitResponseTopic {
+		return kmsg.OffsetCommitResponseTopic{Topic: t.Topic,
+			Partitions: each(t.Partitions, func(p OffsetCommitPartitionResponse) kmsg.OffsetCommitResponseTopicPartition {
+				return kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kafka.CodeOf(p.Err)}
+			})}
+	})
 	return w
 }
 
 func offsetCommitResponseFromWire(w *kmsg.OffsetCommitResponse) *OffsetCommitResponse {
-	r := &OffsetCommitResponse{}
-	for _, wt := range w.Topics {
-		t := OffsetCommitTopicResponse{Topic: wt.Topic}
-		for _, wp := range wt.Partitions {
-			t.Partitions = append(t.Partitions, OffsetCommitPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode)})
-		}
-		r.Topics = append(r.Topics, t)
-	}
-	return r
+	return &OffsetCommitResponse{Topics: each(w.Topics, func(wt kmsg.OffsetCommitResponseTopic) OffsetCommitTopicResponse {
+		return OffsetCommitTopicResponse{Topic: wt.Topic,
+			Partitions: each(wt.Partitions, func(wp kmsg.OffsetCommitResponseTopicPartition) OffsetCommitPartitionResponse {
+				return OffsetCommitPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode)}
+			})}
+	})}
 }
 
 // OffsetFetch.
 
 func offsetFetchToWire(r *OffsetFetchRequest, version int16) *kmsg.OffsetFetchRequest {
-	w := kmsg.NewPtrOffsetFetchRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrOffsetFetchRequest(), version)
 	if version >= 8 {
 		g := kmsg.NewOffsetFetchRequestGroup()
 		g.Group = r.Group
-		if r.Topics != nil {
-			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
-			for _, t := range r.Topics {
-				wt := kmsg.NewOffsetFetchRequestGroupTopic()
-				wt.Topic, wt.Partitions = t.Topic, orEmpty(t.Partitions)
-				g.Topics = append(g.Topics, wt)
-			}
-		}
+		g.Topics = each(r.Topics, func(t OffsetFetchTopic) kmsg.OffsetFetchRequestGroupTopic {
+			return kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: orEmpty(t.Partitions)}
+		})
 		w.Groups = []kmsg.OffsetFetchRequestGroup{g}
 		return w
 	}
 	w.Group = r.Group
-	if r.Topics != nil {
-		w.Topics = []kmsg.OffsetFetchRequestTopic{}
-		for _, t := range r.Topics {
-			wt := kmsg.NewOffsetFetchRequestTopic()
-			wt.Topic, wt.Partitions = t.Topic, orEmpty(t.Partitions)
-			w.Topics = append(w.Topics, wt)
-		}
-	}
+	w.Topics = each(r.Topics, func(t OffsetFetchTopic) kmsg.OffsetFetchRequestTopic {
+		return kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: orEmpty(t.Partitions)}
+	})
 	return w
 }
 
 // offsetFetchFromWire returns one request for each group asked about.
 func offsetFetchFromWire(w *kmsg.OffsetFetchRequest) []*OffsetFetchRequest {
 	if w.Version < 8 {
-		r := &OffsetFetchRequest{Group: w.Group}
-		if w.Topics != nil {
-			r.Topics = []OffsetFetchTopic{}
-			for _, wt := range w.Topics {
-				r.Topics = append(r.Topics, OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions})
-			}
-		}
-		return []*OffsetFetchRequest{r}
+		return []*OffsetFetchRequest{{Group: w.Group, Topics: each(w.Topics, func(wt kmsg.OffsetFetchRequestTopic) OffsetFetchTopic {
+			return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
+		})}}
 	}
-	rs := make([]*OffsetFetchRequest, len(w.Groups))
-	for i, g := range w.Groups {
-		r := &OffsetFetchRequest{Group: g.Group}
-		if g.Topics != nil {
-			r.Topics = []OffsetFetchTopic{}
-			for _, wt := range g.Topics {
-				r.Topics = append(r.Topics, OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions})
-			}
-		}
-		rs[i] = r
-	}
-	return rs
+	return each(orEmpty(w.Groups), func(g kmsg.OffsetFetchRequestGroup) *OffsetFetchRequest {
+		return &OffsetFetchRequest{Group: g.Group, Topics: each(g.Topics, func(wt kmsg.OffsetFetchRequestGroupTopic) OffsetFetchTopic {
+			return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
+		})}
+	})
 }
 
 // offsetFetchResponseToWire answers the groups of one OffsetFetch with the
 // handler's responses, in the same order.
 func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchResponse, version int16) *kmsg.OffsetFetchResponse {
-	w := kmsg.NewPtrOffsetFetchResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrOffsetFetchResponse(), version)
 	if version < 8 {
 		r := resps[0]
 		w.ErrorCode = kafka.CodeOf(r.Err)
-		w.Topics = []kmsg.OffsetFetchResponseTopic{}
-		for _, t := range r.Topics {
-			wt := kmsg.NewOffsetFetchResponseTopic()
-			wt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				wp := kmsg.NewOffsetFetchResponseTopicPartition()
-				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-				wp.ErrorCode = kafka.CodeOf(p.Err)
-				if wp.ErrorCode == 0 && version < 2 { // no request-wide error yet
-					wp.ErrorCode = w.ErrorCode
-				}
-				wt.Partitions = append(wt.Partitions, wp)
-			}
-			w.Topics = append(w.Topics, wt)
-		}
+		w.Topics = each(orEmpty(r.Topics), func(t OffsetFetchTopicResponse) kmsg.OffsetFetchResponseTopic {
+			return kmsg.OffsetFetchResponseTopic{Topic: t.Topic,
+				Partitions: each(t.Partitions, func(p OffsetFetchPartitionResponse) kmsg.OffsetFetchResponseTopicPartition {
+					wp := kmsg.NewOffsetFetchResponseTopicPartition()
+					wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
+					wp.ErrorCode = kafka.CodeOf(p.Err)
+					if wp.ErrorCode == 0 && version < 2 { // no request-wide error yet
+						wp.ErrorCode = w.ErrorCode
+					}
+					return wp
+				})}
+		})
 		return w
 	}
 	for i, r := range resps {
 		g := kmsg.NewOffsetFetchResponseGroup()
-		g.Group = reqs[i].Group
-		g.ErrorCode = kafka.CodeOf(r.Err)
-		g.Topics = []kmsg.OffsetFetchResponseGroupTopic{}
-		for _, t := range r.Topics {
-			wt := kmsg.NewOffsetFetchResponseGroupTopic()
-			wt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				wp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-				wp.ErrorCode = kafka.CodeOf(p.Err)
-				wt.Partitions = append(wt.Partitions, wp)
-			}
-			g.Topics = append(g.Topics, wt)
-		}
+		g.Group, g.ErrorCode = reqs[i].Group, kafka.CodeOf(r.Err)
+		g.Topics = each(orEmpty(r.Topics), func(t OffsetFetchTopicResponse) kmsg.OffsetFetchResponseGroupTopic {
+			return kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic,
+				Partitions: each(t.Partitions, func(p OffsetFetchPartitionResponse) kmsg.OffsetFetchResponseGroupTopicPartition {
+					wp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
+					wp.ErrorCode = kafka.CodeOf(p.Err)
+					return wp
+				})}
+		})
 		w.Groups = append(w.Groups, g)
 	}
 	return w
@@ -481,47 +390,42 @@ func offsetFetchResponseToWire(reqs []*OffsetFetchRequest, resps []*OffsetFetchR
 
 // offsetFetchResponseFromWire reads the answer about group.
 func offsetFetchResponseFromWire(w *kmsg.OffsetFetchResponse, group string) *OffsetFetchResponse {
-	r := &OffsetFetchResponse{}
 	if w.Version < 8 {
-		r.Err = kafka.ErrorForCode(w.ErrorCode)
-		for _, wt := range w.Topics {
-			t := OffsetFetchTopicResponse{Topic: wt.Topic}
-			for _, wp := range wt.Partitions {
-				p := OffsetFetchPartitionResponse{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode)}
-				if w.Version < 5 {
-					p.LeaderEpoch = -1
-				}
-				t.Partitions = append(t.Partitions, p)
-			}
-			r.Topics = append(r.Topics, t)
-		}
+		r := &OffsetFetchResponse{Err: kafka.ErrorForCode(w.ErrorCode)}
+		r.Topics = each(w.Topics, func(wt kmsg.OffsetFetchResponseTopic) OffsetFetchTopicResponse {
+			return OffsetFetchTopicResponse{Topic: wt.Topic,
+				Partitions: each(wt.Partitions, func(wp kmsg.OffsetFetchResponseTopicPartition) OffsetFetchPartitionResponse {
+					p := OffsetFetchPartitionResponse{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch,
+						Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode)}
+					if w.Version < 5 {
+						p.LeaderEpoch = -1
+					}
+					return p
+				})}
+		})
 		return r
 	}
 	for _, g := range w.Groups {
 		if g.Group != group {
 			continue
 		}
-		r.Err = kafka.ErrorForCode(g.ErrorCode)
-		for _, wt := range g.Topics {
-			t := OffsetFetchTopicResponse{Topic: wt.Topic}
-			for _, wp := range wt.Partitions {
-				t.Partitions = append(t.Partitions, OffsetFetchPartitionResponse{
-					Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode),
-				})
-			}
-			r.Topics = append(r.Topics, t)
-		}
+		r := &OffsetFetchResponse{Err: kafka.ErrorForCode(g.ErrorCode)}
+		r.Topics = each(g.Topics, func(wt kmsg.OffsetFetchResponseGroupTopic) OffsetFetchTopicResponse {
+			return OffsetFetchTopicResponse{Topic: wt.Topic,
+				Partitions: each(wt.Partitions, func(wp kmsg.OffsetFetchResponseGroupTopicPartition) OffsetFetchPartitionResponse {
+					return OffsetFetchPartitionResponse{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch,
+						Metadata: deref(wp.Metadata), Err: kafka.ErrorForCode(wp.ErrorCode)}
+				})}
+		})
 		return r
 	}
-	r.Err = kafka.ErrGroupIDNotFound
-	return r
+	return &OffsetFetchResponse{Err: kafka.ErrGroupIDNotFound}
 }
 
 // DescribeGroups.
 
 func describeGroupsToWire(r *DescribeGroupsRequest, version int16) *kmsg.DescribeGroupsRequest {
-	w := kmsg.NewPtrDescribeGroupsRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrDescribeGroupsRequest(), version)
 	w.Groups = orEmpty(r.Groups)
 	return w
 }
@@ -533,23 +437,18 @@ func describeGroupsFromWire(w *kmsg.DescribeGroupsRequest) *DescribeGroupsReques
 // describeGroupsResponseToWire translates a DescribeGroups answer. Kafka's
 // has no generation or leader: those stay behind.
 func describeGroupsResponseToWire(r *DescribeGroupsResponse, version int16) *kmsg.DescribeGroupsResponse {
-	w := kmsg.NewPtrDescribeGroupsResponse()
-	w.Version = version
-	w.Groups = []kmsg.DescribeGroupsResponseGroup{}
-	for _, g := range r.Groups {
+	w := versioned(kmsg.NewPtrDescribeGroupsResponse(), version)
+	w.Groups = each(orEmpty(r.Groups), func(g DescribedGroup) kmsg.DescribeGroupsResponseGroup {
 		wg := kmsg.NewDescribeGroupsResponseGroup()
 		wg.ErrorCode, wg.ErrorMessage = kafka.CodeOf(g.Err), errorMessage(g.Err)
 		wg.Group, wg.State, wg.ProtocolType, wg.Protocol = g.Group, g.State, g.ProtocolType, g.Protocol
 		wg.AuthorizedOperations = math.MinInt32 // not asked for, or not known
-		wg.Members = []kmsg.DescribeGroupsResponseGroupMember{}
-		for _, m := range g.Members {
-			wm := kmsg.NewDescribeGroupsResponseGroupMember()
-			wm.MemberID, wm.InstanceID, wm.ClientID, wm.ClientHost = m.MemberID, nullable(m.GroupInstanceID), m.ClientID, m.ClientHost
-			wm.ProtocolMetadata, wm.MemberAssignment = orEmpty(m.Metadata), orEmpty(m.Assignment)
-			wg.Members = append(wg.Members, wm)
-		}
-		w.Groups = append(w.Groups, wg)
-	}
+		wg.Members = each(orEmpty(g.Members), func(m DescribedMember) kmsg.DescribeGroupsResponseGroupMember {
+			return kmsg.DescribeGroupsResponseGroupMember{MemberID: m.MemberID, InstanceID: nullable(m.GroupInstanceID), ClientID: m.ClientID,
+				ClientHost: m.ClientHost, ProtocolMetadata: orEmpty(m.Metadata), MemberAssignment: orEmpty(m.Assignment)}
+		})
+		return wg
+	})
 	return w
 }
 
@@ -557,28 +456,22 @@ func describeGroupsResponseToWire(r *DescribeGroupsResponse, version int16) *kms
 // carries no generation or leader, so GenerationID is NoGeneration and
 // Leader empty.
 func describeGroupsResponseFromWire(w *kmsg.DescribeGroupsResponse) *DescribeGroupsResponse {
-	r := &DescribeGroupsResponse{}
-	for _, wg := range w.Groups {
-		g := DescribedGroup{
+	return &DescribeGroupsResponse{Groups: each(w.Groups, func(wg kmsg.DescribeGroupsResponseGroup) DescribedGroup {
+		return DescribedGroup{
 			Err: wireError(wg.ErrorCode, wg.ErrorMessage), Group: wg.Group, State: wg.State,
 			ProtocolType: wg.ProtocolType, Protocol: wg.Protocol, GenerationID: NoGeneration,
+			Members: each(wg.Members, func(wm kmsg.DescribeGroupsResponseGroupMember) DescribedMember {
+				return DescribedMember{MemberID: wm.MemberID, GroupInstanceID: deref(wm.InstanceID), ClientID: wm.ClientID, ClientHost: wm.ClientHost,
+					Metadata: orNilBytes(wm.ProtocolMetadata), Assignment: orNilBytes(wm.MemberAssignment)}
+			}),
 		}
-		for _, wm := range wg.Members {
-			g.Members = append(g.Members, DescribedMember{
-				MemberID: wm.MemberID, GroupInstanceID: deref(wm.InstanceID), ClientID: wm.ClientID, ClientHost: wm.ClientHost,
-				Metadata: orNilBytes(wm.ProtocolMetadata), Assignment: orNilBytes(wm.MemberAssignment),
-			})
-		}
-		r.Groups = append(r.Groups, g)
-	}
-	return r
+	})}
 }
 
 // ListGroups.
 
 func listGroupsToWire(r *ListGroupsRequest, version int16) *kmsg.ListGroupsRequest {
-	w := kmsg.NewPtrListGroupsRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrListGroupsRequest(), version)
 	w.StatesFilter = r.StatesFilter
 	return w
 }
@@ -592,31 +485,24 @@ func listGroupsFromWire(w *kmsg.ListGroupsRequest) *ListGroupsRequest {
 }
 
 func listGroupsResponseToWire(r *ListGroupsResponse, version int16) *kmsg.ListGroupsResponse {
-	w := kmsg.NewPtrListGroupsResponse()
-	w.Version = version
+	w := versioned(kmsg.NewPtrListGroupsResponse(), version)
 	w.ErrorCode = kafka.CodeOf(r.Err)
-	w.Groups = []kmsg.ListGroupsResponseGroup{}
-	for _, g := range r.Groups {
-		wg := kmsg.NewListGroupsResponseGroup()
-		wg.Group, wg.ProtocolType, wg.GroupState = g.Group, g.ProtocolType, g.State
-		w.Groups = append(w.Groups, wg)
-	}
+	w.Groups = each(orEmpty(r.Groups), func(g ListedGroup) kmsg.ListGroupsResponseGroup {
+		return kmsg.ListGroupsResponseGroup{Group: g.Group, ProtocolType: g.ProtocolType, GroupState: g.State}
+	})
 	return w
 }
 
 func listGroupsResponseFromWire(w *kmsg.ListGroupsResponse) *ListGroupsResponse {
-	r := &ListGroupsResponse{Err: kafka.ErrorForCode(w.ErrorCode)}
-	for _, wg := range w.Groups {
-		r.Groups = append(r.Groups, ListedGroup{Group: wg.Group, ProtocolType: wg.ProtocolType, State: wg.GroupState})
-	}
-	return r
+	return &ListGroupsResponse{Err: kafka.ErrorForCode(w.ErrorCode), Groups: each(w.Groups, func(wg kmsg.ListGroupsResponseGroup) ListedGroup {
+		return ListedGroup{Group: wg.Group, ProtocolType: wg.ProtocolType, State: wg.GroupState}
+	})}
 }
 
 // DeleteGroups.
 
 func deleteGroupsToWire(r *DeleteGroupsRequest, version int16) *kmsg.DeleteGroupsRequest {
-	w := kmsg.NewPtrDeleteGroupsRequest()
-	w.Version = version
+	w := versioned(kmsg.NewPtrDeleteGroupsRequest(), version)
 	w.Groups = orEmpty(r.Groups)
 	return w
 }
@@ -626,23 +512,17 @@ func deleteGroupsFromWire(w *kmsg.DeleteGroupsRequest) *DeleteGroupsRequest {
 }
 
 func deleteGroupsResponseToWire(r *DeleteGroupsResponse, version int16) *kmsg.DeleteGroupsResponse {
-	w := kmsg.NewPtrDeleteGroupsResponse()
-	w.Version = version
-	w.Groups = []kmsg.DeleteGroupsResponseGroup{}
-	for _, g := range r.Results {
-		wg := kmsg.NewDeleteGroupsResponseGroup()
-		wg.Group, wg.ErrorCode, wg.ErrorMessage = g.Group, kafka.CodeOf(g.Err), errorMessage(g.Err)
-		w.Groups = append(w.Groups, wg)
-	}
+	w := versioned(kmsg.NewPtrDeleteGroupsResponse(), version)
+	w.Groups = each(orEmpty(r.Results), func(g DeletedGroup) kmsg.DeleteGroupsResponseGroup {
+		return kmsg.DeleteGroupsResponseGroup{Group: g.Group, ErrorCode: kafka.CodeOf(g.Err), ErrorMessage: errorMessage(g.Err)}
+	})
 	return w
 }
 
 func deleteGroupsResponseFromWire(w *kmsg.DeleteGroupsResponse) *DeleteGroupsResponse {
-	r := &DeleteGroupsResponse{}
-	for _, wg := range w.Groups {
-		r.Results = append(r.Results, DeletedGroup{Group: wg.Group, Err: wireError(wg.ErrorCode, wg.ErrorMessage)})
-	}
-	return r
+	return &DeleteGroupsResponse{Results: each(w.Groups, func(wg kmsg.DeleteGroupsResponseGroup) DeletedGroup {
+		return DeletedGroup{Group: wg.Group, Err: wireError(wg.ErrorCode, wg.ErrorMessage)}
+	})}
 }
 
 // orNilBytes returns b, or nil for an empty b.

@@ -4,17 +4,13 @@ package transport
 // from Kafka's wire protocol.
 
 import (
-	"time"
-
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func initProducerIDToWire(r *InitProducerIDRequest, version int16) *kmsg.InitProducerIDRequest {
-	w := kmsg.NewPtrInitProducerIDRequest()
-	w.Version = version
-	w.TransactionalID = nullable(r.TransactionalID)
-	w.TransactionTimeoutMillis = millis(r.TransactionTimeout)
+	w := versioned(kmsg.NewPtrInitProducerIDRequest(), version)
+	w.TransactionalID, w.TransactionTimeoutMillis = nullable(r.TransactionalID), millis(r.TransactionTimeout)
 	w.ProducerID, w.ProducerEpoch = r.ProducerID, r.ProducerEpoch
 	return w
 }
@@ -23,7 +19,7 @@ func initProducerIDToWire(r *InitProducerIDRequest, version int16) *kmsg.InitPro
 // producer id or epoch, which are then -1 (none so far).
 func initProducerIDFromWire(w *kmsg.InitProducerIDRequest) *InitProducerIDRequest {
 	r := &InitProducerIDRequest{
-		TransactionalID: deref(w.TransactionalID), TransactionTimeout: time.Duration(w.TransactionTimeoutMillis) * time.Millisecond,
+		TransactionalID: deref(w.TransactionalID), TransactionTimeout: fromMillis(w.TransactionTimeoutMillis),
 		ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
 	}
 	if w.Version < 3 {
@@ -33,10 +29,8 @@ func initProducerIDFromWire(w *kmsg.InitProducerIDRequest) *InitProducerIDReques
 }
 
 func initProducerIDResponseToWire(r *InitProducerIDResponse, version int16) *kmsg.InitProducerIDResponse {
-	w := kmsg.NewPtrInitProducerIDResponse()
-	w.Version = version
-	w.ErrorCode = kafka.CodeOf(r.Err)
-	w.ProducerID, w.ProducerEpoch = r.ProducerID, r.ProducerEpoch
+	w := versioned(kmsg.NewPtrInitProducerIDResponse(), version)
+	w.ErrorCode, w.ProducerID, w.ProducerEpoch = kafka.CodeOf(r.Err), r.ProducerID, r.ProducerEpoch
 	return w
 }
 
