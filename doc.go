@@ -111,6 +111,8 @@
 //	           assigns it (a node on its own runs its controller in
 //	           process), answers requests, hosts group coordinators and the
 //	           cleaner; cluster membership
+//	partlogtest for tests: a node's background work now, a crash, a
+//	           replica's log
 //
 // The command partlog (cmd/partlog) is Kafka's console tools for a data
 // directory or a served node: topics, produce, consume, groups, perf,
