@@ -35,9 +35,6 @@ type clusterOptions struct {
 	advertised     string
 	heartbeat      time.Duration
 	replica        replica.Options
-	// standalone configures the in-process controller of a node on its
-	// own.
-	standalone ControllerOptions
 }
 
 func (o clusterOptions) enabled() bool { return o.controller != nil || o.controllerAddr != "" }

@@ -47,16 +47,7 @@ func TestOpenMigratesStandaloneDirectory(t *testing.T) {
 		require.Equal(t, want0, fetchAll(t, n, "orders", 0, 0), "round %d", round)
 		require.Equal(t, want1, fetchAll(t, n, "orders", 1, 0))
 
-		off, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "billing"})
-		require.NoError(t, err)
-		require.NoError(t, off.Err)
-		got := map[int32]int64{}
-		for _, tp := range off.Topics {
-			for _, p := range tp.Partitions {
-				got[p.Partition] = p.Offset
-			}
-		}
-		require.Equal(t, map[int32]int64{0: 2, 1: 3}, got, "the group's committed offsets")
+		require.Equal(t, map[int32]int64{0: 2, 1: 3}, committedOffsets(t, n, "billing", "orders"), "the group's committed offsets")
 
 		pid, err := n.InitProducerID(ctx, &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 		require.NoError(t, err)

@@ -144,11 +144,7 @@ func (n *Node) load() error {
 // directory written before a single node became a cluster of one has its
 // topics in the old metadata format, which the controller takes over.
 func (n *Node) startController() error {
-	opts := n.opts.cluster.standalone
-	opts.FS = n.opts.fs
-	if opts.Logger == nil {
-		opts.Logger = n.logger.With("component", "controller")
-	}
+	opts := ControllerOptions{FS: n.opts.fs, Logger: n.logger.With("component", "controller")}
 	c, err := controller.Start(n.dir, n.logs, opts, func(l *log.Log) error {
 		return migrateTopicRecords(l, n.meta.NodeID, n.logger)
 	})
@@ -290,7 +286,9 @@ func (n *Node) close(controlled bool) error {
 		n.member.leave(controlled)
 	}
 	if n.controller != nil {
-		n.controller.Close()
+		if err := n.controller.Close(); err != nil {
+			n.logger.Error("closing the controller failed", "err", err)
+		}
 	}
 	n.stopGroups()
 	n.requests.Lock()

@@ -183,19 +183,9 @@ func TestTCPGroupProducerConsumer(t *testing.T) {
 	c2, err := transport.Dial(ctx, addr, transport.DialOptions{})
 	require.NoError(t, err)
 	defer c2.Close()
-	off, err := c2.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "lzl"})
-	require.NoError(t, err)
-	require.NoError(t, off.Err)
+	committed := committedOffsets(t, c2, "lzl", "study")
 	d, err := n.DescribeTopics("study")
 	require.NoError(t, err)
-	committed := map[int32]int64{}
-	for _, tr := range off.Topics {
-		require.Equal(t, "study", tr.Topic)
-		for _, pr := range tr.Partitions {
-			require.NoError(t, pr.Err)
-			committed[pr.Partition] = pr.Offset
-		}
-	}
 	require.Equal(t, map[int32]int64{0: d[0].Partitions[0].LogEndOffset, 1: d[0].Partitions[1].LogEndOffset, 2: d[0].Partitions[2].LogEndOffset}, committed)
 	require.Equal(t, got.next, committed)
 
@@ -362,15 +352,7 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	})
 	require.Equal(t, 1, ids)
 
-	resp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "kgroup"})
-	require.NoError(t, err)
-	require.NoError(t, resp.Err)
-	committed := map[int32]int64{}
-	for _, tr := range resp.Topics {
-		for _, pr := range tr.Partitions {
-			committed[pr.Partition] = pr.Offset
-		}
-	}
+	committed := committedOffsets(t, n, "kgroup", "study")
 	require.Equal(t, got.next, committed, "the committed offsets are where each partition's reading ended")
 	d, err := n.DescribeTopics("study")
 	require.NoError(t, err)
