@@ -54,8 +54,10 @@ func (n *Node) stopGroups() {
 	}
 }
 
-// replay yields the records of l below end, in offset order.
-func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
+// eachRecord calls fn with each record of l from its log start offset to
+// end, in offset order, skipping control batches, until fn says no more
+// or fails. The records' keys and values are valid only during the call.
+func eachRecord(l *log.Log, end int64, fn func(r record.Record) (more bool, err error)) error {
 	for off := l.LogStartOffset(); off < end; {
 		data, err := l.Read(nil, off, end, 1<<20)
 		if err != nil {
@@ -75,8 +77,11 @@ func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
 			}
 			if !h.Attributes.IsControl() {
 				for _, r := range b.Records {
-					if r.Offset >= off && !yield(group.Record{Key: r.Key, Value: r.Value}) {
-						return nil
+					if r.Offset < off {
+						continue
+					}
+					if more, err := fn(r); err != nil || !more {
+						return err
 					}
 				}
 			}
@@ -85,6 +90,13 @@ func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
 		}
 	}
 	return nil
+}
+
+// replay yields the records of l below end as the group coordinator's.
+func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
+	return eachRecord(l, end, func(r record.Record) (bool, error) {
+		return yield(group.Record{Key: r.Key, Value: r.Value}), nil
+	})
 }
 
 // startAndWait starts req with the coordinator's method call, ends the

@@ -79,52 +79,34 @@ func migrateTopicRecords(l *log.Log, node int32, logger *slog.Logger) error {
 // does not start with an old-format record.
 func readLegacyTopics(l *log.Log) (topics map[string]legacyTopicRecord, migrated int64, found bool, err error) {
 	topics, migrated = map[string]legacyTopicRecord{}, -1
-	end := l.LogEndOffset()
-	for off := l.LogStartOffset(); off < end; {
-		data, err := l.Read(nil, off, end, 1<<20)
-		if err != nil {
-			return nil, -1, false, fmt.Errorf("partlog: read metadata log: %w", err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			if err != nil {
-				return nil, -1, false, fmt.Errorf("partlog: metadata log: %w", err)
+	err = eachRecord(l, l.LogEndOffset(), func(r record.Record) (bool, error) {
+		if r.Key == nil {
+			// The controller's: the old records, if any, end here.
+			if found {
+				migrated = r.Offset
 			}
-			b, err := record.Decode(data[:h.Size()])
-			if err != nil {
-				return nil, -1, false, fmt.Errorf("partlog: metadata log: %w", err)
-			}
-			for _, r := range b.Records {
-				if r.Offset < off {
-					continue
-				}
-				if r.Key == nil {
-					// The controller's: the old records, if any, end here.
-					if !found {
-						return nil, -1, false, nil
-					}
-					return topics, r.Offset, true, nil
-				}
-				found = true
-				if r.Value == nil {
-					delete(topics, string(r.Key))
-					continue
-				}
-				var t legacyTopicRecord
-				if err := json.Unmarshal(r.Value, &t); err != nil {
-					return nil, -1, false, fmt.Errorf("partlog: metadata log record at offset %d: %w", r.Offset, err)
-				}
-				if t.Version > legacyTopicRecordVersion {
-					return nil, -1, false, fmt.Errorf("partlog: metadata log record at offset %d has version %d; this partlog reads up to %d", r.Offset, t.Version, legacyTopicRecordVersion)
-				}
-				topics[string(r.Key)] = t
-			}
-			off = h.NextOffset()
-			data = data[h.Size():]
+			return false, nil
 		}
+		found = true
+		if r.Value == nil {
+			delete(topics, string(r.Key))
+			return true, nil
+		}
+		var t legacyTopicRecord
+		if err := json.Unmarshal(r.Value, &t); err != nil {
+			return false, fmt.Errorf("record at offset %d: %w", r.Offset, err)
+		}
+		if t.Version > legacyTopicRecordVersion {
+			return false, fmt.Errorf("record at offset %d has version %d; this partlog reads up to %d", r.Offset, t.Version, legacyTopicRecordVersion)
+		}
+		topics[string(r.Key)] = t
+		return true, nil
+	})
+	if err != nil {
+		return nil, -1, false, fmt.Errorf("partlog: metadata log: %w", err)
 	}
-	return topics, migrated, found, nil
+	if !found {
+		return nil, -1, false, nil
+	}
+	return topics, migrated, true, nil
 }
