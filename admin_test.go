@@ -46,7 +46,7 @@ func TestAdminSingleNode(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	internal, err := n.CreatePartitions(context.Background(), &transport.CreatePartitionsRequest{
+	internal, err := n.Client().CreatePartitions(context.Background(), &transport.CreatePartitionsRequest{
 		Topics: []transport.PartitionCount{{Topic: "__consumer_offsets", Count: 60}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, internal.Topics[0].Err, kafka.ErrInvalidPartitions, "an internal topic's partition count is fixed")
@@ -274,20 +274,20 @@ func TestAdminChangesSurviveCrash(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "orders"}))
 	for i := range 10 {
-		resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
+		resp, err := n.Client().Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
 			{Topic: "orders", Partitions: []transport.ProducePartition{{Records: batchOf(fmt.Sprint(i))}}}}})
 		require.NoError(t, err)
 		require.NoError(t, resp.Topics[0].Partitions[0].Err)
 	}
-	cp, err := n.CreatePartitions(ctx, &transport.CreatePartitionsRequest{Topics: []transport.PartitionCount{{Topic: "orders", Count: 3}}})
+	cp, err := n.Client().CreatePartitions(ctx, &transport.CreatePartitionsRequest{Topics: []transport.PartitionCount{{Topic: "orders", Count: 3}}})
 	require.NoError(t, err)
 	require.NoError(t, cp.Topics[0].Err)
-	ac, err := n.AlterConfigs(ctx, &transport.AlterConfigsRequest{Resources: []transport.ConfigAlteration{{
+	ac, err := n.Client().AlterConfigs(ctx, &transport.AlterConfigsRequest{Resources: []transport.ConfigAlteration{{
 		ConfigResource: transport.ConfigResource{Type: transport.ConfigTopic, Name: "orders"},
 		Changes:        []transport.ConfigChange{{Name: "retention.ms", Value: "3600000"}}}}})
 	require.NoError(t, err)
 	require.NoError(t, ac.Resources[0].Err)
-	dr, err := n.DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
+	dr, err := n.Client().DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
 		{TopicPartition: kafka.TopicPartition{Topic: "orders", Partition: 0}, Offset: 4}}})
 	require.NoError(t, err)
 	require.NoError(t, dr.Partitions[0].Err)
@@ -377,7 +377,7 @@ func TestAdminClusterIncrementalAlterThroughTwoNodes(t *testing.T) {
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "events", ReplicationFactor: 3}))
 	alter := func(n *partlog.Node, key, value string) {
 		t.Helper()
-		resp, err := n.AlterConfigs(ctx, &transport.AlterConfigsRequest{Resources: []transport.ConfigAlteration{{
+		resp, err := n.Client().AlterConfigs(ctx, &transport.AlterConfigsRequest{Resources: []transport.ConfigAlteration{{
 			ConfigResource: transport.ConfigResource{Type: transport.ConfigTopic, Name: "events"},
 			Changes:        []transport.ConfigChange{{Name: key, Op: transport.ConfigSet, Value: value}}}}})
 		require.NoError(t, err)
@@ -408,7 +408,7 @@ func TestAdminDeleteRecordsCheckpointFails(t *testing.T) {
 		require.NoError(t, produce(t, n, "orders", 0, fmt.Sprint(i)).Err)
 	}
 	armed.Store(true)
-	dr, err := n.DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
+	dr, err := n.Client().DeleteRecords(ctx, &transport.DeleteRecordsRequest{Partitions: []transport.DeleteRecordsPartition{
 		{TopicPartition: kafka.TopicPartition{Topic: "orders", Partition: 0}, Offset: 2}}})
 	armed.Store(false)
 	require.NoError(t, err)

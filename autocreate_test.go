@@ -37,17 +37,17 @@ func TestAutoCreateTopics(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d[0].Partitions, 3, "num.partitions")
 
-	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"not-asked"}})
+	md, err := n.Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"not-asked"}})
 	require.NoError(t, err)
 	require.ErrorIs(t, md.Topics[0].Err, kafka.ErrUnknownTopicOrPartition, "not created unless the request allows it")
-	md, err = n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"__internal", "bad name!"}, AllowAutoTopicCreation: true})
+	md, err = n.Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"__internal", "bad name!"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
 	require.Error(t, md.Topics[0].Err, "internal names are never auto-created")
 	require.Error(t, md.Topics[1].Err)
 
 	off := openNode(t, vfs.NewMem(), partlog.AutoCreateTopics(false, 1, 1))
 	defer off.Close()
-	md, err = off.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
+	md, err = off.Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
 	require.ErrorIs(t, md.Topics[0].Err, kafka.ErrUnknownTopicOrPartition, "auto.create.topics.enable=false")
 }
@@ -58,7 +58,7 @@ func TestAutoCreateTopicsOnACluster(t *testing.T) {
 	c := newTestCluster(t, 1, 2)
 	ctx := context.Background()
 	c.waitFor("two live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 2 })
-	_, err := c.nodes[1].Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
+	_, err := c.nodes[1].Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
 	c.waitFor("fresh with a leader", func(s replica.ClusterState) bool {
 		ts, ok := s.Topics["fresh"]
@@ -76,7 +76,7 @@ func TestTransactionsFailFast(t *testing.T) {
 	n := openNode(t, vfs.NewMem())
 	defer n.Close()
 	ctx := context.Background()
-	resp, err := n.FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "tx", KeyType: transport.CoordinatorTransaction})
+	resp, err := n.Client().FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "tx", KeyType: transport.CoordinatorTransaction})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Err, kafka.ErrUnsupportedVersion)
 	require.False(t, kafka.IsRetriable(resp.Err))

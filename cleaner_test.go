@@ -39,7 +39,7 @@ var compactConfigs = map[string]string{
 func produceKeyed(t *testing.T, n *partlog.Node, topic string, rounds int) []kvRecord {
 	t.Helper()
 	ctx := context.Background()
-	p, err := producer.New(n)
+	p, err := producer.New(n.Client())
 	require.NoError(t, err)
 	defer p.Close()
 	var recs []*producer.Record
@@ -67,7 +67,7 @@ func consumeAll(t *testing.T, n *partlog.Node, topic string) []kvRecord {
 	d, err := n.DescribeTopics(topic)
 	require.NoError(t, err)
 	hw := d[0].Partitions[0].HighWatermark
-	c, err := consumer.New(n, consumer.Partitions(kafka.TopicPartition{Topic: topic, Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
+	c, err := consumer.New(n.Client(), consumer.Partitions(kafka.TopicPartition{Topic: topic, Partition: 0}), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -245,7 +245,7 @@ func TestNodeCompactedTopicTombstonesAndRetention(t *testing.T) {
 	// their delete horizon (now, with delete.retention.ms=0) and keeps
 	// them; the next clean of their segment removes them.
 	filler := func() {
-		p, err := producer.New(n)
+		p, err := producer.New(n.Client())
 		require.NoError(t, err)
 		defer p.Close()
 		for i := range 20 {

@@ -68,7 +68,7 @@ func benchmarkClusterProduce(b *testing.B, configs map[string]string) {
 		if err := n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", Configs: configs}); err != nil {
 			b.Fatal(err)
 		}
-		run(b, n, kafka.AcksLeader)
+		run(b, n.Client(), kafka.AcksLeader)
 	})
 	for _, acks := range []kafka.Acks{kafka.AcksLeader, kafka.AcksAll} {
 		b.Run(fmt.Sprintf("rf=3/acks=%d", acks), func(b *testing.B) {

@@ -43,13 +43,13 @@ func (v *clusterView) move(p, to int32) {
 // Metadata tells the view, and a partition it does not lead is answered
 // with NOT_LEADER_OR_FOLLOWER, as a replicated node would.
 type viewNode struct {
-	*partlog.Node
+	partlog.Client
 	id   int32
 	view *clusterView
 }
 
 func (n viewNode) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	resp, err := n.Node.Metadata(ctx, req)
+	resp, err := n.Client.Metadata(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (n viewNode) Produce(ctx context.Context, req *transport.ProduceRequest) (*
 			}
 		}
 	}
-	return n.Node.Produce(ctx, req)
+	return n.Client.Produce(ctx, req)
 }
 
 func notLeader(req *transport.ProduceRequest) *transport.ProduceResponse {
@@ -115,7 +115,7 @@ func TestClusterClientFollowsLeaders(t *testing.T) {
 		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 2}))
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		s := transport.NewServer(viewNode{n, id, view}, transport.ServerOptions{})
+		s := transport.NewServer(viewNode{n.Client(), id, view}, transport.ServerOptions{})
 		go s.Serve(ln)
 		defer s.Close()
 		view.addrs[id] = ln.Addr().String()

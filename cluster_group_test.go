@@ -431,7 +431,7 @@ func TestClusterGroupNotCoordinator(t *testing.T) {
 	for _, id := range groups {
 		coord := coordinatorOf(t, client, id)
 		for nid, n := range c.nodes {
-			resp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: id})
+			resp, err := n.Client().OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: id})
 			require.NoError(t, err)
 			if nid == coord {
 				require.NoError(t, resp.Err)
@@ -520,7 +520,7 @@ func (c *tcpCluster) startGroupNode(id int32, addr string) {
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}),
 		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second))
 	require.NoError(c.t, err)
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()
 }

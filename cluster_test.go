@@ -368,7 +368,7 @@ func (c *tcpCluster) start(id int32, addr string) {
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
 	require.NoError(c.t, err)
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()
 }

@@ -97,10 +97,10 @@ func TestClusterMetadataNamesAController(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	ctx := context.Background()
 	c.waitFor("three live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 3 })
-	md, err := c.nodes[2].Metadata(ctx, &transport.MetadataRequest{})
+	md, err := c.nodes[2].Client().Metadata(ctx, &transport.MetadataRequest{})
 	require.NoError(t, err)
 	require.Contains(t, []int32{1, 2, 3}, md.ControllerID)
-	resp, err := c.nodes[md.ControllerID].CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{
+	resp, err := c.nodes[md.ControllerID].Client().CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{
 		{Name: "admin", Partitions: 2, ReplicationFactor: 3}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Err)

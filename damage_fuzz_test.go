@@ -103,7 +103,7 @@ func damageFixture(t *testing.T) (*vfs.MemFS, map[string][]string) {
 			tp := kafka.TopicPartition{Topic: topic, Partition: p}.String()
 			for i := range 30 {
 				values := []string{fmt.Sprintf("%s/%d/a", tp, i), fmt.Sprintf("%s/%d/b", tp, i)}
-				resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
+				resp, err := n.Client().Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 					Topic: topic, Partitions: []transport.ProducePartition{{Partition: p, Records: batchOf(values...)}}}}})
 				if err != nil || resp.Topics[0].Partitions[0].Err != nil {
 					t.Fatalf("produce: %v %v", err, resp.Topics[0].Partitions[0].Err)
@@ -218,7 +218,7 @@ func readBelow(t *testing.T, n *partlog.Node, tp kafka.TopicPartition, end int64
 	t.Helper()
 	var values []string
 	for off := int64(0); off < end; {
-		resp, err := n.Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20,
+		resp, err := n.Client().Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20,
 			Topics: []transport.FetchTopic{{Topic: tp.Topic, Partitions: []transport.FetchPartition{{Partition: tp.Partition, FetchOffset: off, MaxBytes: 1 << 20}}}}})
 		if err != nil {
 			t.Fatalf("fetch %s at %d: %v", tp, off, err)

@@ -6,10 +6,10 @@
 //	node, err := partlog.Open("/var/lib/app/partlog")      // a data directory
 //	err = node.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2})
 //
-//	p, err := producer.New(node)                            // package producer
+//	p, err := producer.New(node.Client())                   // package producer
 //	res := p.ProduceSync(ctx, &producer.Record{Topic: "study", Key: k, Value: v})
 //
-//	c, err := consumer.New(node, consumer.Topics("study"), // package consumer
+//	c, err := consumer.New(node.Client(), consumer.Topics("study"), // package consumer
 //		consumer.AutoOffsetReset(consumer.Earliest))
 //	for rec, err := range c.Records(ctx) { ... }
 //

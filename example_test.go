@@ -43,7 +43,7 @@ func Example_produce() {
 	defer node.Close()
 	node.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2})
 
-	p, err := producer.New(node)
+	p, err := producer.New(node.Client())
 	if err != nil {
 		panic(err)
 	}
@@ -64,13 +64,13 @@ func Example_consume() {
 	node, _ := partlog.Open("/data", partlog.Filesystem(vfs.NewMem()))
 	defer node.Close()
 	node.CreateTopic(ctx, partlog.NewTopic{Name: "study"})
-	p, _ := producer.New(node)
+	p, _ := producer.New(node.Client())
 	for _, v := range []string{"hello", "kafka", "partlog"} {
 		p.ProduceSync(ctx, &producer.Record{Topic: "study", Value: []byte(v)})
 	}
 	p.Close()
 
-	c, err := consumer.New(node, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	c, err := consumer.New(node.Client(), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ import (
 // buf when it is not nil, and returns each partition's records.
 func fetchInto(t *testing.T, n *partlog.Node, buf []byte) [2][]byte {
 	t.Helper()
-	resp, err := n.Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20, Buffer: buf,
+	resp, err := n.Client().Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20, Buffer: buf,
 		Topics: []transport.FetchTopic{{Topic: "t", Partitions: []transport.FetchPartition{
 			{Partition: 0, MaxBytes: 1 << 20}, {Partition: 1, MaxBytes: 1 << 20},
 		}}}})

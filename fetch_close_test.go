@@ -31,7 +31,7 @@ func TestFetchWaitingWhenNodeCloses(t *testing.T) {
 		}
 		done := make(chan answer, 1)
 		go func() {
-			resp, err := n.Fetch(context.Background(), &transport.FetchRequest{MaxWait: time.Minute, MinBytes: 1,
+			resp, err := n.Client().Fetch(context.Background(), &transport.FetchRequest{MaxWait: time.Minute, MinBytes: 1,
 				Topics: []transport.FetchTopic{{Topic: "t", Partitions: []transport.FetchPartition{{Partition: 0, FetchOffset: 1}}}}})
 			done <- answer{resp, err}
 		}()

@@ -57,7 +57,7 @@ func TestFullDiskOnARealFilesystem(t *testing.T) {
 	l := integrity.NewLedger()
 	w := integrity.Workload{Seed: integrity.NewSeed(), Producers: 1, Records: 1 << 30, MaxValue: 2000, Keyed: true}
 	produceUntil := func(stop func(failed int) bool, from int) int {
-		p, err := producer.New(n, producer.DeliveryTimeout(time.Second), producer.RequestTimeout(900*time.Millisecond),
+		p, err := producer.New(n.Client(), producer.DeliveryTimeout(time.Second), producer.RequestTimeout(900*time.Millisecond),
 			producer.Linger(0), producer.RetryBackoff(50*time.Millisecond))
 		require.NoError(t, err)
 		defer p.Close()
@@ -92,7 +92,7 @@ func TestFullDiskOnARealFilesystem(t *testing.T) {
 		t.Helper()
 		n, err := partlog.Open(dir)
 		require.NoError(t, err, "%s: the directory opens", what)
-		consumed := consumeAcked(t, n, "t", acked, false)
+		consumed := consumeAcked(t, n.Client(), "t", acked, false)
 		require.NoError(t, integrity.Compare(what+": the consumer", acked, consumed))
 		require.NoError(t, n.Close())
 		require.NoError(t, integrity.Compare(what+": the segment files", acked, readDisk(t, dir, r)))

@@ -17,7 +17,7 @@ import (
 func BenchmarkOffsetCommit(b *testing.B) {
 	ctx := context.Background()
 	commit := func(b *testing.B, n *partlog.Node, group string, off int64) {
-		resp, err := n.OffsetCommit(ctx, &transport.OffsetCommitRequest{Group: group, GenerationID: transport.NoGeneration,
+		resp, err := n.Client().OffsetCommit(ctx, &transport.OffsetCommitRequest{Group: group, GenerationID: transport.NoGeneration,
 			Topics: []transport.OffsetCommitTopic{{Topic: "study", Partitions: []transport.OffsetCommitPartition{{Partition: 0, Offset: off, LeaderEpoch: -1}}}}})
 		if err != nil || resp.Topics[0].Partitions[0].Err != nil {
 			b.Fatal(err, resp)

@@ -1,38 +1,42 @@
 package partlog
 
-import "time"
+import (
+	"time"
+
+	"github.com/partlog/partlog/broker"
+)
 
 // OffsetsTopicPartitions sets the partitions of __consumer_offsets when the
 // node creates it (Kafka's offsets.topic.num.partitions); the default is
 // 50. A group lives in partition abs(hash(group id)) % n, as in Kafka. It
 // has no effect once the topic exists.
 func OffsetsTopicPartitions(n int32) Option {
-	return optionFunc(func(o *nodeOptions) { o.groups.Partitions = n })
+	return optionFunc(func(o *broker.Options) { o.Groups.Partitions = n })
 }
 
 // GroupMinSessionTimeout sets the shortest session timeout a group member
 // may ask for (group.min.session.timeout.ms); the default is 6s.
 func GroupMinSessionTimeout(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.groups.MinSessionTimeout = d })
+	return optionFunc(func(o *broker.Options) { o.Groups.MinSessionTimeout = d })
 }
 
 // GroupMaxSessionTimeout sets the longest session timeout a group member
 // may ask for (group.max.session.timeout.ms); the default is 30 minutes.
 func GroupMaxSessionTimeout(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.groups.MaxSessionTimeout = d })
+	return optionFunc(func(o *broker.Options) { o.Groups.MaxSessionTimeout = d })
 }
 
 // GroupMaxSize sets the most members a group may have (group.max.size);
 // the default is no limit.
 func GroupMaxSize(n int) Option {
-	return optionFunc(func(o *nodeOptions) { o.groups.MaxSize = n })
+	return optionFunc(func(o *broker.Options) { o.Groups.MaxSize = n })
 }
 
 // OffsetsRetention sets how long a group without members keeps its
 // committed offsets after its last commit (Kafka's
 // offsets.retention.minutes); the default is 7 days.
 func OffsetsRetention(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.groups.OffsetsRetention = d })
+	return optionFunc(func(o *broker.Options) { o.Groups.OffsetsRetention = d })
 }
 
 // GroupInitialRebalanceDelay sets group.initial.rebalance.delay.ms: the
@@ -42,10 +46,10 @@ func OffsetsRetention(d time.Duration) Option {
 // the partitions from the first generation. The default is Kafka's 3s;
 // zero or less means no wait (what tests of a group of one want).
 func GroupInitialRebalanceDelay(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) {
+	return optionFunc(func(o *broker.Options) {
 		if d <= 0 {
 			d = -1
 		}
-		o.groups.InitialRebalanceDelay = d
+		o.Groups.InitialRebalanceDelay = d
 	})
 }

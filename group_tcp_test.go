@@ -166,11 +166,11 @@ func TestTCPKafkaConsumerGroup(t *testing.T) {
 	require.NoError(t, cl.CommitUncommittedOffsets(ctx))
 	cl.Close() // leaves the group
 
-	resp, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "lzl", Topics: []transport.OffsetFetchTopic{{Topic: "study", Partitions: []int32{0, 1}}}})
+	resp, err := n.Client().OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: "lzl", Topics: []transport.OffsetFetchTopic{{Topic: "study", Partitions: []int32{0, 1}}}})
 	require.NoError(t, err)
 	require.Equal(t, int64(5), resp.Topics[0].Partitions[0].Offset)
 	require.Equal(t, int64(5), resp.Topics[0].Partitions[1].Offset)
-	d, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"lzl"}})
+	d, err := n.Client().DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"lzl"}})
 	require.NoError(t, err)
 	require.Equal(t, "Empty", d.Groups[0].State)
 }

@@ -20,7 +20,7 @@ import (
 
 func commitOffset(t *testing.T, n *partlog.Node, g, member string, gen int32, topic string, p int32, off int64) error {
 	t.Helper()
-	resp, err := n.OffsetCommit(context.Background(), &transport.OffsetCommitRequest{Group: g, MemberID: member, GenerationID: gen,
+	resp, err := n.Client().OffsetCommit(context.Background(), &transport.OffsetCommitRequest{Group: g, MemberID: member, GenerationID: gen,
 		Topics: []transport.OffsetCommitTopic{{Topic: topic, Partitions: []transport.OffsetCommitPartition{{Partition: p, Offset: off, LeaderEpoch: -1, Metadata: "m"}}}}})
 	require.NoError(t, err)
 	return resp.Topics[0].Partitions[0].Err
@@ -28,7 +28,7 @@ func commitOffset(t *testing.T, n *partlog.Node, g, member string, gen int32, to
 
 func committedOffset(t *testing.T, n *partlog.Node, g, topic string, p int32) int64 {
 	t.Helper()
-	resp, err := n.OffsetFetch(context.Background(), &transport.OffsetFetchRequest{Group: g, Topics: []transport.OffsetFetchTopic{{Topic: topic, Partitions: []int32{p}}}})
+	resp, err := n.Client().OffsetFetch(context.Background(), &transport.OffsetFetchRequest{Group: g, Topics: []transport.OffsetFetchTopic{{Topic: topic, Partitions: []int32{p}}}})
 	require.NoError(t, err)
 	return resp.Topics[0].Partitions[0].Offset
 }
@@ -40,7 +40,7 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	mem := vfs.NewMem()
 	n := openNode(t, mem)
 	ctx := context.Background()
-	fc, err := n.FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "lzl"})
+	fc, err := n.Client().FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "lzl"})
 	require.NoError(t, err)
 	require.Equal(t, n.NodeID(), fc.NodeID)
 	d, err := n.DescribeTopics(group.OffsetsTopic)
@@ -49,11 +49,11 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	require.Equal(t, "compact", d[0].Effective[partlog.ConfigCleanupPolicy])
 	require.ErrorIs(t, n.DeleteTopic(ctx, group.OffsetsTopic), kafka.ErrInvalidTopic, "internal topics stay")
 
-	join, err := n.JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "c", ProtocolType: "consumer",
+	join, err := n.Client().JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "c", ProtocolType: "consumer",
 		SessionTimeout: 10 * time.Second, Protocols: []transport.JoinGroupProtocol{{Name: "range", Metadata: []byte("sub")}}})
 	require.NoError(t, err)
 	require.NoError(t, join.Err)
-	sync, err := n.SyncGroup(ctx, &transport.SyncGroupRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID,
+	sync, err := n.Client().SyncGroup(ctx, &transport.SyncGroupRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID,
 		Assignments: []transport.SyncGroupAssignment{{MemberID: join.MemberID, Assignment: []byte("all")}}})
 	require.NoError(t, err)
 	require.NoError(t, sync.Err)
@@ -69,7 +69,7 @@ func TestNodeGroupsSurviveCrash(t *testing.T) {
 	n = openNode(t, crashed)
 	defer n.Close()
 	require.Equal(t, int64(42), committedOffset(t, n, "lzl", "study", 0))
-	desc, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"lzl"}})
+	desc, err := n.Client().DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"lzl"}})
 	require.NoError(t, err)
 	g := desc.Groups[0]
 	require.Equal(t, "Stable", g.State)
@@ -86,12 +86,12 @@ func TestNodeCloseAnswersWaitingJoin(t *testing.T) {
 	ctx := context.Background()
 	req := &transport.JoinGroupRequest{Group: "g", ClientID: "c", ProtocolType: "consumer",
 		SessionTimeout: 10 * time.Second, Protocols: []transport.JoinGroupProtocol{{Name: "range"}}}
-	first, err := n.JoinGroup(ctx, req)
+	first, err := n.Client().JoinGroup(ctx, req)
 	require.NoError(t, err)
 	require.NoError(t, first.Err)
 	done := make(chan *transport.JoinGroupResponse, 1)
 	go func() {
-		r, err := n.JoinGroup(ctx, req) // waits for the first member to rejoin
+		r, err := n.Client().JoinGroup(ctx, req) // waits for the first member to rejoin
 		if err != nil {
 			r = &transport.JoinGroupResponse{Err: err}
 		}
@@ -143,7 +143,7 @@ func TestNodeOffsetsReloadEqualAcked(t *testing.T) {
 		for range steps {
 			g := groups[r.IntN(len(groups))]
 			if r.IntN(20) == 0 {
-				resp, err := n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{g}})
+				resp, err := n.Client().DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{g}})
 				require.NoError(t, err)
 				if resp.Results[0].Err == nil {
 					for k := range want {
@@ -193,7 +193,7 @@ func TestConsumersStartedTogetherShareTheFirstGeneration(t *testing.T) {
 	var generations [2]int32
 	var wg sync.WaitGroup
 	for i := range members {
-		c, err := consumer.New(n, consumer.Group("together"), consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
+		c, err := consumer.New(n.Client(), consumer.Group("together"), consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
 		require.NoError(t, err)
 		defer c.Close()
 		members[i] = c

@@ -219,8 +219,8 @@ func readDisk(t *testing.T, dir string, r integrityRun) []integrity.Record {
 // viaNode produces in process, with partlog's producer on the Node.
 func viaNode(t *testing.T, r integrityRun, mode integrity.Mode) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
 	n, dir := openIntegrityNode(t, r)
-	acked := produceAndLedger(t, n, "t", r, mode)
-	consumed := consumeAcked(t, n, "t", acked, mode == integrity.Sync)
+	acked := produceAndLedger(t, n.Client(), "t", r, mode)
+	consumed := consumeAcked(t, n.Client(), "t", acked, mode == integrity.Sync)
 	require.NoError(t, n.Close())
 	return acked, consumed, map[string][]integrity.Record{"the segment files": readDisk(t, dir, r)}
 }
@@ -458,12 +458,12 @@ func TestIntegrityGroupOfTwo(t *testing.T) {
 		}
 	})
 	n, dir := openIntegrityNode(t, r)
-	acked := produceAndLedger(t, n, "t", r, integrity.Async)
+	acked := produceAndLedger(t, n.Client(), "t", r, integrity.Async)
 	require.Len(t, acked, 100_000)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	consumed, err := integrity.ConsumeGroup(ctx, 2, len(acked), func() (*consumer.Consumer, error) {
-		return consumer.New(n, consumer.Group("integrity"), consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
+		return consumer.New(n.Client(), consumer.Group("integrity"), consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
 	})
 	require.NoError(t, err)
 	require.NoError(t, integrity.Compare("the group of two", acked, consumed))

@@ -47,9 +47,9 @@ func TestOpenMigratesStandaloneDirectory(t *testing.T) {
 		require.Equal(t, want0, fetchAll(t, n, "orders", 0, 0), "round %d", round)
 		require.Equal(t, want1, fetchAll(t, n, "orders", 1, 0))
 
-		require.Equal(t, map[int32]int64{0: 2, 1: 3}, committedOffsets(t, n, "billing", "orders"), "the group's committed offsets")
+		require.Equal(t, map[int32]int64{0: 2, 1: 3}, committedOffsets(t, n.Client(), "billing", "orders"), "the group's committed offsets")
 
-		pid, err := n.InitProducerID(ctx, &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+		pid, err := n.Client().InitProducerID(ctx, &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 		require.NoError(t, err)
 		require.NoError(t, pid.Err)
 		require.GreaterOrEqual(t, pid.ProducerID, int64(1000), "no producer id below the old high-water mark")

@@ -2,71 +2,55 @@ package partlog
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"maps"
-	"path"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/partlog/partlog/controller"
-	"github.com/partlog/partlog/internal/props"
-	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/partition"
-	"github.com/partlog/partlog/topicconfig"
-	"github.com/partlog/partlog/vfs"
+	"github.com/partlog/partlog/broker"
+	"github.com/partlog/partlog/internal/nodehooks"
+	"github.com/partlog/partlog/transport"
 )
 
 var (
 	// ErrClosed means the node was closed.
-	ErrClosed = kafka.ErrClosed
+	ErrClosed = broker.ErrClosed
 	// ErrLocked means another process, or another Node in this one, has
 	// the data directory open.
-	ErrLocked = log.ErrLocked
+	ErrLocked = broker.ErrLocked
 	// ErrInconsistentNode means the data directory belongs to another
 	// node id or cluster (Kafka's InconsistentClusterIdException).
-	ErrInconsistentNode = errors.New("partlog: data directory belongs to another node")
+	ErrInconsistentNode = broker.ErrInconsistentNode
 	// ErrMetaPropertiesMissing means the data directory holds partitions
 	// but no meta.properties, which names its node and cluster: the file
 	// was lost, or the directory was not written by partlog. Kafka refuses
 	// such a directory too. Restore the file, or open with
 	// WriteMissingMeta to write a new one (a new cluster id).
-	ErrMetaPropertiesMissing = errors.New("partlog: data directory holds partitions but no meta.properties")
+	ErrMetaPropertiesMissing = broker.ErrMetaPropertiesMissing
 )
 
-// Node is a partlog node: a broker that hosts replicas of topics'
-// partitions in its data directory and answers producers and consumers, in
-// the same process through transport.Client, or over TCP with a
-// transport.Server. A node opened on its own is a cluster of one, as a
-// Kafka node in combined mode is: it runs an in-process controller that
-// keeps the cluster metadata in the data directory, and its partitions
-// (replication factor 1) go through the same replica path as a cluster's.
-// It is safe for concurrent use.
+// Node is a partlog node: a Kafka broker in the host program's process.
+// It hosts replicas of topics' partitions in its data directory and
+// answers producers and consumers in the same process (Client), or over
+// TCP (transport.NewServer(n.Client(), ...)). A node opened on its own is
+// a cluster of one, as a Kafka node in combined mode is: it runs an
+// in-process controller that keeps the cluster metadata in the data
+// directory, and its partitions (replication factor 1) go through the same
+// replica path as a cluster's. It is safe for concurrent use.
+//
+// Node is the façade of package broker's Broker, which a program building
+// its own server can use directly.
 type Node struct {
-	dir    string
-	opts   nodeOptions
-	logger *slog.Logger
-	meta   metaProperties
-	logs   *log.Dir
-	groups *groupHost
-	member *clusterMember
-	// controller is the in-process controller of a node on its own, which
-	// the node closes; nil for a member of a cluster whose controller runs
-	// elsewhere.
-	controller *Controller
+	b *broker.Broker
+}
 
-	// requests is held shared by every request in flight and exclusively
-	// by Close, which so waits for them.
-	requests sync.RWMutex
-	closing  atomic.Bool
-
-	stop chan struct{}
-	bg   sync.WaitGroup
+// Client is every Kafka request a Node answers, in its own process and
+// without encoding: producer.New and consumer.New take it, and
+// transport.NewServer serves it to Kafka's clients. The requests are
+// transport's types; what the node holds back (a fetch's records) is owned
+// as each response's doc comment says.
+type Client interface {
+	transport.Client
+	transport.ProducerIDClient
+	transport.GroupClient
+	transport.AdminClient
+	transport.EpochClient
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the
@@ -77,256 +61,40 @@ type Node struct {
 // fails with ErrLocked. A crash leaves nothing for the next Open to repair
 // by hand: it recovers every partition's log.
 func Open(dir string, opts ...Option) (*Node, error) {
-	o := defaultNodeOptions()
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	if err := topicconfig.Validate(o.topicDefaults); err != nil {
-		return nil, fmt.Errorf("partlog: topic defaults: %w", err)
-	}
-	if err := vfs.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
-		return nil, fmt.Errorf("partlog: create %s: %w", dir, err)
-	}
-	logs, err := log.OpenDir(dir, log.DirOptions{FS: o.fs, Logger: o.logger})
+	b, err := broker.Open(dir, brokerOptions(opts))
 	if err != nil {
-		return nil, fmt.Errorf("partlog: %w", err)
-	}
-	n := &Node{dir: path.Clean(dir), opts: o, logger: o.logger, logs: logs, stop: make(chan struct{})}
-	if err := n.load(); err != nil {
-		logs.Close()
 		return nil, err
 	}
-	if !o.cluster.enabled() {
-		if err := n.startController(); err != nil {
-			logs.Close()
-			return nil, err
-		}
-	}
-	n.startGroups()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = n.joinCluster(ctx)
-	if err == nil {
-		// Groups are answered once loaded: a node opened is ready.
-		err = n.groups.clusterGroups().awaitLoads(ctx)
-	}
-	cancel()
-	if err != nil {
-		n.Close()
-		return nil, err
-	}
-	n.runEvery(o.retentionInterval, n.enforceRetention)
-	n.startCleaner()
-	n.runEvery(o.producerIDExpirationCheck, n.removeExpiredProducers)
-	n.runEvery(o.checkpointInterval, func() {
-		if err := n.logs.Checkpoint(); err != nil && !errors.Is(err, log.ErrClosed) {
-			n.logger.Error("writing checkpoints failed", "err", err)
-		}
-		if err := n.member.checkpointHighWatermarks(); err != nil {
-			n.logger.Error("writing the high watermark checkpoint failed", "err", err)
-		}
-	})
-	return n, nil
+	return &Node{b: b}, nil
 }
 
-// load reads meta.properties, or writes it for a new directory.
-func (n *Node) load() error {
-	present, err := n.logs.Partitions()
-	if err != nil {
-		return fmt.Errorf("partlog: %w", err)
-	}
-	formatted := len(present) == 0 || n.opts.writeMissingMeta
-	n.meta, err = loadOrCreateMeta(n.opts.fs, n.dir, n.opts.nodeID, n.opts.clusterID, formatted)
-	return err
-}
+// Client returns the node's requests, for clients in the same process.
+// It stays usable until Close, after which every request fails with
+// ErrClosed.
+func (n *Node) Client() Client { return n.b }
 
-// startController starts the in-process controller of a node on its own,
-// over the node's data directory, and makes the node its only member. A
-// directory written before a single node became a cluster of one has its
-// topics in the old metadata format, which the controller takes over.
-func (n *Node) startController() error {
-	opts := ControllerOptions{FS: n.opts.fs, Logger: n.logger.With("component", "controller")}
-	c, err := controller.Start(n.dir, n.logs, opts, func(l *log.Log) error {
-		return migrateTopicRecords(l, n.meta.NodeID, n.logger)
-	})
-	if err != nil {
-		return err
-	}
-	n.controller = c
-	n.opts.cluster.controller, n.opts.cluster.network = c, NewMemNetwork()
-	return nil
-}
+// Close stops the node: requests in flight finish, the replicas' logs are
+// synced and closed, and the data directory is unlocked.
+func (n *Node) Close() error { return n.b.Close() }
 
-// newPartition opens (creating as needed) the log of replica tp of the
-// topic with id topicID and configs cfg, and returns its partition.
-func (n *Node) newPartition(tp kafka.TopicPartition, topicID string, cfg topicconfig.Config, hw int64) (*partition.Partition, bool, error) {
-	lo := cfg.LogOptions()
-	lo.Now, lo.Logger = n.opts.now, n.logger
-	syncs := lo.SyncBeforeAck
-	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
-	l, err := n.logs.Open(tp, lo)
-	if err != nil {
-		return nil, false, err
-	}
-	po := cfg.PartitionOptions()
-	po.Now, po.ProducerIDExpiration = n.opts.now, n.opts.producerIDExpiration
-	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
-	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
-	if err := n.writePartitionMetadata(tp, topicID); err != nil {
-		p.Close()
-		return nil, false, err
-	}
-	return p, syncs, nil
-}
+// ClusterID returns the id of the cluster the node belongs to, from its
+// meta.properties.
+func (n *Node) ClusterID() string { return n.b.ClusterID() }
 
-// topicConfig returns the configs in force for a topic that sets own:
-// the node's topic defaults, overridden by own.
-func (n *Node) topicConfig(own map[string]string) topicconfig.Config {
-	overrides := maps.Clone(n.opts.topicDefaults)
-	if overrides == nil {
-		overrides = map[string]string{}
-	}
-	maps.Copy(overrides, own)
-	return topicconfig.Effective(overrides)
-}
-
-// writePartitionMetadata writes Kafka's partition.metadata, which names the
-// topic id a partition directory belongs to, if it is missing.
-func (n *Node) writePartitionMetadata(tp kafka.TopicPartition, id string) error {
-	name := path.Join(n.dir, tp.String(), "partition.metadata")
-	if _, err := n.opts.fs.Stat(name); err == nil {
-		return nil
-	}
-	return props.WriteAtomic(n.opts.fs, name, []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", id)))
-}
-
-// ClusterID returns the id of the node's cluster.
-func (n *Node) ClusterID() string { return n.meta.ClusterID }
-
-// NodeID returns the node's id.
-func (n *Node) NodeID() int32 { return n.meta.NodeID }
+// NodeID returns the node's id (Kafka's node.id).
+func (n *Node) NodeID() int32 { return n.b.NodeID() }
 
 // Dir returns the node's data directory.
-func (n *Node) Dir() string { return n.dir }
-
-// begin starts a request: it fails once the node is closing, and otherwise
-// keeps Close waiting until end.
-func (n *Node) begin() error {
-	n.requests.RLock()
-	if n.closing.Load() {
-		n.requests.RUnlock()
-		return ErrClosed
-	}
-	return nil
-}
-
-func (n *Node) end() { n.requests.RUnlock() }
-
-// runEvery runs f every interval on a goroutine that Close stops.
-func (n *Node) runEvery(interval time.Duration, f func()) {
-	if interval <= 0 {
-		return
-	}
-	n.bg.Go(func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-n.stop:
-				return
-			case <-t.C:
-				f()
-			}
-		}
-	})
-}
-
-// enforceRetention deletes the segments retention lets go, in every
-// partition.
-func (n *Node) enforceRetention() {
-	for _, p := range n.member.partitions() {
-		if deleted, err := p.Log().DeleteRetained(); err != nil {
-			n.logger.Error("retention failed", "partition", partitionName(p), "err", err)
-		} else if deleted > 0 {
-			n.logger.Info("retention deleted segments", "partition", partitionName(p), "segments", deleted)
-		}
-	}
-}
-
-// partitionName names p as topic-partition, for logs.
-func partitionName(p *partition.Partition) string {
-	return kafka.TopicPartition{Topic: p.Topic(), Partition: p.ID()}.String()
-}
-
-// enforceRetentionNow runs retention now (partlogtest.EnforceRetention).
-func (n *Node) enforceRetentionNow() error {
-	if err := n.begin(); err != nil {
-		return err
-	}
-	defer n.end()
-	n.enforceRetention()
-	return nil
-}
-
-// Close stops taking requests, wakes the fetches waiting for records, waits
-// for the requests in flight, then flushes every partition and writes the
-// clean-shutdown state, so that the next Open scans nothing. A node in a
-// cluster first asks the controller to move the leadership of its
-// partitions to other replicas (Kafka's controlled shutdown).
-func (n *Node) Close() error { return n.close(true) }
-
-// halt closes the node without telling its cluster first, as a crash
-// would (partlogtest.Halt).
-func (n *Node) halt() error { return n.close(false) }
-
-func (n *Node) close(controlled bool) error {
-	if n.closing.Swap(true) {
-		return nil
-	}
-	if n.member != nil {
-		n.member.leave(controlled)
-	}
-	if n.controller != nil {
-		if err := n.controller.Close(); err != nil {
-			n.logger.Error("closing the controller failed", "err", err)
-		}
-	}
-	n.stopGroups()
-	n.requests.Lock()
-	defer n.requests.Unlock()
-	close(n.stop)
-	n.bg.Wait()
-	return n.logs.Close()
-}
-
-// partition returns the partition of a replica the node hosts:
-// kafka.ErrUnknownTopicOrPartition for one the cluster does not have,
-// ErrNotLeaderOrFollower for one the node does not host, and
-// ErrKafkaStorage for one whose log could not be opened.
-func (n *Node) partition(name string, id int32) (*partition.Partition, error) {
-	h, err := n.hostedReplica(name, id)
-	if err != nil {
-		return nil, err
-	}
-	return h.p, nil
-}
+func (n *Node) Dir() string { return n.b.Dir() }
 
 // NewTopic describes a topic to create.
-type NewTopic struct {
-	// Name is the topic's name (see ValidateTopicName).
-	Name string
-	// Partitions is the number of partitions; zero means 1.
-	Partitions int32
-	// ReplicationFactor is how many replicas each partition has; zero
-	// means 1. It is at most the cluster's live nodes: 1 on a node on its
-	// own.
-	ReplicationFactor int16
-	// Configs overrides topic configs (see TopicConfigKeys), by Kafka's
-	// names: "retention.ms", "segment.bytes", ...
-	Configs map[string]string
-}
+type NewTopic = broker.NewTopic
 
-// maxPartitions bounds the partitions of one topic.
-const maxPartitions = 100_000
+// TopicDescription describes a topic.
+type TopicDescription = broker.TopicDescription
+
+// PartitionDescription describes one partition.
+type PartitionDescription = broker.PartitionDescription
 
 // CreateTopic creates a topic through the controller and returns once this
 // node hosts its replicas of it. Names, partition counts, replication
@@ -335,152 +103,47 @@ const maxPartitions = 100_000
 // ErrInvalidReplicationFactor and ErrInvalidConfig. A topic some of whose
 // replicas on this node cannot be created (a full disk) is deleted again,
 // and the error is kafka.ErrKafkaStorage.
-func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error {
-	if err := n.begin(); err != nil {
-		return err
-	}
-	defer n.end()
-	return n.createTopic(ctx, nt)
-}
-
-// createTopic is CreateTopic for a caller that holds the node (begin).
-func (n *Node) createTopic(ctx context.Context, nt NewTopic) error {
-	if err := ValidateTopicName(nt.Name); err != nil {
-		return err
-	}
-	if strings.HasPrefix(nt.Name, "__") {
-		return fmt.Errorf("%w: %q: names starting with __ are kept for internal topics", kafka.ErrInvalidTopic, nt.Name)
-	}
-	if nt.Partitions == 0 {
-		nt.Partitions = 1
-	}
-	if nt.Partitions < 0 || nt.Partitions > maxPartitions {
-		return fmt.Errorf("%w: %d partitions; a topic has 1 to %d", kafka.ErrInvalidPartitions, nt.Partitions, maxPartitions)
-	}
-	if nt.ReplicationFactor == 0 {
-		nt.ReplicationFactor = 1
-	}
-	if err := topicconfig.Validate(nt.Configs); err != nil {
-		return err
-	}
-	md, _ := n.member.metadata()
-	if _, ok := md.Topics[nt.Name]; !ok {
-		for existing := range md.Topics {
-			if collides(existing, nt.Name) {
-				return fmt.Errorf("%w: %q collides with %q ('.' and '_' are the same in metric names)", kafka.ErrInvalidTopic, nt.Name, existing)
-			}
-		}
-	}
-	return n.createReplicatedTopic(ctx, nt)
-}
+func (n *Node) CreateTopic(ctx context.Context, nt NewTopic) error { return n.b.CreateTopic(ctx, nt) }
 
 // DeleteTopic deletes a topic and, once the controller's metadata reaches
 // them, its replicas' data.
-func (n *Node) DeleteTopic(ctx context.Context, name string) error {
-	if err := n.begin(); err != nil {
-		return err
-	}
-	defer n.end()
-	md, _ := n.member.metadata()
-	if _, ok := md.Topics[name]; !ok {
-		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
-	}
-	if strings.HasPrefix(name, "__") {
-		return fmt.Errorf("%w: %q is an internal topic", kafka.ErrInvalidTopic, name)
-	}
-	return n.deleteReplicatedTopic(ctx, name)
-}
+func (n *Node) DeleteTopic(ctx context.Context, name string) error { return n.b.DeleteTopic(ctx, name) }
 
 // ListTopics returns the names of the topics, sorted.
-func (n *Node) ListTopics() []string {
-	md, _ := n.member.metadata()
-	return slices.Sorted(maps.Keys(md.Topics))
-}
-
-// TopicDescription describes a topic.
-type TopicDescription struct {
-	// Name and ID are the topic's name and id (Kafka's topic id, in
-	// unpadded URL-safe base64).
-	Name string
-	ID   string
-	// ReplicationFactor is how many replicas each partition has.
-	ReplicationFactor int16
-	// Configs holds the topic's overrides; Effective every config in
-	// force, defaults included.
-	Configs    map[string]string
-	Effective  map[string]string
-	Partitions []PartitionDescription
-}
-
-// PartitionDescription describes one partition. The offsets and Size are
-// known for the replicas this node hosts, and -1 (Size 0) for the others.
-type PartitionDescription struct {
-	// Partition is the partition's id.
-	Partition int32
-	// Leader is the node that leads the partition, -1 for none.
-	Leader int32
-	// LeaderEpoch is the epoch of the current leadership.
-	LeaderEpoch int32
-	// Replicas are the nodes assigned a replica, preferred leader first.
-	Replicas []int32
-	// ISR are the replicas in sync with the leader.
-	ISR []int32
-	// LogStartOffset, LogEndOffset and HighWatermark are this node's
-	// replica's.
-	LogStartOffset int64
-	LogEndOffset   int64
-	HighWatermark  int64
-	// Size is the bytes of the partition's segments.
-	Size int64
-	// Offline, when not nil, says why the partition is offline: its log
-	// could not be opened (kafka.ErrKafkaStorage). The offsets are
-	// then unknown.
-	Offline error
-}
+func (n *Node) ListTopics() []string { return n.b.ListTopics() }
 
 // DescribeTopics describes the named topics, or every topic when none is
 // named. An unknown name is kafka.ErrUnknownTopicOrPartition.
 func (n *Node) DescribeTopics(names ...string) ([]TopicDescription, error) {
-	if err := n.begin(); err != nil {
-		return nil, err
-	}
-	defer n.end()
-	if len(names) == 0 {
-		names = n.ListTopics()
-	}
-	out := make([]TopicDescription, 0, len(names))
-	for _, name := range names {
-		d, ok := n.describeTopic(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	return n.b.DescribeTopics(names...)
 }
 
 // ValidateTopicName checks a topic name as Kafka does: 1 to 249 of ASCII
 // letters, digits, '.', '_' and '-', and not "." or "..". The error is
 // kafka.ErrInvalidTopic.
-func ValidateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: the name is empty", kafka.ErrInvalidTopic)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: %q is not allowed", kafka.ErrInvalidTopic, name)
-	case len(name) > 249:
-		return fmt.Errorf("%w: %d characters; the longest name is 249", kafka.ErrInvalidTopic, len(name))
-	}
-	for _, c := range []byte(name) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has %q; names use ASCII letters, digits, '.', '_' and '-'", kafka.ErrInvalidTopic, name, c)
-		}
-	}
-	return nil
-}
+func ValidateTopicName(name string) error { return broker.ValidateTopicName(name) }
 
-// collides reports whether two topic names are the same once '.' and '_'
-// are taken as one, which Kafka forbids.
-func collides(a, b string) bool {
-	return strings.ReplaceAll(a, ".", "_") == strings.ReplaceAll(b, ".", "_")
+// BrokerConfigName returns the name of the node setting that gives a
+// topic config's default, as Kafka names its broker configs
+// ("retention.ms" → "log.retention.ms"), and whether the topic config is
+// one partlog knows.
+func BrokerConfigName(topicConfig string) (string, bool) { return broker.BrokerConfigName(topicConfig) }
+
+// MemNetwork is the in-memory network between the nodes of a cluster in
+// one process (see JoinCluster), with faults: Disconnect, Isolate, Heal.
+type MemNetwork = broker.MemNetwork
+
+// NewMemNetwork returns an empty in-memory network.
+func NewMemNetwork() *MemNetwork { return broker.NewMemNetwork() }
+
+// MetaPropertiesFileName is the file that names a data directory's node
+// and cluster, as Kafka's meta.properties does.
+const MetaPropertiesFileName = broker.MetaPropertiesFileName
+
+// HighWatermarkFileName is Kafka's replication-offset-checkpoint: the high
+// watermark of every partition, written now and then and on Close.
+const HighWatermarkFileName = broker.HighWatermarkFileName
+
+func init() {
+	nodehooks.Of = func(n any) nodehooks.Node { return nodehooks.OfBroker(n.(*Node).b) }
 }

@@ -34,7 +34,7 @@ func batchOf(values ...string) []byte {
 
 func produce(t *testing.T, n *partlog.Node, topic string, p int32, values ...string) transport.ProducePartitionResponse {
 	t.Helper()
-	resp, err := n.Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
+	resp, err := n.Client().Produce(context.Background(), &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 		Topic: topic, Partitions: []transport.ProducePartition{{Partition: p, Records: batchOf(values...)}},
 	}}})
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func produce(t *testing.T, n *partlog.Node, topic string, p int32, values ...str
 
 func fetch(t *testing.T, n *partlog.Node, topic string, p int32, offset int64, wait time.Duration) (transport.FetchPartitionResponse, []string) {
 	t.Helper()
-	resp, err := n.Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxWait: wait, MinBytes: 1, MaxBytes: 1 << 20,
+	resp, err := n.Client().Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxWait: wait, MinBytes: 1, MaxBytes: 1 << 20,
 		Topics: []transport.FetchTopic{{Topic: topic, Partitions: []transport.FetchPartition{{Partition: p, FetchOffset: offset, MaxBytes: 1 << 20}}}}})
 	require.NoError(t, err)
 	pr := resp.Topics[0].Partitions[0]
@@ -106,7 +106,7 @@ func TestNodeProduceFetchRestart(t *testing.T) {
 	require.Equal(t, "3600000", desc[0].Configs["retention.ms"])
 	id := desc[0].ID
 	require.NoError(t, n.Close())
-	_, err = n.Produce(ctx, &transport.ProduceRequest{})
+	_, err = n.Client().Produce(ctx, &transport.ProduceRequest{})
 	require.ErrorIs(t, err, partlog.ErrClosed)
 
 	n = openNode(t, mem)
@@ -180,10 +180,10 @@ func TestNodeBadInputChangesNothing(t *testing.T) {
 	require.ErrorIs(t, produce(t, n, "small", 7, "x").Err, kafka.ErrUnknownTopicOrPartition)
 	corrupt := batchOf("hello")
 	corrupt[len(corrupt)-1] ^= 1
-	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: 1, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: corrupt}}}}})
+	resp, err := n.Client().Produce(ctx, &transport.ProduceRequest{Acks: 1, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: corrupt}}}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrCorruptMessage)
-	resp, err = n.Produce(ctx, &transport.ProduceRequest{Acks: 2, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
+	resp, err = n.Client().Produce(ctx, &transport.ProduceRequest{Acks: 2, Topics: []transport.ProduceTopic{{Topic: "small", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrInvalidRequiredAcks)
 	d, err := n.DescribeTopics("small")
@@ -203,7 +203,7 @@ func TestNodeMinInsyncReplicas(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Configs: map[string]string{"min.insync.replicas": "2"}}))
 	require.ErrorIs(t, produce(t, n, "t", 0, "x").Err, kafka.ErrNotEnoughReplicas, "acks=all needs 2 in-sync replicas")
-	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksLeader, Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
+	resp, err := n.Client().Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksLeader, Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Records: batchOf("x")}}}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Partitions[0].Err, "acks=1 does not")
 }

@@ -43,13 +43,13 @@ func TestOfflinePartition(t *testing.T) {
 	require.Equal(t, []string{"a"}, fetchAll(t, n, "t", 0, 0), "the other partition is served")
 	require.Equal(t, int64(1), produce(t, n, "t", 0, "c").BaseOffset)
 
-	resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
+	resp, err := n.Client().Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
 		{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 1, Records: batchOf("x")}}}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrKafkaStorage)
 	require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, syscall.EACCES, "the error says why")
 
-	md, err := n.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"t"}})
+	md, err := n.Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"t"}})
 	require.NoError(t, err)
 	require.NoError(t, md.Topics[0].Partitions[0].Err)
 	require.ErrorIs(t, md.Topics[0].Partitions[1].Err, kafka.ErrKafkaStorage)

@@ -67,7 +67,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 	// segment (segment.ms), so that the commits so far can be cleaned.
 	now.Add((8 * 24 * time.Hour).Milliseconds())
 	commitRound(20)
-	resp, err := n.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{"gone"}})
+	resp, err := n.Client().DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{"gone"}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Results[0].Err)
 	for k := range want {
@@ -114,7 +114,7 @@ func offsetsRecords(t *testing.T, n *partlog.Node) int {
 	t.Helper()
 	count := 0
 	for offset := int64(0); ; {
-		resp, err := n.Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20,
+		resp, err := n.Client().Fetch(context.Background(), &transport.FetchRequest{ReplicaID: -1, MaxBytes: 1 << 20,
 			Topics: []transport.FetchTopic{{Topic: "__consumer_offsets", Partitions: []transport.FetchPartition{{FetchOffset: offset, MaxBytes: 1 << 20}}}}})
 		require.NoError(t, err)
 		pr := resp.Topics[0].Partitions[0]

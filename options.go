@@ -1,63 +1,29 @@
 package partlog
 
 import (
-	"io"
 	"log/slog"
 	"time"
 
-	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/broker"
+	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/vfs"
 )
 
 // Option configures Open.
-type Option interface{ apply(*nodeOptions) }
+type Option interface{ apply(*broker.Options) }
 
-type optionFunc func(*nodeOptions)
+type optionFunc func(*broker.Options)
 
-func (f optionFunc) apply(o *nodeOptions) { f(o) }
+func (f optionFunc) apply(o *broker.Options) { f(o) }
 
-type nodeOptions struct {
-	nodeID             int32
-	clusterID          string
-	writeMissingMeta   bool
-	fs                 vfs.FS
-	logger             *slog.Logger
-	now                func() time.Time
-	retentionInterval  time.Duration
-	checkpointInterval time.Duration
-	cleanerInterval    time.Duration
-	topicDefaults      map[string]string
-	groups             group.Options
-
-	producerIDExpiration      time.Duration
-	producerIDExpirationCheck time.Duration
-
-	cluster clusterOptions
-
-	// autoCreate is auto.create.topics.enable; autoPartitions and
-	// autoReplication are num.partitions and default.replication.factor.
-	autoCreate      bool
-	autoPartitions  int32
-	autoReplication int16
-}
-
-func defaultNodeOptions() nodeOptions {
-	return nodeOptions{
-		nodeID:             1,
-		fs:                 vfs.Default,
-		logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now:                time.Now,
-		retentionInterval:  5 * time.Minute,
-		checkpointInterval: time.Minute,
-		cleanerInterval:    defaultCleanerInterval,
-
-		producerIDExpiration:      24 * time.Hour,
-		producerIDExpirationCheck: 10 * time.Minute,
-
-		autoCreate:      true,
-		autoPartitions:  1,
-		autoReplication: 1,
+// brokerOptions returns the broker's options: partlog's defaults (node id
+// 1), then opts in order.
+func brokerOptions(opts []Option) broker.Options {
+	o := broker.Options{NodeID: 1}
+	for _, opt := range opts {
+		opt.apply(&o)
 	}
+	return o
 }
 
 // AutoCreateTopics sets Kafka's auto.create.topics.enable, num.partitions
@@ -68,55 +34,57 @@ func defaultNodeOptions() nodeOptions {
 // nodes). The default is Kafka's: enabled, 1 partition, 1 replica.
 // Internal names (starting with __) are never created so.
 func AutoCreateTopics(enabled bool, partitions int32, replicationFactor int16) Option {
-	return optionFunc(func(o *nodeOptions) {
-		o.autoCreate, o.autoPartitions, o.autoReplication = enabled, max(partitions, 1), max(replicationFactor, 1)
+	return optionFunc(func(o *broker.Options) {
+		o.NoAutoCreateTopics, o.AutoCreatePartitions, o.AutoCreateReplicationFactor = !enabled, max(partitions, 1), max(replicationFactor, 1)
 	})
 }
 
 // NodeID sets the node's id (Kafka's node.id). The default is 1. A data
 // directory remembers its node id in meta.properties and refuses another.
-func NodeID(id int32) Option { return optionFunc(func(o *nodeOptions) { o.nodeID = id }) }
+func NodeID(id int32) Option { return optionFunc(func(o *broker.Options) { o.NodeID = id }) }
 
 // ClusterID sets the id of the cluster a new data directory joins; by
 // default a new directory makes up a random one.
-func ClusterID(id string) Option { return optionFunc(func(o *nodeOptions) { o.clusterID = id }) }
+func ClusterID(id string) Option { return optionFunc(func(o *broker.Options) { o.ClusterID = id }) }
 
 // WriteMissingMeta lets Open write a new meta.properties (a new cluster id)
 // for a data directory that holds partitions but has lost its own, which
 // Open otherwise refuses with ErrMetaPropertiesMissing, as Kafka refuses an
 // unformatted log directory.
-func WriteMissingMeta() Option { return optionFunc(func(o *nodeOptions) { o.writeMissingMeta = true }) }
+func WriteMissingMeta() Option {
+	return optionFunc(func(o *broker.Options) { o.WriteMissingMeta = true })
+}
 
 // Filesystem sets the filesystem; the default is the OS. vfs.NewMem gives
 // an in-memory one for tests.
-func Filesystem(fsys vfs.FS) Option { return optionFunc(func(o *nodeOptions) { o.fs = fsys }) }
+func Filesystem(fsys vfs.FS) Option { return optionFunc(func(o *broker.Options) { o.FS = fsys }) }
 
 // Logger sets where the node reports recovery, retention and failures. The
 // default discards everything.
-func Logger(l *slog.Logger) Option { return optionFunc(func(o *nodeOptions) { o.logger = l }) }
+func Logger(l *slog.Logger) Option { return optionFunc(func(o *broker.Options) { o.Logger = l }) }
 
 // Clock sets the node's clock, used for retention and segment rolling. The
 // default is time.Now.
-func Clock(now func() time.Time) Option { return optionFunc(func(o *nodeOptions) { o.now = now }) }
+func Clock(now func() time.Time) Option { return optionFunc(func(o *broker.Options) { o.Now = now }) }
 
 // RetentionCheckInterval sets how often retention deletes old segments
 // (Kafka's log.retention.check.interval.ms). The default is 5 minutes.
 func RetentionCheckInterval(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.retentionInterval = d })
+	return optionFunc(func(o *broker.Options) { o.RetentionCheckInterval = d })
 }
 
 // CheckpointInterval sets how often the recovery points are written, which
 // bounds what a restart after a crash scans (Kafka's
 // log.flush.offset.checkpoint.interval.ms). The default is a minute.
 func CheckpointInterval(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.checkpointInterval = d })
+	return optionFunc(func(o *broker.Options) { o.CheckpointInterval = d })
 }
 
 // TopicDefaults sets topic configs that apply to every topic that does not
 // override them, as Kafka's broker-level log.* settings do — for example
 // {"flush.messages": "9223372036854775807"} to leave flushing to the OS.
 func TopicDefaults(configs map[string]string) Option {
-	return optionFunc(func(o *nodeOptions) { o.topicDefaults = configs })
+	return optionFunc(func(o *broker.Options) { o.TopicDefaults = configs })
 }
 
 // ProducerIDExpiration sets how long a partition keeps an idempotent
@@ -125,12 +93,65 @@ func TopicDefaults(configs map[string]string) Option {
 // and a retry from it is no longer recognised as a duplicate. The default
 // is 24 hours.
 func ProducerIDExpiration(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.producerIDExpiration = d })
+	return optionFunc(func(o *broker.Options) { o.ProducerIDExpiration = d })
 }
 
 // ProducerIDExpirationCheckInterval sets how often expired producers are
 // forgotten (producer.id.expiration.check.interval.ms). The default is 10
 // minutes.
 func ProducerIDExpirationCheckInterval(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.producerIDExpirationCheck = d })
+	return optionFunc(func(o *broker.Options) { o.ProducerIDExpirationCheckInterval = d })
+}
+
+// LogCleanerInterval sets how often the log cleaner compacts the partitions
+// of topics whose cleanup.policy includes compact (Kafka's
+// log.cleaner.backoff.ms). The default is 15 seconds; zero or negative
+// turns the background cleaner off (Kafka's log.cleaner.enable=false), and
+// partlogtest.CleanNow still cleans.
+func LogCleanerInterval(d time.Duration) Option {
+	return optionFunc(func(o *broker.Options) {
+		if d <= 0 {
+			d = -1 // off
+		}
+		o.LogCleanerInterval = d
+	})
+}
+
+// JoinCluster makes the node a member of the cluster that c controls,
+// exchanging replica messages with the other members over the in-memory
+// network net: several nodes in one process, for examples and tests.
+func JoinCluster(c *Controller, net *MemNetwork) Option {
+	return optionFunc(func(o *broker.Options) { o.Controller, o.Network = c, net })
+}
+
+// ControllerAddress makes the node a member of the cluster whose
+// controller listens at addr (host:port; see Controller.Serve), reaching
+// the other members over TCP at the addresses they registered
+// (AdvertisedAddress). The node must serve its own address with a
+// transport.Server.
+func ControllerAddress(addr string) Option {
+	return optionFunc(func(o *broker.Options) { o.ControllerAddress = addr })
+}
+
+// AdvertisedAddress is the host:port other nodes and clients reach this
+// node at, which it registers with the controller (Kafka's
+// advertised.listeners).
+func AdvertisedAddress(addr string) Option {
+	return optionFunc(func(o *broker.Options) { o.AdvertisedAddress = addr })
+}
+
+// HeartbeatInterval sets how often a cluster member heartbeats to the
+// controller and learns of metadata changes (broker.heartbeat.interval.ms).
+// The default is 500 ms; keep it well within the controller's
+// SessionTimeout.
+func HeartbeatInterval(d time.Duration) Option {
+	return optionFunc(func(o *broker.Options) { o.HeartbeatInterval = d })
+}
+
+// ReplicaOptions sets how a cluster member replicates: the tick, the
+// replica.lag.time.max.ms, fetch sizes and waits (see replica.Options).
+// MinInsyncReplicas, HighWatermark and BrokerEpoch are the node's to set,
+// and are ignored here.
+func ReplicaOptions(ro replica.Options) Option {
+	return optionFunc(func(o *broker.Options) { o.Replica = ro })
 }

@@ -17,7 +17,7 @@ import (
 
 func initProducerID(t *testing.T, n *partlog.Node) int64 {
 	t.Helper()
-	resp, err := n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+	resp, err := n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
 	require.EqualValues(t, 0, resp.ProducerEpoch)
@@ -37,7 +37,7 @@ func TestProducerIDsNeverReused(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 200 {
-				resp, err := n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+				resp, err := n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 				if err != nil || resp.Err != nil {
 					t.Error(err, resp.Err)
 					return
@@ -87,18 +87,18 @@ func readAll(t *testing.T, fsys vfs.FS, name string) string {
 func TestInitProducerIDErrors(t *testing.T) {
 	fsys := vfs.NewMem()
 	n := openNode(t, fsys)
-	resp, err := n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{TransactionalID: "tx", ProducerID: -1, ProducerEpoch: -1})
+	resp, err := n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{TransactionalID: "tx", ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Err, kafka.ErrInvalidRequest)
 	require.NoError(t, n.Close())
 
 	require.NoError(t, vfs.WriteFileAtomic(fsys, "/data/"+partlog.ProducerIDsFileName, []byte("version=0\nnext.producer.id=oops\n")))
 	n = openNode(t, fsys)
-	resp, err = n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+	resp, err = n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Err, kafka.ErrKafkaStorage)
 	require.ErrorContains(t, resp.Err, "bad next.producer.id")
 	require.NoError(t, n.Close())
-	_, err = n.InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+	_, err = n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.True(t, errors.Is(err, partlog.ErrClosed))
 }

@@ -70,7 +70,7 @@ func TestTCPFetchCopiesNoRecordBytes(t *testing.T) {
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1,
 		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
 	// Full batches (a long linger), as a busy producer sends them.
-	p, err := producer.New(n, producer.Acks(kafka.AcksLeader), producer.BatchSize(256<<10), producer.Linger(time.Second))
+	p, err := producer.New(n.Client(), producer.Acks(kafka.AcksLeader), producer.BatchSize(256<<10), producer.Linger(time.Second))
 	require.NoError(t, err)
 	const records, size = 20_000, 1024
 	value := make([]byte, size)
@@ -82,7 +82,7 @@ func TestTCPFetchCopiesNoRecordBytes(t *testing.T) {
 	for _, copyRecords := range []bool{false, true} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		s := transport.NewServer(n, transport.ServerOptions{CopyRecords: copyRecords})
+		s := transport.NewServer(n.Client(), transport.ServerOptions{CopyRecords: copyRecords})
 		go s.Serve(ln)
 		c, err := transport.Dial(ctx, ln.Addr().String(), transport.DialOptions{})
 		require.NoError(t, err)

@@ -25,13 +25,13 @@ func BenchmarkGroupCalls(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer n.Close()
-			var gc transport.GroupClient = n
+			var gc transport.GroupClient = n.Client()
 			if via == "tcp" {
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					b.Fatal(err)
 				}
-				s := transport.NewServer(n, transport.ServerOptions{})
+				s := transport.NewServer(n.Client(), transport.ServerOptions{})
 				go s.Serve(ln)
 				defer s.Close()
 				c, err := transport.Dial(ctx, ln.Addr().String(), transport.DialOptions{})

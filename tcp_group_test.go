@@ -233,7 +233,7 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	warnings := &warnLog{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := transport.NewServer(n, transport.ServerOptions{Logger: slog.New(warnings)})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{Logger: slog.New(warnings)})
 	go s.Serve(ln)
 	defer s.Close()
 	addr := ln.Addr().String()
@@ -352,14 +352,14 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	})
 	require.Equal(t, 1, ids)
 
-	committed := committedOffsets(t, n, "kgroup", "study")
+	committed := committedOffsets(t, n.Client(), "kgroup", "study")
 	require.Equal(t, got.next, committed, "the committed offsets are where each partition's reading ended")
 	d, err := n.DescribeTopics("study")
 	require.NoError(t, err)
 	for p := range int32(partitions) {
 		require.Equal(t, d[0].Partitions[p].LogEndOffset, committed[p])
 	}
-	desc, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
+	desc, err := n.Client().DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
 	require.NoError(t, err)
 	require.Equal(t, "Stable", desc.Groups[0].State)
 	require.Len(t, desc.Groups[0].Members, 2)
@@ -422,7 +422,7 @@ func TestTCPKafkaClientGroup(t *testing.T) {
 	dgResp, err := dg.RequestWith(ctx, prod)
 	require.NoError(t, err)
 	require.Equal(t, int16(0), dgResp.Groups[0].ErrorCode)
-	desc, err = n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
+	desc, err = n.Client().DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"kgroup"}})
 	require.NoError(t, err)
 	require.Equal(t, "Dead", desc.Groups[0].State)
 	require.Empty(t, warnings.messages(), "kgo sent nothing the server does not serve")
@@ -459,12 +459,12 @@ func (w *warnLog) messages() []string {
 // connection, as when a connection breaks between the append and the
 // answer.
 type losingAnswers struct {
-	*partlog.Node
+	partlog.Client
 	lose atomic.Int32
 }
 
 func (l *losingAnswers) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
-	resp, err := l.Node.Produce(ctx, req)
+	resp, err := l.Client.Produce(ctx, req)
 	if err == nil && l.lose.Add(-1) >= 0 {
 		return nil, errors.New("the answer is lost")
 	}
@@ -485,7 +485,7 @@ func TestTCPIdempotentProducerLostAnswers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "study", Partitions: 2}))
-			l := &losingAnswers{Node: n}
+			l := &losingAnswers{Client: n.Client()}
 			l.lose.Store(3)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
@@ -553,7 +553,7 @@ func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 
 	c, err := transport.Dial(ctx, addr, transport.DialOptions{ReconnectBackoff: time.Millisecond})
@@ -563,7 +563,7 @@ func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
 		consumer.DisableAutoCommit(), consumer.SessionTimeout(30*time.Second))
 	require.NoError(t, err)
 	defer m.Close()
-	p, err := producer.New(n) // in the node's process: only the member's connections break
+	p, err := producer.New(n.Client()) // in the node's process: only the member's connections break
 	require.NoError(t, err)
 	defer p.Close()
 
@@ -594,7 +594,7 @@ func TestTCPGroupMemberRidesOutBrokenConnections(t *testing.T) {
 	require.NoError(t, s.Close()) // every connection breaks
 	ln, err = net.Listen("tcp", addr)
 	require.NoError(t, err)
-	s = transport.NewServer(n, transport.ServerOptions{})
+	s = transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 	defer s.Close()
 

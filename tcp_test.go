@@ -25,7 +25,7 @@ func serveNode(t *testing.T, n *partlog.Node) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
 	return ln.Addr().String()
@@ -164,7 +164,7 @@ func BenchmarkTCPFetch(b *testing.B) {
 	ctx := context.Background()
 	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
 		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
-	p, err := producer.New(n, producer.Acks(kafka.AcksLeader), producer.BatchSize(1<<20))
+	p, err := producer.New(n.Client(), producer.Acks(kafka.AcksLeader), producer.BatchSize(1<<20))
 	require.NoError(b, err)
 	value := make([]byte, size)
 	for range records {
@@ -179,7 +179,7 @@ func BenchmarkTCPFetch(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(b, err)
-			s := transport.NewServer(n, transport.ServerOptions{CopyRecords: copyRecords})
+			s := transport.NewServer(n.Client(), transport.ServerOptions{CopyRecords: copyRecords})
 			go s.Serve(ln)
 			defer s.Close()
 			c, err := transport.Dial(ctx, ln.Addr().String(), transport.DialOptions{})

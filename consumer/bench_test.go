@@ -45,7 +45,7 @@ func filledNode(b *testing.B, n, size, perBatch int) *partlog.Node {
 			bl.Append(record.Record{Timestamp: baseTime + int64(done), Value: value})
 			done++
 		}
-		produceBatch(b, node, "bench", 0, bl.Build())
+		produceBatch(b, node.Client(), "bench", 0, bl.Build())
 	}
 	return node
 }
@@ -117,7 +117,7 @@ func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for off := int64(0); off < int64(records); {
-			resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+			resp, err := node.Client().Fetch(context.Background(), &transport.FetchRequest{
 				ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 50 << 20, Buffer: buf,
 				Topics: []transport.FetchTopic{{Topic: "bench", Partitions: []transport.FetchPartition{{
 					FetchOffset: off, MaxBytes: int32(*benchFetchBytes),
@@ -141,7 +141,7 @@ func nodeFetchAll(b *testing.B, records, size, batch int, buf []byte) {
 // consumeAll reads want records of size-byte values from the start of
 // "bench"-0 and checks that they all came.
 func consumeAll(b *testing.B, node *partlog.Node, want, size int, iterate bool, buffers consumer.BufferPolicy) {
-	c, err := consumer.New(node,
+	c, err := consumer.New(node.Client(),
 		consumer.PartitionsAt(map[kafka.TopicPartition]int64{{Topic: "bench"}: 0}),
 		consumer.MaxPartitionFetchBytes(int32(*benchFetchBytes)), consumer.FetchBuffers(buffers))
 	if err != nil {

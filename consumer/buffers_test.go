@@ -34,7 +34,7 @@ func fillBufferTopic(t *testing.T, parts int32, n int) *consumer.Consumer {
 			for i := range recs {
 				recs[i] = record.Record{Timestamp: baseTime, Value: []byte(bufValue(p, off+int64(i)))}
 			}
-			produce(t, node, "t", p, recs...)
+			produce(t, node.Client(), "t", p, recs...)
 		}
 	}
 	tps := make([]kafka.TopicPartition, parts)
@@ -44,7 +44,7 @@ func fillBufferTopic(t *testing.T, parts int32, n int) *consumer.Consumer {
 	// Small fetches, and little buffered, so that buffers go round often;
 	// MaxPollRecords that does not divide a batch makes Poll give back
 	// part of what it took.
-	return newConsumer(t, node, consumer.Partitions(tps...), consumer.AutoOffsetReset(consumer.Earliest),
+	return newConsumer(t, node.Client(), consumer.Partitions(tps...), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.FetchBuffers(consumer.ReuseBuffers), consumer.MaxPartitionFetchBytes(4096),
 		consumer.FetchMaxBytes(12288), consumer.MaxPollRecords(7))
 }
@@ -102,10 +102,10 @@ func TestKeepBuffersNeverReusesMemory(t *testing.T) {
 		for i := range recs {
 			recs[i] = record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, off+int64(i)))}
 		}
-		produce(t, node, "t", 0, recs...)
+		produce(t, node.Client(), "t", 0, recs...)
 	}
 	// The default: while the records are held, no two share memory.
-	c := newConsumer(t, node, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+	c := newConsumer(t, node.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.MaxPartitionFetchBytes(4096), consumer.FetchMaxBytes(12288), consumer.MaxPollRecords(7))
 	held := pollN(t, c, n)
 	var seen memory
@@ -153,12 +153,12 @@ func TestReuseBuffersCopiesSmallAnswersOut(t *testing.T) {
 	// The copies are the records' own, so they never share memory.
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	c := newConsumer(t, node, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+	c := newConsumer(t, node.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.FetchBuffers(consumer.ReuseBuffers))
 	var held []consumer.Record
 	var seen memory
 	for i := range int64(20) {
-		produce(t, node, "t", 0, record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, i))})
+		produce(t, node.Client(), "t", 0, record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, i))})
 		recs := pollN(t, c, 1)
 		require.Equal(t, i, recs[0].Offset)
 		require.False(t, seen.add(&recs[0]), "offset %d shares memory with an earlier record", i)
@@ -180,9 +180,9 @@ func TestReuseBuffersGrowForBatchesLargerThanAFetch(t *testing.T) {
 		for i := range recs {
 			recs[i] = record.Record{Timestamp: baseTime, Value: []byte(bufValue(0, off+int64(i)))}
 		}
-		produce(t, node, "t", 0, recs...)
+		produce(t, node.Client(), "t", 0, recs...)
 	}
-	c := newConsumer(t, node, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+	c := newConsumer(t, node.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.FetchBuffers(consumer.ReuseBuffers), consumer.MaxPartitionFetchBytes(512), consumer.FetchMaxBytes(1024))
 	var seen memory
 	reused := false

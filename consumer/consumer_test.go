@@ -18,9 +18,9 @@ func TestAssignReadsOnlyTheAssignedPartitions(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 3, nil)
 	for p := range int32(3) {
-		produceValues(t, n, "t", p, seq(fmt.Sprint("p", p, "-"), 5)...)
+		produceValues(t, n.Client(), "t", p, seq(fmt.Sprint("p", p, "-"), 5)...)
 	}
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 2), tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 2), tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	require.Equal(t, []kafka.TopicPartition{tp("t", 0), tp("t", 2)}, c.Assignment())
 
 	recs := pollN(t, c, 10)
@@ -43,10 +43,10 @@ func TestSubscribeReadsEveryPartition(t *testing.T) {
 	createTopic(t, n, "a", 3, nil)
 	createTopic(t, n, "b", 1, nil)
 	for p := range int32(3) {
-		produceValues(t, n, "a", p, fmt.Sprint("a", p))
+		produceValues(t, n.Client(), "a", p, fmt.Sprint("a", p))
 	}
-	produceValues(t, n, "b", 0, "b0")
-	c := newConsumer(t, n, consumer.Topics("a", "b"), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "b", 0, "b0")
+	c := newConsumer(t, n.Client(), consumer.Topics("a", "b"), consumer.AutoOffsetReset(consumer.Earliest))
 	require.Empty(t, c.Assignment(), "no metadata before the first Poll")
 
 	recs := pollN(t, c, 4)
@@ -57,14 +57,14 @@ func TestSubscribeReadsEveryPartition(t *testing.T) {
 func TestSubscribeFindsATopicCreatedLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
-		c := newConsumer(t, n, consumer.Topics("later"), consumer.AutoOffsetReset(consumer.Earliest))
+		c := newConsumer(t, n.Client(), consumer.Topics("later"), consumer.AutoOffsetReset(consumer.Earliest))
 		fs, err := c.Poll(context.Background(), time.Second)
 		require.NoError(t, err)
 		require.True(t, fs.Empty())
 		require.Empty(t, c.Assignment())
 
 		createTopic(t, n, "later", 2, nil)
-		produceValues(t, n, "later", 1, "x")
+		produceValues(t, n.Client(), "later", 1, "x")
 		recs := pollN(t, c, 1)
 		require.Equal(t, "x", string(recs[0].Value))
 		require.Equal(t, []kafka.TopicPartition{tp("later", 0), tp("later", 1)}, c.Assignment())
@@ -82,11 +82,11 @@ func TestRecordFields(t *testing.T) {
 			{Key: "trace", Value: []byte("abc")}, {Key: "empty", Value: []byte{}}, {Key: "null", Value: nil},
 		}},
 	}
-	produce(t, n, "t", 0, in...)
-	produce(t, n, "t", 0, record.Record{Timestamp: baseTime + 100, Key: []byte("second batch"), Value: []byte("v")})
-	produce(t, n, "stamped", 0, record.Record{Timestamp: baseTime, Value: []byte("s")})
+	produce(t, n.Client(), "t", 0, in...)
+	produce(t, n.Client(), "t", 0, record.Record{Timestamp: baseTime + 100, Key: []byte("second batch"), Value: []byte("v")})
+	produce(t, n.Client(), "stamped", 0, record.Record{Timestamp: baseTime, Value: []byte("s")})
 
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("stamped", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("stamped", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	recs := pollN(t, c, 5)
 	byTopic := map[string][]consumer.Record{}
 	for _, r := range recs {
@@ -130,9 +130,9 @@ func TestRecordFields(t *testing.T) {
 func TestMaxPollRecords(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("a", 15)...)
-	produceValues(t, n, "t", 0, seq("b", 10)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(10))
+	produceValues(t, n.Client(), "t", 0, seq("a", 15)...)
+	produceValues(t, n.Client(), "t", 0, seq("b", 10)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(10))
 	var sizes []int
 	var all []string
 	for len(all) < 25 {
@@ -153,7 +153,7 @@ func TestPollReturnsAsSoonAsRecordsArrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 		start := time.Now()
 		type result struct {
 			fs  consumer.Fetches
@@ -165,7 +165,7 @@ func TestPollReturnsAsSoonAsRecordsArrive(t *testing.T) {
 			done <- result{fs, err}
 		}()
 		synctest.Wait() // Poll waits, and the fetcher waits in the node
-		produceValues(t, n, "t", 0, "hello")
+		produceValues(t, n.Client(), "t", 0, "hello")
 		r := <-done
 		require.NoError(t, r.err)
 		require.Equal(t, []string{"hello"}, values(r.fs[0].Records))
@@ -177,7 +177,7 @@ func TestPollTimesOutEmpty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)))
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)))
 		start := time.Now()
 		fs, err := c.Poll(context.Background(), 3*time.Second)
 		require.NoError(t, err)
@@ -199,10 +199,10 @@ func TestPollTimesOutEmpty(t *testing.T) {
 func TestRecordsBelowTheHighWatermark(t *testing.T) {
 	n := openNode(t) // flush.messages=1: the high watermark is what is on disk
 	createTopic(t, n, "t", 1, nil)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	produced, consumed := 0, 0
 	for round := range 20 {
-		produceValues(t, n, "t", 0, seq(fmt.Sprint(round, "-"), round%4+1)...)
+		produceValues(t, n.Client(), "t", 0, seq(fmt.Sprint(round, "-"), round%4+1)...)
 		produced += round%4 + 1
 		for consumed < produced {
 			fs, err := c.Poll(context.Background(), pollTimeout)
@@ -225,11 +225,11 @@ func TestRecordsBelowTheHighWatermark(t *testing.T) {
 func TestControlBatchesAreSkipped(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, "a", "b")                                                    // 0, 1
-	produceBatch(t, n, "t", 0, record.ControlBatch(record.ControlCommit, 7, 0, 1, baseTime)) // 2
-	produceValues(t, n, "t", 0, "c")                                                         // 3
-	produceBatch(t, n, "t", 0, record.ControlBatch(record.ControlAbort, 8, 0, 1, baseTime))  // 4
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, "a", "b")                                                    // 0, 1
+	produceBatch(t, n.Client(), "t", 0, record.ControlBatch(record.ControlCommit, 7, 0, 1, baseTime)) // 2
+	produceValues(t, n.Client(), "t", 0, "c")                                                         // 3
+	produceBatch(t, n.Client(), "t", 0, record.ControlBatch(record.ControlAbort, 8, 0, 1, baseTime))  // 4
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	recs := pollN(t, c, 3)
 	require.Equal(t, []string{"a", "b", "c"}, values(recs))
 	require.Equal(t, []int64{0, 1, 3}, []int64{recs[0].Offset, recs[1].Offset, recs[2].Offset})

@@ -4,7 +4,7 @@
 // process, or a network client — and hands out their records in offset
 // order, partition by partition.
 //
-//	c, err := consumer.New(node, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+//	c, err := consumer.New(node.Client(), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
 //	if err != nil { ... }
 //	defer c.Close()
 //	for rec, err := range c.Records(ctx) {

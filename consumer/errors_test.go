@@ -139,7 +139,7 @@ func TestMalformedBatchFailsWithoutCRCCheck(t *testing.T) {
 // flaky passes requests to a node, but answers fetches with an error for
 // every partition while failures is above zero, counting it down.
 type flaky struct {
-	*partlog.Node
+	partlog.Client
 	failures atomic.Int64
 	err      error
 }
@@ -147,7 +147,7 @@ type flaky struct {
 func (f *flaky) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
 	if f.failures.Add(-1) < 0 {
 		f.failures.Store(0)
-		return f.Node.Fetch(ctx, req)
+		return f.Client.Fetch(ctx, req)
 	}
 	resp := &transport.FetchResponse{}
 	for _, rt := range req.Topics {
@@ -164,8 +164,8 @@ func TestRetriableErrorsAreRetriedQuietly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		produceValues(t, n, "t", 0, "a")
-		f := &flaky{Node: n, err: fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)}
+		produceValues(t, n.Client(), "t", 0, "a")
+		f := &flaky{Client: n.Client(), err: fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)}
 		f.failures.Store(4)
 		c := newConsumer(t, f, consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest))
 		start := time.Now()
@@ -178,8 +178,8 @@ func TestLastingRetriableErrorsAreReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		produceValues(t, n, "t", 0, "a")
-		f := &flaky{Node: n, err: kafka.ErrLeaderNotAvailable}
+		produceValues(t, n.Client(), "t", 0, "a")
+		f := &flaky{Client: n.Client(), err: kafka.ErrLeaderNotAvailable}
 		f.failures.Store(1 << 40)
 		c := newConsumer(t, f, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 			consumer.RetryTimeout(5*time.Second))
@@ -198,7 +198,7 @@ func TestClientErrorsAreReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)))
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)))
 		require.Equal(t, int64(0), position(t, c, tp("t", 0)))
 		require.NoError(t, n.Close())
 		// The fetch in flight fails for the partition; the next ones get
@@ -218,13 +218,13 @@ func TestClientErrorsAreReported(t *testing.T) {
 // limitedMetadata passes requests to a node, but shows only the first
 // visible partitions of each topic in metadata.
 type limitedMetadata struct {
-	*partlog.Node
+	partlog.Client
 	mu      sync.Mutex
 	visible int
 }
 
 func (l *limitedMetadata) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	resp, err := l.Node.Metadata(ctx, req)
+	resp, err := l.Client.Metadata(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -242,9 +242,9 @@ func TestSubscribePicksUpNewPartitions(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 3, nil)
 		for p := range int32(3) {
-			produceValues(t, n, "t", p, fmt.Sprint("p", p))
+			produceValues(t, n.Client(), "t", p, fmt.Sprint("p", p))
 		}
-		l := &limitedMetadata{Node: n, visible: 1}
+		l := &limitedMetadata{Client: n.Client(), visible: 1}
 		c := newConsumer(t, l, consumer.Topics("t"), consumer.AutoOffsetReset(consumer.Earliest),
 			consumer.MetadataMaxAge(time.Minute))
 		start := time.Now()
@@ -271,7 +271,7 @@ func TestSubscribeDropsADeletedTopic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 2, nil)
-		c := newConsumer(t, n, consumer.Topics("t"), consumer.MetadataMaxAge(time.Minute))
+		c := newConsumer(t, n.Client(), consumer.Topics("t"), consumer.MetadataMaxAge(time.Minute))
 		fs, err := c.Poll(context.Background(), time.Second)
 		require.NoError(t, err)
 		require.True(t, fs.Empty())
@@ -304,7 +304,7 @@ func TestNewChecksOptions(t *testing.T) {
 		"backoff above the max": {p, consumer.RetryBackoff(time.Minute)},
 		"retry timeout":         {p, consumer.RetryTimeout(0)},
 	} {
-		_, err := consumer.New(n, opts...)
+		_, err := consumer.New(n.Client(), opts...)
 		require.Error(t, err, name)
 		require.ErrorContains(t, err, "consumer: ", name)
 	}

@@ -16,7 +16,7 @@ func ExampleGroup() {
 	defer node.Close()
 	ctx := context.Background()
 	member := func() *consumer.Consumer {
-		c, err := consumer.New(node, consumer.Group("lzl"), consumer.Topics("study"),
+		c, err := consumer.New(node.Client(), consumer.Group("lzl"), consumer.Topics("study"),
 			consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(2), consumer.DisableAutoCommit(),
 			consumer.OnPartitionsAssigned(func(ctx context.Context, c *consumer.Consumer, tps []kafka.TopicPartition) {
 				fmt.Println("assigned", tps, "in generation", c.GroupMetadata().Generation)

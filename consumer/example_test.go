@@ -29,7 +29,7 @@ func openExampleNode(topic string, values ...string) *partlog.Node {
 	for i, v := range values {
 		b.Append(record.Record{Timestamp: time.Date(2024, 5, 1, 12, i, 0, 0, time.UTC).UnixMilli(), Value: []byte(v)})
 	}
-	_, err = node.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
+	_, err = node.Client().Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{{
 		Topic: topic, Partitions: []transport.ProducePartition{{Partition: 0, Records: b.Build()}},
 	}}})
 	if err != nil {
@@ -42,7 +42,7 @@ func ExampleConsumer_Poll() {
 	node := openExampleNode("study", "hello", "kafka", "world")
 	defer node.Close()
 
-	c, err := consumer.New(node, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	c, err := consumer.New(node.Client(), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
 	if err != nil {
 		panic(err)
 	}
@@ -73,7 +73,7 @@ func Example() {
 	node := openExampleNode("study", "one", "two", "three", "four")
 	defer node.Close()
 
-	c, err := consumer.New(node,
+	c, err := consumer.New(node.Client(),
 		consumer.Partitions(kafka.TopicPartition{Topic: "study", Partition: 0}),
 		consumer.AutoOffsetReset(consumer.Earliest))
 	if err != nil {
@@ -106,7 +106,7 @@ func ExampleConsumer_SeekToTimestamp() {
 	defer node.Close()
 
 	tp := kafka.TopicPartition{Topic: "study", Partition: 0}
-	c, err := consumer.New(node, consumer.Partitions(tp))
+	c, err := consumer.New(node.Client(), consumer.Partitions(tp))
 	if err != nil {
 		panic(err)
 	}

@@ -18,21 +18,21 @@ import (
 
 // counting passes requests to a node and counts the fetches.
 type counting struct {
-	*partlog.Node
+	partlog.Client
 	fetches atomic.Int64
 }
 
 func (c *counting) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
 	c.fetches.Add(1)
-	return c.Node.Fetch(ctx, req)
+	return c.Client.Fetch(ctx, req)
 }
 
 func TestPollGoesRoundThePartitions(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
-	produceValues(t, n, "t", 0, seq("a", 20)...)
-	produceValues(t, n, "t", 1, seq("b", 20)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest),
+	produceValues(t, n.Client(), "t", 0, seq("a", 20)...)
+	produceValues(t, n.Client(), "t", 1, seq("b", 20)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.MaxPollRecords(5))
 	require.Equal(t, int64(0), position(t, c, tp("t", 1)))
 	got := map[int32][]string{}
@@ -57,9 +57,9 @@ func TestPollAndRecordsTakeTurns(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
 	for b := range 5 {
-		produceValues(t, n, "t", 0, seq(fmt.Sprint("v", b), 7)...)
+		produceValues(t, n.Client(), "t", 0, seq(fmt.Sprint("v", b), 7)...)
 	}
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 		consumer.MaxPollRecords(4))
 	var all []string
 	for len(all) < 35 {
@@ -97,10 +97,10 @@ func TestCompressedBatches(t *testing.T) {
 			b.Append(record.Record{Timestamp: baseTime, Key: []byte("k"), Value: []byte(v),
 				Headers: []record.RecordHeader{{Key: "codec", Value: []byte(codec.String())}}})
 		}
-		produceBatch(t, n, "t", 0, b.Build())
+		produceBatch(t, n.Client(), "t", 0, b.Build())
 	}
 	for _, iterate := range []bool{false, true} {
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 		var got []consumer.Record
 		if iterate {
 			for rec, err := range c.Records(context.Background()) {
@@ -155,9 +155,9 @@ func TestFetchMaxBytesBoundsTheBuffer(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
 		for b := range 3 {
-			produceValues(t, n, "t", 0, seq(fmt.Sprint(b, "-"), 2)...)
+			produceValues(t, n.Client(), "t", 0, seq(fmt.Sprint(b, "-"), 2)...)
 		}
-		cn := &counting{Node: n}
+		cn := &counting{Client: n.Client()}
 		c := newConsumer(t, cn, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest),
 			consumer.FetchMaxBytes(1), consumer.MaxPollRecords(1))
 		require.Equal(t, []string{"0-0"}, values(pollN(t, c, 1)))
@@ -181,7 +181,7 @@ func TestAnIdleConsumerDoesNotSpin(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := openNode(t)
 				createTopic(t, n, "t", 1, nil)
-				cn := &counting{Node: n}
+				cn := &counting{Client: n.Client()}
 				c := newConsumer(t, cn, consumer.Partitions(tp("t", 0)), consumer.FetchMaxWait(wait))
 				fs, err := c.Poll(context.Background(), 10*time.Second)
 				require.NoError(t, err)
@@ -198,9 +198,9 @@ func TestAnIdleConsumerDoesNotSpin(t *testing.T) {
 func TestSeekToTimestampAcrossPartitions(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
-	produceValues(t, n, "t", 0, seq("a", 10)...) // timestamps baseTime+0..9
-	produceValues(t, n, "t", 1, "b0", "b1")      // baseTime+0..1
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)))
+	produceValues(t, n.Client(), "t", 0, seq("a", 10)...) // timestamps baseTime+0..9
+	produceValues(t, n.Client(), "t", 1, "b0", "b1")      // baseTime+0..1
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("t", 1)))
 	require.NoError(t, c.SeekToTimestamp(context.Background(), time.UnixMilli(baseTime+5)))
 	require.Equal(t, int64(5), position(t, c, tp("t", 0)))
 	require.Equal(t, int64(2), position(t, c, tp("t", 1)), "no record that late: the end")
@@ -214,8 +214,8 @@ func TestResumeDoesNotWaitForTheFetchInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 2, nil)
-		produceValues(t, n, "t", 1, "b")
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest),
+		produceValues(t, n.Client(), "t", 1, "b")
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest),
 			consumer.FetchMaxWait(time.Hour))
 		require.NoError(t, c.Pause(tp("t", 1)))
 		fs, err := c.Poll(context.Background(), 0)

@@ -84,7 +84,7 @@ func startMember(tb testing.TB, n *partlog.Node, name string, out chan<- got, ch
 			signal()
 		}),
 	)
-	c, err := consumer.New(n, all...)
+	c, err := consumer.New(n.Client(), all...)
 	require.NoError(tb, err)
 	m.c = c
 	go func() {
@@ -153,7 +153,7 @@ func (m *member) partitions() []kafka.TopicPartition {
 // values round-partition.
 func produceRound(tb testing.TB, n *partlog.Node, topic string, partitions int32, round int) {
 	for p := range partitions {
-		produceValues(tb, n, topic, p, fmt.Sprintf("r%d-p%d", round, p))
+		produceValues(tb, n.Client(), topic, p, fmt.Sprintf("r%d-p%d", round, p))
 	}
 }
 
@@ -303,12 +303,12 @@ func TestGroupCrashedMemberSessionTimeout(t *testing.T) {
 
 	// The crashing member joins; c1 rejoins and, as leader, gives it half.
 	ctx := context.Background()
-	join, err := n.JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "crasher", ProtocolType: consumer.ProtocolType,
+	join, err := n.Client().JoinGroup(ctx, &transport.JoinGroupRequest{Group: "lzl", ClientID: "crasher", ProtocolType: consumer.ProtocolType,
 		SessionTimeout: 200 * time.Millisecond, RebalanceTimeout: time.Minute,
 		Protocols: []transport.JoinGroupProtocol{{Name: "range", Metadata: consumer.Subscription{Topics: []string{"study"}, Generation: -1}.Encode()}}})
 	require.NoError(t, err)
 	require.NoError(t, join.Err)
-	sync, err := n.SyncGroup(ctx, &transport.SyncGroupRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID})
+	sync, err := n.Client().SyncGroup(ctx, &transport.SyncGroupRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID})
 	require.NoError(t, err)
 	require.NoError(t, sync.Err)
 	a, err := consumer.DecodeAssignment(sync.Assignment)
@@ -328,7 +328,7 @@ func TestGroupCrashedMemberSessionTimeout(t *testing.T) {
 			recs = append(recs, got{member: "crasher", tp: tp, offset: int64(r), value: v})
 		}
 	}
-	cr, err := n.OffsetCommit(ctx, commit)
+	cr, err := n.Client().OffsetCommit(ctx, commit)
 	require.NoError(t, err)
 	for _, tt := range cr.Topics {
 		require.NoError(t, tt.Partitions[0].Err)
@@ -340,7 +340,7 @@ func TestGroupCrashedMemberSessionTimeout(t *testing.T) {
 	// The crasher's records are in recs: a record it processed and
 	// committed that c1 received again would show twice.
 	requireExactlyOnce(t, recs, 4*9)
-	hb, err := n.Heartbeat(ctx, &transport.HeartbeatRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID})
+	hb, err := n.Client().Heartbeat(ctx, &transport.HeartbeatRequest{Group: "lzl", MemberID: join.MemberID, GenerationID: join.GenerationID})
 	require.NoError(t, err)
 	require.ErrorIs(t, hb.Err, kafka.ErrUnknownMemberID)
 	require.NoError(t, c1.error())
@@ -357,7 +357,7 @@ func TestGroupMaxPollInterval(t *testing.T) {
 	out := make(chan got, 1000)
 	changed := make(chan struct{}, 1)
 	var lost []kafka.TopicPartition
-	slow, err := consumer.New(n, append(fastGroup("lzl", "study"), consumer.ClientID("slow"), consumer.MaxPollInterval(300*time.Millisecond),
+	slow, err := consumer.New(n.Client(), append(fastGroup("lzl", "study"), consumer.ClientID("slow"), consumer.MaxPollInterval(300*time.Millisecond),
 		consumer.OnPartitionsLost(func(_ context.Context, _ *consumer.Consumer, tps []kafka.TopicPartition) { lost = tps }))...)
 	require.NoError(t, err)
 	defer slow.Close()
@@ -392,9 +392,9 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	n, err := partlog.Open("/data", opts...)
 	require.NoError(t, err)
 	createTopic(t, n, "study", 2, nil)
-	produceValues(t, n, "study", 0, seq("a", 10)...)
-	produceValues(t, n, "study", 1, seq("b", 10)...)
-	c, err := consumer.New(n, append(fastGroup("lzl", "study"), consumer.MaxPollRecords(3), consumer.DisableAutoCommit())...)
+	produceValues(t, n.Client(), "study", 0, seq("a", 10)...)
+	produceValues(t, n.Client(), "study", 1, seq("b", 10)...)
+	c, err := consumer.New(n.Client(), append(fastGroup("lzl", "study"), consumer.MaxPollRecords(3), consumer.DisableAutoCommit())...)
 	require.NoError(t, err)
 	ctx := context.Background()
 	recs := pollN(t, c, 3)
@@ -415,7 +415,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	n, err = partlog.Open("/data", opts...)
 	require.NoError(t, err)
 	defer n.Close()
-	c = newConsumer(t, n, append(fastGroup("lzl", "study"), consumer.MaxPollRecords(100))...)
+	c = newConsumer(t, n.Client(), append(fastGroup("lzl", "study"), consumer.MaxPollRecords(100))...)
 	got := pollN(t, c, 7+10)
 	var rest []string
 	for _, r := range got {
@@ -436,9 +436,9 @@ type hidden struct{ transport.Client }
 func TestMemoryOffsetsAssigned(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("v", 10)...)
+	produceValues(t, n.Client(), "t", 0, seq("v", 10)...)
 	store := consumer.NewMemoryOffsets()
-	c, err := consumer.New(hidden{n}, consumer.Group("g"), consumer.Offsets(store), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(4))
+	c, err := consumer.New(hidden{n.Client()}, consumer.Group("g"), consumer.Offsets(store), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest), consumer.MaxPollRecords(4))
 	require.NoError(t, err)
 	pollN(t, c, 4)
 	require.NoError(t, c.Close(), "Close commits: auto-commit is on by default")
@@ -446,7 +446,7 @@ func TestMemoryOffsetsAssigned(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4), offs[tp("t", 0)].Offset)
 
-	_, err = consumer.New(hidden{n}, consumer.Group("g"), consumer.Topics("t"))
+	_, err = consumer.New(hidden{n.Client()}, consumer.Group("g"), consumer.Topics("t"))
 	require.ErrorContains(t, err, "GroupClient")
 }
 
@@ -539,15 +539,15 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 func TestGroupLeaderNoticesNewTopic(t *testing.T) {
 	n := groupNode(t)
 	createTopic(t, n, "a", 1, nil)
-	c := newConsumer(t, n, append(fastGroup("lzl", "a", "b"), consumer.MetadataMaxAge(20*time.Millisecond))...)
+	c := newConsumer(t, n.Client(), append(fastGroup("lzl", "a", "b"), consumer.MetadataMaxAge(20*time.Millisecond))...)
 	ctx := context.Background()
-	produceValues(t, n, "a", 0, "a0")
+	produceValues(t, n.Client(), "a", 0, "a0")
 	require.Equal(t, []string{"a0"}, values(pollN(t, c, 1)))
 	require.Equal(t, []kafka.TopicPartition{tp("a", 0)}, c.Assignment())
 	gen := c.GroupMetadata().Generation
 
 	createTopic(t, n, "b", 2, nil)
-	produceValues(t, n, "b", 1, "b0")
+	produceValues(t, n.Client(), "b", 1, "b0")
 	var got []string
 	for len(got) == 0 {
 		fs, err := c.Poll(ctx, pollTimeout)

@@ -15,8 +15,8 @@ func TestRecordsLoopEndsWhenTheContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		produceValues(t, n, "t", 0, "a", "b", "c")
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+		produceValues(t, n.Client(), "t", 0, "a", "b", "c")
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 		ctx, cancel := context.WithCancel(context.Background())
 		got := make(chan string, 10)
 		done := make(chan error)
@@ -44,7 +44,7 @@ func TestRecordsLoopEndsOnClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 		done := make(chan int)
 		go func() {
 			seen := 0
@@ -54,7 +54,7 @@ func TestRecordsLoopEndsOnClose(t *testing.T) {
 			}
 			done <- seen
 		}()
-		produceValues(t, n, "t", 0, "a")
+		produceValues(t, n.Client(), "t", 0, "a")
 		synctest.Wait()
 		require.NoError(t, c.Close())
 		require.Equal(t, 1, <-done)
@@ -64,9 +64,9 @@ func TestRecordsLoopEndsOnClose(t *testing.T) {
 func TestRecordsBreakKeepsThePosition(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
-	produceValues(t, n, "t", 0, seq("a", 10)...)
-	produceValues(t, n, "t", 1, seq("b", 10)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, seq("a", 10)...)
+	produceValues(t, n.Client(), "t", 1, seq("b", 10)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest))
 	var seen []string
 	for rec, err := range c.Records(context.Background()) {
 		require.NoError(t, err)
@@ -87,8 +87,8 @@ func TestRecordsBreakKeepsThePosition(t *testing.T) {
 func TestRecordsBreakThenLoopAgain(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("v", 10)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, seq("v", 10)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	var seen []string
 	for range 4 {
 		for rec, err := range c.Records(context.Background()) {
@@ -105,8 +105,8 @@ func TestRecordsBreakThenLoopAgain(t *testing.T) {
 func TestSeekInsideTheLoop(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("v", 10)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, seq("v", 10)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	var seen []string
 	seeked := false
 	for rec, err := range c.Records(context.Background()) {
@@ -127,8 +127,8 @@ func TestRecordsYieldsErrorsAndGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		produceValues(t, n, "t", 0, "a", "b")
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.None))
+		produceValues(t, n.Client(), "t", 0, "a", "b")
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.None))
 		var seen []string
 		errs := 0
 		for rec, err := range c.Records(context.Background()) {
@@ -150,7 +150,7 @@ func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		c, err := consumer.New(n, consumer.Partitions(tp("t", 0)), consumer.FetchMaxWait(time.Hour))
+		c, err := consumer.New(n.Client(), consumer.Partitions(tp("t", 0)), consumer.FetchMaxWait(time.Hour))
 		require.NoError(t, err)
 		done := make(chan error)
 		go func() {
@@ -177,7 +177,7 @@ func TestClose(t *testing.T) {
 
 func TestCloseBeforePoll(t *testing.T) {
 	n := openNode(t)
-	c, err := consumer.New(n, consumer.Topics("t"))
+	c, err := consumer.New(n.Client(), consumer.Topics("t"))
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 }
@@ -185,8 +185,8 @@ func TestCloseBeforePoll(t *testing.T) {
 func TestPauseInsideTheLoopLosesNothing(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("v", 10)...)
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, seq("v", 10)...)
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	var seen []string
 	for rec, err := range c.Records(context.Background()) {
 		require.NoError(t, err)

@@ -19,8 +19,8 @@ import (
 func TestAutoOffsetResetEarliest(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, "old")
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, "old")
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	require.Equal(t, int64(0), position(t, c, tp("t", 0)))
 	require.Equal(t, []string{"old"}, values(pollN(t, c, 1)))
 }
@@ -28,18 +28,18 @@ func TestAutoOffsetResetEarliest(t *testing.T) {
 func TestAutoOffsetResetLatest(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, "old", "older")
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0))) // Latest by default
+	produceValues(t, n.Client(), "t", 0, "old", "older")
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0))) // Latest by default
 	require.Equal(t, int64(2), position(t, c, tp("t", 0)))
-	produceValues(t, n, "t", 0, "new")
+	produceValues(t, n.Client(), "t", 0, "new")
 	require.Equal(t, []string{"new"}, values(pollN(t, c, 1)))
 }
 
 func TestAutoOffsetResetNone(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
-	produceValues(t, n, "t", 0, "a", "b")
-	c := newConsumer(t, n, consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 1): 0}),
+	produceValues(t, n.Client(), "t", 0, "a", "b")
+	c := newConsumer(t, n.Client(), consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 1): 0}),
 		consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.None))
 
 	_, err := pollErr(t, c)
@@ -64,7 +64,7 @@ func retainedTopic(t *testing.T, n *partlog.Node, batches int) (logStart, hw int
 	t.Helper()
 	createTopic(t, n, "t", 1, map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"})
 	for b := range batches {
-		produceValues(t, n, "t", 0, seq(fmt.Sprint(b, "-", strings.Repeat("x", 60), "-"), 10)...)
+		produceValues(t, n.Client(), "t", 0, seq(fmt.Sprint(b, "-", strings.Repeat("x", 60), "-"), 10)...)
 	}
 	require.NoError(t, partlogtest.EnforceRetention(n))
 	desc, err := n.DescribeTopics("t")
@@ -80,7 +80,7 @@ func TestOutOfRangeResetsAsThePolicySays(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := openNode(t)
 				logStart, hw := retainedTopic(t, n, 20)
-				c := newConsumer(t, n, consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 0): 3}),
+				c := newConsumer(t, n.Client(), consumer.PartitionsAt(map[kafka.TopicPartition]int64{tp("t", 0): 3}),
 					consumer.AutoOffsetReset(reset))
 				switch reset {
 				case consumer.Earliest:
@@ -92,7 +92,7 @@ func TestOutOfRangeResetsAsThePolicySays(t *testing.T) {
 					require.True(t, fs.Empty())
 					synctest.Wait() // reset, and waiting for records past the end
 					require.Equal(t, hw, position(t, c, tp("t", 0)))
-					produceValues(t, n, "t", 0, "new")
+					produceValues(t, n.Client(), "t", 0, "new")
 					require.Equal(t, []string{"new"}, values(pollN(t, c, 1)))
 				case consumer.None:
 					_, err := pollErr(t, c)
@@ -110,8 +110,8 @@ func TestOutOfRangeResetsAsThePolicySays(t *testing.T) {
 func TestSeek(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n, "t", 0, seq("v", 10)...) // timestamps baseTime+i
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.MaxPollRecords(3))
+	produceValues(t, n.Client(), "t", 0, seq("v", 10)...) // timestamps baseTime+i
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.MaxPollRecords(3))
 	p := tp("t", 0)
 
 	require.NoError(t, c.Seek(p, 4))
@@ -151,8 +151,8 @@ func TestSeekWhileFetching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := openNode(t)
 		createTopic(t, n, "t", 1, nil)
-		produceValues(t, n, "t", 0, "a", "b")
-		c := newConsumer(t, n, consumer.Partitions(tp("t", 0)), consumer.FetchMaxWait(time.Hour))
+		produceValues(t, n.Client(), "t", 0, "a", "b")
+		c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.FetchMaxWait(time.Hour))
 		require.Equal(t, int64(2), position(t, c, tp("t", 0)))
 		fs, err := c.Poll(context.Background(), 0)
 		require.NoError(t, err)
@@ -169,13 +169,13 @@ func TestSeekWhileFetching(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 2, nil)
-	produceValues(t, n, "t", 0, "a")
-	produceValues(t, n, "t", 1, "b")
-	c := newConsumer(t, n, consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest))
+	produceValues(t, n.Client(), "t", 0, "a")
+	produceValues(t, n.Client(), "t", 1, "b")
+	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0), tp("t", 1)), consumer.AutoOffsetReset(consumer.Earliest))
 	require.NoError(t, c.Pause(tp("t", 0)))
 	require.Equal(t, []kafka.TopicPartition{tp("t", 0)}, c.Paused())
 	require.Equal(t, []string{"b"}, values(pollN(t, c, 1)))
-	produceValues(t, n, "t", 1, "c")
+	produceValues(t, n.Client(), "t", 1, "c")
 	require.Equal(t, []string{"c"}, values(pollN(t, c, 1)))
 
 	require.NoError(t, c.Resume())

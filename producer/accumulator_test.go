@@ -20,7 +20,7 @@ func TestOffsetsContiguousPromisesInOrder(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 3, nil)
 	// Small batches, so that each partition gets many.
-	p := newProducer(t, node, producer.BatchSize(512), producer.Linger(0))
+	p := newProducer(t, node.Client(), producer.BatchSize(512), producer.Linger(0))
 	got := newPromises()
 	const total = 3000
 	for i := range total {
@@ -49,7 +49,7 @@ func TestOffsetsContiguousPromisesInOrder(t *testing.T) {
 func TestConcurrentProducers(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 4, nil)
-	p := newProducer(t, node, producer.BatchSize(1024), producer.Linger(time.Millisecond))
+	p := newProducer(t, node.Client(), producer.BatchSize(1024), producer.Linger(time.Millisecond))
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	got := newPromises()
@@ -92,7 +92,7 @@ func TestLingerSendsPartialBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		p := newProducer(t, node, producer.Linger(100*time.Millisecond))
+		p := newProducer(t, node.Client(), producer.Linger(100*time.Millisecond))
 		got := newPromises()
 		start := time.Now()
 		p.Produce(context.Background(), &producer.Record{Topic: "t", Value: []byte("a")}, got.promise)
@@ -116,7 +116,7 @@ func TestLingerZero(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		p := newProducer(t, node, producer.Linger(0))
+		p := newProducer(t, node.Client(), producer.Linger(0))
 		got := newPromises()
 		p.Produce(context.Background(), &producer.Record{Topic: "t", Value: []byte("a")}, got.promise)
 		synctest.Wait()
@@ -129,7 +129,7 @@ func TestBatchSizeClosesBatches(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
 		const batchSize = 1024
-		p := newProducer(t, node, producer.BatchSize(batchSize), producer.Linger(time.Hour))
+		p := newProducer(t, node.Client(), producer.BatchSize(batchSize), producer.Linger(time.Hour))
 		got := newPromises()
 		value := bytes.Repeat([]byte("x"), 100)
 		for range 25 {
@@ -165,7 +165,7 @@ func TestBufferFullBlocksThenFrees(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 4, nil)
 		gate := make(chan struct{})
-		client := &faultClient{Client: node, gate: gate}
+		client := &faultClient{Client: node.Client(), gate: gate}
 		// Room for two batches of 1 KiB.
 		p := newProducer(t, client, producer.BatchSize(1024), producer.BufferMemory(2048), producer.Linger(0))
 		got := newPromises()
@@ -204,7 +204,7 @@ func TestBufferFullMaxBlock(t *testing.T) {
 				node := openNode(t)
 				createTopic(t, node, "t", 2, nil)
 				gate := make(chan struct{})
-				client := &faultClient{Client: node, gate: gate}
+				client := &faultClient{Client: node.Client(), gate: gate}
 				p := newProducer(t, client, producer.BatchSize(1024), producer.BufferMemory(1024),
 					producer.Linger(0), producer.MaxBlock(maxBlock))
 				first := &producer.Record{Topic: "t", Value: []byte("a")}
@@ -231,7 +231,7 @@ func TestBufferFullContext(t *testing.T) {
 		createTopic(t, node, "t", 2, nil)
 		gate := make(chan struct{})
 		defer close(gate)
-		client := &faultClient{Client: node, gate: gate}
+		client := &faultClient{Client: node.Client(), gate: gate}
 		p := newProducer(t, client, producer.BatchSize(1024), producer.BufferMemory(1024), producer.Linger(0))
 		p.Produce(context.Background(), &producer.Record{Topic: "t"}, nil)
 		synctest.Wait()
@@ -245,7 +245,7 @@ func TestBufferFullContext(t *testing.T) {
 func TestRecordTooLarge(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	p := newProducer(t, node, producer.MaxRequestSize(1000))
+	p := newProducer(t, node.Client(), producer.MaxRequestSize(1000))
 	called := false
 	r := &producer.Record{Topic: "t", Value: make([]byte, 1000)}
 	p.Produce(context.Background(), r, func(_ *producer.Record, err error) {
@@ -261,7 +261,7 @@ func TestRecordTooLarge(t *testing.T) {
 	require.NoError(t, p.ProduceSync(context.Background(), ok).FirstErr())
 
 	// A record larger than buffer.memory could never be buffered.
-	small := newProducer(t, node, producer.BatchSize(100), producer.BufferMemory(500))
+	small := newProducer(t, node.Client(), producer.BatchSize(100), producer.BufferMemory(500))
 	err := small.ProduceSync(context.Background(), &producer.Record{Topic: "t", Value: make([]byte, 600)}).FirstErr()
 	require.ErrorIs(t, err, producer.ErrRecordTooLarge)
 }
@@ -269,7 +269,7 @@ func TestRecordTooLarge(t *testing.T) {
 func TestHeadersKeysTimestamps(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 	ts := time.UnixMilli(1_700_000_000_123)
 	key := []byte("key")
 	r1 := &producer.Record{Topic: "t", Key: key, Value: []byte("v1"), Timestamp: ts,
@@ -296,7 +296,7 @@ func TestHeadersKeysTimestamps(t *testing.T) {
 func TestLogAppendTime(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 	r := &producer.Record{Topic: "t", Timestamp: time.UnixMilli(1000)}
 	require.NoError(t, p.ProduceSync(context.Background(), r).FirstErr())
 	require.Greater(t, r.Timestamp.UnixMilli(), int64(1000), "the promise sees the log's time")

@@ -82,7 +82,7 @@ func BenchmarkProduceIdempotence(b *testing.B) {
 // The time includes the final Flush.
 func benchProduce(b *testing.B, size int, reuse bool, opts ...producer.Option) {
 	n := benchNode(b, noFlush)
-	p, err := producer.New(n, opts...)
+	p, err := producer.New(n.Client(), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func BenchmarkProduceSyncConcurrent(b *testing.B) {
 	for _, senders := range []int{1, 64} {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
 			n := benchNode(b, nil)
-			p, err := producer.New(n)
+			p, err := producer.New(n.Client())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,7 @@
 // producer does, through a transport.Client: a *partlog.Node in the same
 // process, or a network client.
 //
-//	p, err := producer.New(node, producer.Linger(5*time.Millisecond))
+//	p, err := producer.New(node.Client(), producer.Linger(5*time.Millisecond))
 //	if err != nil { ... }
 //	defer p.Close()
 //

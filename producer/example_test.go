@@ -31,7 +31,7 @@ func exampleNode() *partlog.Node {
 func ExampleProducer_ProduceSync() {
 	node := exampleNode()
 	defer node.Close()
-	p, err := producer.New(node)
+	p, err := producer.New(node.Client())
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +56,7 @@ func ExampleProducer_ProduceSync() {
 func ExampleProducer_Produce() {
 	node := exampleNode()
 	defer node.Close()
-	p, err := producer.New(node)
+	p, err := producer.New(node.Client())
 	if err != nil {
 		panic(err)
 	}
@@ -99,7 +99,7 @@ func ExampleIdempotent() {
 	defer node.Close()
 	// A linger longer than the example: each batch goes when Flush sends
 	// it, holding exactly the records produced before.
-	p, err := producer.New(node, producer.Linger(time.Hour))
+	p, err := producer.New(node.Client(), producer.Linger(time.Hour))
 	if err != nil {
 		panic(err)
 	}
@@ -119,7 +119,7 @@ func ExampleIdempotent() {
 		}
 	}
 
-	resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+	resp, err := node.Client().Fetch(context.Background(), &transport.FetchRequest{
 		ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 1 << 20,
 		Topics: []transport.FetchTopic{{Topic: "study", Partitions: []transport.FetchPartition{{Partition: 0, MaxBytes: 1 << 20}}}},
 	})

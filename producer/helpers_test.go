@@ -54,7 +54,7 @@ func fetchBatches(t testing.TB, node *partlog.Node, topic string, partition int3
 	t.Helper()
 	var out []fetched
 	for offset := int64(0); ; {
-		resp, err := node.Fetch(context.Background(), &transport.FetchRequest{
+		resp, err := node.Client().Fetch(context.Background(), &transport.FetchRequest{
 			ReplicaID: kafka.ConsumerReplicaID, MaxBytes: 1 << 20,
 			Topics: []transport.FetchTopic{{Topic: topic, Partitions: []transport.FetchPartition{{
 				Partition: partition, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1,

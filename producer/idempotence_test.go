@@ -63,7 +63,7 @@ type lossyClient struct {
 var _ transport.ProducerIDClient = (*lossyClient)(nil)
 
 func newLossyClient(n *partlog.Node) *lossyClient {
-	c := &lossyClient{Client: n, passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
+	c := &lossyClient{Client: n.Client(), passed: make(chan struct{}, 1), sent: map[int32][]byte{}}
 	c.cur.Store(&hostedNode{node: n})
 	return c
 }
@@ -110,7 +110,7 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 		}
 	}
 	h := c.cur.Load()
-	resp, err := h.node.Produce(ctx, req)
+	resp, err := h.node.Client().Produce(ctx, req)
 	if c.stall.Load() {
 		<-ctx.Done()
 		return nil, lost(ctx.Err())
@@ -136,7 +136,7 @@ func (c *lossyClient) Produce(ctx context.Context, req *transport.ProduceRequest
 }
 
 func (c *lossyClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	resp, err := c.node().Metadata(ctx, req)
+	resp, err := c.node().Client().Metadata(ctx, req)
 	if errors.Is(err, kafka.ErrClosed) {
 		return nil, lost(err)
 	}
@@ -144,15 +144,15 @@ func (c *lossyClient) Metadata(ctx context.Context, req *transport.MetadataReque
 }
 
 func (c *lossyClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
-	return c.node().Fetch(ctx, req)
+	return c.node().Client().Fetch(ctx, req)
 }
 
 func (c *lossyClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
-	return c.node().ListOffsets(ctx, req)
+	return c.node().Client().ListOffsets(ctx, req)
 }
 
 func (c *lossyClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	resp, err := c.node().InitProducerID(ctx, req)
+	resp, err := c.node().Client().InitProducerID(ctx, req)
 	if errors.Is(err, kafka.ErrClosed) {
 		return nil, lost(err)
 	}
@@ -311,15 +311,15 @@ func TestIdempotentOptions(t *testing.T) {
 		{producer.Idempotent(true), producer.Retries(0)},
 		{producer.Idempotent(true), producer.MaxInFlight(6)},
 	} {
-		_, err := producer.New(node, opts...)
+		_, err := producer.New(node.Client(), opts...)
 		require.ErrorContains(t, err, "Idempotent (enable.idempotence) conflicts with")
 	}
-	_, err := producer.New(&faultClient{Client: node}, producer.Idempotent(true))
+	_, err := producer.New(&faultClient{Client: node.Client()}, producer.Idempotent(true))
 	require.ErrorContains(t, err, "does not implement transport.ProducerIDClient")
 
 	producerIDOf := func(opts ...producer.Option) int64 {
 		t.Helper()
-		p := newProducer(t, node, opts...)
+		p := newProducer(t, node.Client(), opts...)
 		r := &producer.Record{Topic: "t", Value: []byte("x")}
 		require.NoError(t, p.ProduceSync(context.Background(), r).FirstErr())
 		bs := fetchBatches(t, node, "t", 0)
@@ -340,7 +340,7 @@ func TestIdempotentOptions(t *testing.T) {
 func TestFencedProducerFailsForGood(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	p := newProducer(t, node, producer.Linger(0))
+	p := newProducer(t, node.Client(), producer.Linger(0))
 	ctx := context.Background()
 	r := &producer.Record{Topic: "t", Value: []byte("first")}
 	require.NoError(t, p.ProduceSync(ctx, r).FirstErr())
@@ -351,7 +351,7 @@ func TestFencedProducerFailsForGood(t *testing.T) {
 	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = id, 1, 0
 	b := record.NewBuilder(opts)
 	b.Append(record.Record{Value: []byte("fencer")})
-	resp, err := node.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Timeout: time.Second,
+	resp, err := node.Client().Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Timeout: time.Second,
 		Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 0, Records: b.Build()}}}}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Topics[0].Partitions[0].Err)
@@ -371,7 +371,7 @@ func TestFencedProducerFailsForGood(t *testing.T) {
 func TestRecordTooLargeLeavesNoGap(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, map[string]string{partlog.ConfigMaxMessageBytes: "300"})
-	p := newProducer(t, node, producer.Linger(0))
+	p := newProducer(t, node.Client(), producer.Linger(0))
 	ctx := context.Background()
 	results := p.ProduceSync(ctx,
 		&producer.Record{Topic: "t", Value: []byte("a")},
@@ -404,7 +404,7 @@ func TestExpiredProducerStartsOver(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { n.Close() })
 	createTopic(t, n, "t", 1, nil)
-	p := newProducer(t, n, producer.Linger(0))
+	p := newProducer(t, n.Client(), producer.Linger(0))
 	ctx := context.Background()
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("a")}).FirstErr())
 	require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("b")}).FirstErr())
@@ -421,7 +421,7 @@ func TestExpiredProducerStartsOver(t *testing.T) {
 }
 
 // noIDClient refuses InitProducerId for good.
-type noIDClient struct{ *partlog.Node }
+type noIDClient struct{ partlog.Client }
 
 func (c noIDClient) InitProducerID(context.Context, *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
 	return &transport.InitProducerIDResponse{Err: fmt.Errorf("%w: no ids today", kafka.ErrInvalidRequest), ProducerID: -1, ProducerEpoch: -1}, nil
@@ -432,7 +432,7 @@ func (c noIDClient) InitProducerID(context.Context, *transport.InitProducerIDReq
 func TestInitProducerIDRefused(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	p := newProducer(t, noIDClient{node})
+	p := newProducer(t, noIDClient{node.Client()})
 	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t", Value: []byte("x")}).FirstErr()
 	require.ErrorIs(t, err, producer.ErrFatal)
 	require.ErrorIs(t, err, kafka.ErrInvalidRequest)

@@ -19,7 +19,7 @@ import (
 func TestExplicitPartition(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 4, nil)
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 
 	r := &producer.Record{Topic: "t", Key: []byte("k"), Value: []byte("v")}
 	r.SetPartition(3)
@@ -45,7 +45,7 @@ func TestExplicitPartition(t *testing.T) {
 func TestKeyHashPlacement(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 5, nil)
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 
 	var rs []*producer.Record
 	for i := range 100 {
@@ -79,7 +79,7 @@ func TestRoundRobinPlacement(t *testing.T) {
 	for range 20 {
 		node := openNode(t)
 		createTopic(t, node, "t", n, nil)
-		p := newProducer(t, node)
+		p := newProducer(t, node.Client())
 		var rs []*producer.Record
 		for i := range 3 * n {
 			rs = append(rs, &producer.Record{Topic: "t", Value: fmt.Appendf(nil, "v%d", i)})
@@ -123,7 +123,7 @@ func TestCustomPartitioner(t *testing.T) {
 		}
 		return partitions - 1
 	})
-	p := newProducer(t, node, producer.RecordPartitioner(last))
+	p := newProducer(t, node.Client(), producer.RecordPartitioner(last))
 
 	a := &producer.Record{Topic: "t", Value: []byte("a")}
 	b := &producer.Record{Topic: "t", Key: []byte("hash"), Value: []byte("b")}
@@ -134,7 +134,7 @@ func TestCustomPartitioner(t *testing.T) {
 	require.Equal(t, int32(xxhash.Sum64([]byte("hash"))%3), b.Partition)
 	require.Equal(t, int32(0), c.Partition)
 
-	bad := newProducer(t, node, producer.RecordPartitioner(producer.PartitionerFunc(func(*producer.Record, int) int { return 7 })))
+	bad := newProducer(t, node.Client(), producer.RecordPartitioner(producer.PartitionerFunc(func(*producer.Record, int) int { return 7 })))
 	err := bad.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
 	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 }
@@ -142,21 +142,21 @@ func TestCustomPartitioner(t *testing.T) {
 func TestUnknownTopic(t *testing.T) {
 	t.Run("MaxBlock 0 fails at once", func(t *testing.T) {
 		node := openNode(t)
-		p := newProducer(t, node, producer.MaxBlock(0))
+		p := newProducer(t, node.Client(), producer.MaxBlock(0))
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "nope"}).FirstErr()
 		require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 		require.ErrorContains(t, err, `topic "nope" not present in metadata`)
 	})
 	t.Run("no topic", func(t *testing.T) {
 		node := openNode(t)
-		p := newProducer(t, node)
+		p := newProducer(t, node.Client())
 		err := p.ProduceSync(context.Background(), &producer.Record{Value: []byte("v")}).FirstErr()
 		require.ErrorIs(t, err, kafka.ErrInvalidTopic)
 	})
 	t.Run("fails after MaxBlock", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			node := openNode(t)
-			p := newProducer(t, node, producer.MaxBlock(2*time.Second))
+			p := newProducer(t, node.Client(), producer.MaxBlock(2*time.Second))
 			start := time.Now()
 			err := p.ProduceSync(context.Background(), &producer.Record{Topic: "nope"}).FirstErr()
 			require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
@@ -166,7 +166,7 @@ func TestUnknownTopic(t *testing.T) {
 	t.Run("context ends the wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			node := openNode(t)
-			p := newProducer(t, node)
+			p := newProducer(t, node.Client())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			err := p.ProduceSync(ctx, &producer.Record{Topic: "nope"}).FirstErr()
@@ -176,7 +176,7 @@ func TestUnknownTopic(t *testing.T) {
 	t.Run("topic created during the wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			node := openNode(t)
-			client := &faultClient{Client: node}
+			client := &faultClient{Client: node.Client()}
 			p := newProducer(t, client)
 			done := make(chan producer.Results)
 			r := &producer.Record{Topic: "late", Value: []byte("v")}
@@ -198,7 +198,7 @@ func TestPartitionsAddedAreSeen(t *testing.T) {
 		// refreshes its metadata every MetadataMaxAge.
 		node := openNode(t)
 		createTopic(t, node, "t", 2, nil)
-		grown := &growingClient{Client: node, to: 4}
+		grown := &growingClient{Client: node.Client(), to: 4}
 		p := newProducer(t, grown, producer.MetadataMaxAge(time.Minute), producer.Retries(0), producer.RecordPartitioner(
 			producer.PartitionerFunc(func(_ *producer.Record, n int) int { return n - 1 })))
 		r := &producer.Record{Topic: "t"}

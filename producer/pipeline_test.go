@@ -24,7 +24,7 @@ func TestNextBatchWhilePromisesRun(t *testing.T) {
 		createTopic(t, node, "t", 1, nil)
 		// Each 100-byte record fills a batch of 256 bytes.
 		valueA, valueB := "a"+strings.Repeat(".", 99), "b"+strings.Repeat(".", 99)
-		p := newProducer(t, node, producer.Acks(kafka.AcksLeader), producer.Linger(0), producer.BatchSize(256))
+		p := newProducer(t, node.Client(), producer.Acks(kafka.AcksLeader), producer.Linger(0), producer.BatchSize(256))
 		entered, release := make(chan struct{}), make(chan struct{})
 		// On failure, the held promise must end before Close waits for it.
 		releaseOnce := sync.OnceFunc(func() { close(release) })

@@ -17,7 +17,7 @@ import (
 func TestProduceSyncResults(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 2, nil)
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 	a := &producer.Record{Topic: "t", Value: []byte("a")}
 	a.SetPartition(1)
 	bad := &producer.Record{Topic: "t", Value: []byte("bad")}
@@ -47,7 +47,7 @@ func TestFlushWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 3, nil)
-		p := newProducer(t, node, producer.Linger(time.Hour))
+		p := newProducer(t, node.Client(), producer.Linger(time.Hour))
 		got := newPromises()
 		for i := range 30 {
 			p.Produce(context.Background(), &producer.Record{Topic: "t", Value: fmt.Appendf(nil, "%d", i)}, got.promise)
@@ -69,7 +69,7 @@ func TestFlushContext(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
 		gate := make(chan struct{})
-		p := newProducer(t, &faultClient{Client: node, gate: gate})
+		p := newProducer(t, &faultClient{Client: node.Client(), gate: gate})
 		p.Produce(context.Background(), &producer.Record{Topic: "t"}, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -83,7 +83,7 @@ func TestCloseFlushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 2, nil)
-		p, err := producer.New(node, producer.Linger(time.Hour))
+		p, err := producer.New(node.Client(), producer.Linger(time.Hour))
 		require.NoError(t, err)
 		got := newPromises()
 		for i := range 10 {
@@ -119,7 +119,7 @@ func TestCloseGivesUp(t *testing.T) {
 		// waits for the delivery timeout, then cancels what is in flight
 		// and fails what is left.
 		gate := make(chan struct{})
-		client := &faultClient{Client: node, gate: gate, ignoreContext: true}
+		client := &faultClient{Client: node.Client(), gate: gate, ignoreContext: true}
 		p, err := producer.New(client, producer.DeliveryTimeout(time.Minute), producer.RequestTimeout(50*time.Second),
 			producer.Linger(0), producer.BatchSize(100))
 		require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestCloseFailsBlockedProduce(t *testing.T) {
 		createTopic(t, node, "t", 2, nil)
 		gate := make(chan struct{})
 		defer close(gate)
-		client := &faultClient{Client: node, gate: gate}
+		client := &faultClient{Client: node.Client(), gate: gate}
 		p, err := producer.New(client, producer.BatchSize(1024), producer.BufferMemory(1024), producer.Linger(0),
 			producer.DeliveryTimeout(time.Minute), producer.RequestTimeout(time.Second))
 		require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestOptionsValidated(t *testing.T) {
 		{producer.RecordPartitioner(nil), "RecordPartitioner"},
 		{producer.MetadataMaxAge(0), "MetadataMaxAge (metadata.max.age.ms)"},
 	} {
-		_, err := producer.New(node, tc.opt)
+		_, err := producer.New(node.Client(), tc.opt)
 		require.ErrorContains(t, err, "producer: "+tc.want)
 	}
 	_, err := producer.New(nil)
@@ -198,10 +198,10 @@ func TestOptionsValidated(t *testing.T) {
 
 	// A delivery timeout left at its default grows to cover a long
 	// request timeout, as in Kafka.
-	p, err := producer.New(node, producer.RequestTimeout(5*time.Minute))
+	p, err := producer.New(node.Client(), producer.RequestTimeout(5*time.Minute))
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
-	p, err = producer.New(node, producer.Compression(record.Zstd), producer.BatchSize(0), producer.MaxBlock(0), producer.Retries(0))
+	p, err = producer.New(node.Client(), producer.Compression(record.Zstd), producer.BatchSize(0), producer.MaxBlock(0), producer.Retries(0))
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
 }
@@ -209,7 +209,7 @@ func TestOptionsValidated(t *testing.T) {
 func TestBatchSizeZero(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	p := newProducer(t, node, producer.BatchSize(0), producer.Linger(time.Hour))
+	p := newProducer(t, node.Client(), producer.BatchSize(0), producer.Linger(time.Hour))
 	var rs []*producer.Record
 	for i := range 5 {
 		rs = append(rs, &producer.Record{Topic: "t", Value: fmt.Appendf(nil, "%d", i)})

@@ -23,7 +23,7 @@ func TestRetriesRecover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(call int) error {
+		client := &faultClient{Client: node.Client(), fail: func(call int) error {
 			if call <= 3 {
 				return fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)
 			}
@@ -50,7 +50,7 @@ func TestOnRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(call int) error {
+		client := &faultClient{Client: node.Client(), fail: func(call int) error {
 			if call <= 2 {
 				return fmt.Errorf("%w: disk full", kafka.ErrKafkaStorage)
 			}
@@ -81,7 +81,7 @@ func TestRetriesRunOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrNotEnoughReplicas }}
+		client := &faultClient{Client: node.Client(), fail: func(int) error { return kafka.ErrNotEnoughReplicas }}
 		p := newProducer(t, client, producer.Retries(2))
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
 		require.ErrorIs(t, err, kafka.ErrNotEnoughReplicas)
@@ -95,7 +95,7 @@ func TestDeliveryTimeoutEndsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrKafkaStorage }}
+		client := &faultClient{Client: node.Client(), fail: func(int) error { return kafka.ErrKafkaStorage }}
 		p := newProducer(t, client, producer.DeliveryTimeout(10*time.Second), producer.RequestTimeout(time.Second),
 			producer.RetryBackoff(time.Second))
 		start := time.Now()
@@ -114,7 +114,7 @@ func TestRequestTimeout(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
 		gate := make(chan struct{}) // never opened: every attempt times out
-		client := &faultClient{Client: node, gate: gate}
+		client := &faultClient{Client: node.Client(), gate: gate}
 		p := newProducer(t, client, producer.RequestTimeout(10*time.Second), producer.DeliveryTimeout(25*time.Second))
 		start := time.Now()
 		err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
@@ -136,7 +136,7 @@ func TestDeliveryTimeoutWhileQueued(t *testing.T) {
 		// A client that holds requests past their context's end takes the
 		// only request slot: the other partition's batch expires waiting.
 		gate := make(chan struct{})
-		client := &faultClient{Client: node, gate: gate, ignoreContext: true}
+		client := &faultClient{Client: node.Client(), gate: gate, ignoreContext: true}
 		p := newProducer(t, client, producer.Linger(0), producer.MaxInFlight(1),
 			producer.RequestTimeout(30*time.Minute), producer.DeliveryTimeout(time.Hour))
 		got := newPromises()
@@ -171,7 +171,7 @@ func TestDeliveryTimeoutWhileQueued(t *testing.T) {
 func TestNonRetriableError(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	client := &faultClient{Client: node, fail: func(int) error {
+	client := &faultClient{Client: node.Client(), fail: func(int) error {
 		return fmt.Errorf("%w: record 0 has a bad header", kafka.ErrInvalidRecord)
 	}}
 	p := newProducer(t, client)
@@ -186,7 +186,7 @@ func TestNoAnswerError(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
 	// The node is closed: there is no answer, and nothing to retry.
-	p := newProducer(t, node)
+	p := newProducer(t, node.Client())
 	require.NoError(t, p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr())
 	require.NoError(t, node.Close())
 	err := p.ProduceSync(context.Background(), &producer.Record{Topic: "t"}).FirstErr()
@@ -196,7 +196,7 @@ func TestNoAnswerError(t *testing.T) {
 func TestMessageTooLargeForTopic(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, map[string]string{"max.message.bytes": "2000"})
-	p := newProducer(t, node, producer.Linger(time.Hour))
+	p := newProducer(t, node.Client(), producer.Linger(time.Hour))
 
 	// One record too large for the topic fails with the node's error.
 	var err error
@@ -232,7 +232,7 @@ func TestAcks(t *testing.T) {
 			node := openNode(t)
 			createTopic(t, node, "t", 1, nil)
 			seen := make(chan kafka.Acks, 10)
-			client := &acksClient{Client: node, seen: seen}
+			client := &acksClient{Client: node.Client(), seen: seen}
 			p := newProducer(t, client, producer.Acks(acks))
 			rs := []*producer.Record{{Topic: "t", Value: []byte("a")}, {Topic: "t", Value: []byte("b")}}
 			require.NoError(t, p.ProduceSync(context.Background(), rs...).FirstErr())
@@ -250,7 +250,7 @@ func TestAcks(t *testing.T) {
 	t.Run("acks=0 does not see errors in the answer", func(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 1, nil)
-		client := &faultClient{Client: node, fail: func(int) error { return kafka.ErrInvalidRecord }}
+		client := &faultClient{Client: node.Client(), fail: func(int) error { return kafka.ErrInvalidRecord }}
 		p := newProducer(t, client, producer.Acks(kafka.AcksNone))
 		r := &producer.Record{Topic: "t"}
 		require.NoError(t, p.ProduceSync(context.Background(), r).FirstErr())
@@ -277,7 +277,7 @@ func TestCompression(t *testing.T) {
 		t.Run(codec.String(), func(t *testing.T) {
 			node := openNode(t)
 			createTopic(t, node, "t", 1, nil)
-			p := newProducer(t, node, producer.Compression(codec), producer.BatchSize(4096))
+			p := newProducer(t, node.Client(), producer.Compression(codec), producer.BatchSize(4096))
 			var want []string
 			var rs []*producer.Record
 			for i := range 200 {
@@ -302,7 +302,7 @@ func TestRequestsCarrySeveralPartitions(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "a", 3, nil)
 		createTopic(t, node, "b", 2, nil)
-		client := &faultClient{Client: node}
+		client := &faultClient{Client: node.Client()}
 		p := newProducer(t, client, producer.Linger(time.Second))
 		var rs []*producer.Record
 		for i := range 20 {
@@ -320,7 +320,7 @@ func TestMaxInFlight(t *testing.T) {
 		node := openNode(t)
 		createTopic(t, node, "t", 6, nil)
 		gate := make(chan struct{})
-		counting := &inFlightClient{faultClient: faultClient{Client: node, gate: gate}}
+		counting := &inFlightClient{faultClient: faultClient{Client: node.Client(), gate: gate}}
 		// One partition per request, so that six ready partitions need
 		// six requests.
 		p := newProducer(t, counting, producer.MaxInFlight(2), producer.Linger(0), producer.MaxRequestSize(200))
@@ -359,7 +359,7 @@ func TestRetryKeepsOrder(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 2, nil)
 	var mu sync.Mutex
-	client := &faultClient{Client: node, fail: func(call int) error {
+	client := &faultClient{Client: node.Client(), fail: func(call int) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if call%3 == 0 {
@@ -395,7 +395,7 @@ func TestRetryAfterAppend(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, map[string]string{"message.timestamp.type": "LogAppendTime"})
 	var calls atomic.Int32
-	client := &appendThenFail{Client: node, calls: &calls}
+	client := &appendThenFail{Client: node.Client(), calls: &calls}
 	p := newProducer(t, client, producer.RetryBackoff(time.Millisecond))
 	r := &producer.Record{Topic: "t", Value: []byte("v")}
 	require.NoError(t, p.ProduceSync(context.Background(), r).FirstErr())
@@ -422,7 +422,7 @@ func (c *appendThenFail) Produce(ctx context.Context, req *transport.ProduceRequ
 func TestNoAnswerRetried(t *testing.T) {
 	node := openNode(t)
 	createTopic(t, node, "t", 1, nil)
-	client := &faultClient{Client: node, failCall: func(call int) error {
+	client := &faultClient{Client: node.Client(), failCall: func(call int) error {
 		if call == 1 {
 			return fmt.Errorf("connection lost: %w", kafka.ErrRequestTimedOut)
 		}

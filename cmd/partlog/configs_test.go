@@ -117,7 +117,7 @@ func TestConfigsBrokerSynonyms(t *testing.T) {
 	n, err := partlog.Open(t.TempDir())
 	require.NoError(t, err)
 	defer n.Close()
-	entries, err := describeResource(context.Background(), n, transport.ConfigResource{Type: transport.ConfigBroker})
+	entries, err := describeResource(context.Background(), n.Client(), transport.ConfigResource{Type: transport.ConfigBroker})
 	require.NoError(t, err)
 	for _, k := range partlog.TopicConfigKeys() {
 		b, ok := partlog.BrokerConfigName(k)

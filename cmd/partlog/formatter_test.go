@@ -29,7 +29,7 @@ func formatFixture(t *testing.T) string {
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 1}))
-	p, err := producer.New(n)
+	p, err := producer.New(n.Client())
 	require.NoError(t, err)
 	ts := time.UnixMilli(1700000000000)
 	require.NoError(t, p.ProduceSync(ctx,

@@ -117,7 +117,7 @@ func groupsFixture(t *testing.T) string {
 	ctx := context.Background()
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 2}))
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "u", Partitions: 1}))
-	p, err := producer.New(n)
+	p, err := producer.New(n.Client())
 	require.NoError(t, err)
 	var recs []*producer.Record
 	for _, tc := range []struct {
@@ -140,7 +140,7 @@ func groupsFixture(t *testing.T) string {
 				req.Topics[0].Partitions = append(req.Topics[0].Partitions, transport.OffsetCommitPartition{Partition: p, Offset: o, LeaderEpoch: -1})
 			}
 		}
-		resp, err := n.OffsetCommit(ctx, req)
+		resp, err := n.Client().OffsetCommit(ctx, req)
 		require.NoError(t, err)
 		for _, p := range resp.Topics[0].Partitions {
 			require.NoError(t, p.Err)

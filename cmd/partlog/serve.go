@@ -120,7 +120,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	s := transport.NewServer(n, transport.ServerOptions{Advertised: *advertised})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised})
 	stopProfile, err := startCPUProfile("serve", *cpuProfile)
 	if err != nil {
 		return err

@@ -121,7 +121,7 @@ func dialBootstrap(ctx context.Context, addr string, opts transport.DialOptions,
 func (t *target) client() transport.Client {
 	switch {
 	case t.node != nil:
-		return t.node
+		return t.node.Client()
 	case t.cluster != nil:
 		// Partitions' requests go to their leaders, a group's to its
 		// coordinator, producer ids to any node.
@@ -372,7 +372,7 @@ func (t *target) deleteTopic(ctx context.Context, name string) error {
 // config changes to the controller and answers once it has them.
 func (t *target) admin() transport.AdminClient {
 	if t.node != nil {
-		return t.node
+		return t.node.Client()
 	}
 	return t.remote
 }
@@ -406,7 +406,7 @@ func (t *target) brokerAdmin(ctx context.Context, id int32) (admin transport.Adm
 		if id != t.node.NodeID() {
 			return nil, nil, fmt.Errorf("broker %d is not the node of %s, which is node %d", id, t.where(), t.node.NodeID())
 		}
-		return t.node, func() {}, nil
+		return t.node.Client(), func() {}, nil
 	}
 	md, err := t.remote.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
 	if err != nil {

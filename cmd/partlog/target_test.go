@@ -28,7 +28,7 @@ func servedNode(t *testing.T) (*partlog.Node, string) {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
 	t.Cleanup(func() {
 		s.Close()
@@ -116,7 +116,7 @@ func TestBootstrapServerStartingLate(t *testing.T) {
 	require.NoError(t, err)
 	defer n.Close()
 	require.NoError(t, n.CreateTopic(context.Background(), partlog.NewTopic{Name: "late"}))
-	s := transport.NewServer(n, transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	defer s.Close()
 	started := make(chan struct{})
 	go func() {
@@ -168,13 +168,13 @@ func lastLine(s string) string {
 // failingProduce is a node whose first produce requests fail, partition by
 // partition, with a retriable error, as a node whose disk is full does.
 type failingProduce struct {
-	*partlog.Node
+	partlog.Client
 	left atomic.Int32
 }
 
 func (f *failingProduce) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
 	if f.left.Add(-1) < 0 {
-		return f.Node.Produce(ctx, req)
+		return f.Client.Produce(ctx, req)
 	}
 	resp := &transport.ProduceResponse{}
 	for _, t := range req.Topics {
@@ -196,7 +196,7 @@ func TestProduceReportsRetries(t *testing.T) {
 	require.NoError(t, err)
 	defer n.Close()
 	require.NoError(t, n.CreateTopic(context.Background(), partlog.NewTopic{Name: "t"}))
-	f := &failingProduce{Node: n}
+	f := &failingProduce{Client: n.Client()}
 	f.left.Store(3)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -90,7 +90,7 @@ func run(ctx context.Context, dir string) error {
 	}
 	fmt.Printf("group lzl is stable: consumer-1 has %v, consumer-2 has %v\n", c1.partitions(), c2.partitions())
 
-	p, err := producer.New(node, producer.Linger(time.Millisecond))
+	p, err := producer.New(node.Client(), producer.Linger(time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func run(ctx context.Context, dir string) error {
 // and when it gives partitions up (commit on revoke).
 func startConsumer(node *partlog.Node, name string, got chan<- received, changed chan<- string) (*groupConsumer, error) {
 	g := &groupConsumer{name: name, stop: make(chan struct{}), done: make(chan error, 1)}
-	c, err := consumer.New(node,
+	c, err := consumer.New(node.Client(),
 		consumer.Group("lzl"), consumer.Topics("study"), consumer.ClientID(name),
 		consumer.AutoOffsetReset(consumer.Earliest), consumer.DisableAutoCommit(),
 		consumer.HeartbeatInterval(100*time.Millisecond), consumer.SessionTimeout(6*time.Second),

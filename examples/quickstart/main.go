@@ -61,7 +61,7 @@ func run(ctx context.Context, dir string) error {
 
 	// Produce: a keyed record goes to the partition of its key's hash, so
 	// one key's records stay in order; unkeyed records take turns.
-	p, err := producer.New(node, producer.Linger(2*time.Millisecond))
+	p, err := producer.New(node.Client(), producer.Linger(2*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func run(ctx context.Context, dir string) error {
 	fmt.Printf("produced %d keyed and %d unkeyed records; the last went to study-%d at offset %d\n\n", n+1, n, last.Partition, last.Offset)
 
 	// Consume everything from the beginning.
-	c, err := consumer.New(node, consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
+	c, err := consumer.New(node.Client(), consumer.Topics("study"), consumer.AutoOffsetReset(consumer.Earliest))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 // Package nodehooks carries what package partlogtest may do to a
 // partlog.Node — run its background work now, crash it, read a replica's
-// log — without those calls on the Node's API. Package partlog sets Of.
+// log — without those calls on the Node's API.
 package nodehooks
 
 import (
@@ -21,3 +21,7 @@ type Node interface {
 
 // Of returns the hooks of n, a *partlog.Node. Package partlog sets it.
 var Of func(n any) Node
+
+// OfBroker returns the hooks of b, a *broker.Broker, which a partlog.Node
+// runs. Package broker sets it.
+var OfBroker func(b any) Node

@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -193,22 +193,22 @@ func (o *outbox) close() {
 // safe for concurrent use.
 type MemNetwork struct {
 	mu    sync.Mutex
-	nodes map[int32]*Node
+	nodes map[int32]*Broker
 	cut   map[[2]int32]bool
 }
 
 // NewMemNetwork returns an empty in-memory network.
 func NewMemNetwork() *MemNetwork {
-	return &MemNetwork{nodes: map[int32]*Node{}, cut: map[[2]int32]bool{}}
+	return &MemNetwork{nodes: map[int32]*Broker{}, cut: map[[2]int32]bool{}}
 }
 
-func (m *MemNetwork) attach(id int32, n *Node) {
+func (m *MemNetwork) attach(id int32, n *Broker) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nodes[id] = n
 }
 
-func (m *MemNetwork) detach(id int32, n *Node) {
+func (m *MemNetwork) detach(id int32, n *Broker) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.nodes[id] == n {
@@ -348,7 +348,7 @@ type memClient struct {
 func (memClient) Close() error { return nil }
 
 // node returns the node on the network at the client's id.
-func (c memClient) node() (*Node, error) {
+func (c memClient) node() (*Broker, error) {
 	c.net.mu.Lock()
 	n := c.net.nodes[c.id]
 	c.net.mu.Unlock()
@@ -369,7 +369,7 @@ func unreachable[R any](resp R, err error) (R, error) {
 
 // memCall calls a method of the client's node, which must be on the
 // network and open (its ErrClosed is ErrNetwork here).
-func memCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func(*Node, context.Context, Req) (Resp, error)) (Resp, error) {
+func memCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func(*Broker, context.Context, Req) (Resp, error)) (Resp, error) {
 	n, err := c.node()
 	if err != nil {
 		var zero Resp
@@ -379,23 +379,23 @@ func memCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func
 }
 
 func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	return memCall(ctx, c, req, (*Node).Metadata)
+	return memCall(ctx, c, req, (*Broker).Metadata)
 }
 
 func (c memClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
-	return memCall(ctx, c, req, (*Node).Produce)
+	return memCall(ctx, c, req, (*Broker).Produce)
 }
 
 func (c memClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
-	return memCall(ctx, c, req, (*Node).Fetch)
+	return memCall(ctx, c, req, (*Broker).Fetch)
 }
 
 func (c memClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
-	return memCall(ctx, c, req, (*Node).ListOffsets)
+	return memCall(ctx, c, req, (*Broker).ListOffsets)
 }
 
 func (c memClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	return memCall(ctx, c, req, (*Node).InitProducerID)
+	return memCall(ctx, c, req, (*Broker).InitProducerID)
 }
 
 // Client returns a client of the whole cluster on the network, which

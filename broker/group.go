@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// The Node coordinates the consumer groups of the partitions of
+// The Broker coordinates the consumer groups of the partitions of
 // __consumer_offsets it leads (see cluster_group.go): on a node on its
 // own, every group.
-var _ transport.GroupClient = (*Node)(nil)
+var _ transport.GroupClient = (*Broker)(nil)
 
 // groupTickInterval is how often the node expires group sessions and
 // rebalance timeouts.
@@ -28,7 +28,7 @@ const offsetsTopicSegmentBytes = 100 << 20
 // groupHost runs the node's group coordinator, made when the node first
 // leads a partition of __consumer_offsets.
 type groupHost struct {
-	n *Node
+	n *Broker
 
 	mu    sync.Mutex
 	coord *group.Coordinator
@@ -37,7 +37,7 @@ type groupHost struct {
 }
 
 // startGroups starts the ticks of the group coordinator.
-func (n *Node) startGroups() {
+func (n *Broker) startGroups() {
 	n.groups = &groupHost{n: n}
 	n.runEvery(groupTickInterval, func() {
 		if c := n.groups.loadedCoordinator(); c != nil {
@@ -48,7 +48,7 @@ func (n *Node) startGroups() {
 
 // stopGroups answers the group requests that wait, so that Close need not
 // wait for them.
-func (n *Node) stopGroups() {
+func (n *Broker) stopGroups() {
 	if c := n.groups.loadedCoordinator(); c != nil {
 		c.Close()
 	}
@@ -102,7 +102,7 @@ func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
 // startAndWait starts req with the coordinator's method call, ends the
 // node request it runs in (n.end: the coordinator answers later, and Close
 // must not wait for that), and waits for the answer or for ctx to end.
-func startAndWait[Req, Resp any](ctx context.Context, n *Node, c *group.Coordinator, req Req, call func(*group.Coordinator, Req, func(Resp))) (Resp, error) {
+func startAndWait[Req, Resp any](ctx context.Context, n *Broker, c *group.Coordinator, req Req, call func(*group.Coordinator, Req, func(Resp))) (Resp, error) {
 	ch := make(chan Resp, 1)
 	call(c, req, func(r Resp) { ch <- r })
 	n.end()
@@ -123,13 +123,13 @@ var errNoTransactions = fmt.Errorf("%w: partlog does not support transactions ye
 // FindCoordinator names the coordinator of a group: the leader of the
 // group's partition of __consumer_offsets, which it creates first if need
 // be (as Kafka does on the first FindCoordinator).
-func (n *Node) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
+func (n *Broker) FindCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
 	return n.findCoordinator(ctx, req)
 }
 
 // JoinGroup joins a group, and waits until the rebalance it starts or
 // takes part in has every member, or ctx ends.
-func (n *Node) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
+func (n *Broker) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (*transport.JoinGroupResponse, error) {
 	return groupWait(ctx, n, req.Group, req, (*group.Coordinator).Join, func(err error) *transport.JoinGroupResponse {
 		return &transport.JoinGroupResponse{Err: err, MemberID: req.MemberID, GenerationID: transport.NoGeneration}
 	})
@@ -137,28 +137,28 @@ func (n *Node) JoinGroup(ctx context.Context, req *transport.JoinGroupRequest) (
 
 // SyncGroup sends the leader's assignment, or waits for it, and answers
 // the member's own.
-func (n *Node) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
+func (n *Broker) SyncGroup(ctx context.Context, req *transport.SyncGroupRequest) (*transport.SyncGroupResponse, error) {
 	return groupWait(ctx, n, req.Group, req, (*group.Coordinator).Sync, func(err error) *transport.SyncGroupResponse {
 		return &transport.SyncGroupResponse{Err: err}
 	})
 }
 
 // Heartbeat keeps a member's session alive.
-func (n *Node) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
+func (n *Broker) Heartbeat(ctx context.Context, req *transport.HeartbeatRequest) (*transport.HeartbeatResponse, error) {
 	return groupCall(ctx, n, req.Group, req, (*group.Coordinator).Heartbeat, func(err error) *transport.HeartbeatResponse {
 		return &transport.HeartbeatResponse{Err: err}
 	})
 }
 
 // LeaveGroup takes members out of a group.
-func (n *Node) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
+func (n *Broker) LeaveGroup(ctx context.Context, req *transport.LeaveGroupRequest) (*transport.LeaveGroupResponse, error) {
 	return groupCall(ctx, n, req.Group, req, (*group.Coordinator).Leave, func(err error) *transport.LeaveGroupResponse {
 		return &transport.LeaveGroupResponse{Err: err}
 	})
 }
 
 // OffsetCommit commits a group's offsets to __consumer_offsets.
-func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
+func (n *Broker) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequest) (*transport.OffsetCommitResponse, error) {
 	return groupCall(ctx, n, req.Group, req, (*group.Coordinator).Commit, func(err error) *transport.OffsetCommitResponse {
 		resp := &transport.OffsetCommitResponse{}
 		for _, t := range req.Topics {
@@ -173,7 +173,7 @@ func (n *Node) OffsetCommit(ctx context.Context, req *transport.OffsetCommitRequ
 }
 
 // OffsetFetch answers a group's committed offsets.
-func (n *Node) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
+func (n *Broker) OffsetFetch(ctx context.Context, req *transport.OffsetFetchRequest) (*transport.OffsetFetchResponse, error) {
 	return groupCall(ctx, n, req.Group, req, (*group.Coordinator).Fetch, func(err error) *transport.OffsetFetchResponse {
 		return &transport.OffsetFetchResponse{Err: err}
 	})

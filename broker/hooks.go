@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"github.com/partlog/partlog/log"
 )
 
-// nodeHooks gives package partlogtest what it may do to a Node.
-type nodeHooks struct{ n *Node }
+// nodeHooks gives package partlogtest what it may do to a Broker.
+type nodeHooks struct{ n *Broker }
 
 func init() {
-	nodehooks.Of = func(n any) nodehooks.Node { return nodeHooks{n.(*Node)} }
+	nodehooks.OfBroker = func(b any) nodehooks.Node { return nodeHooks{b.(*Broker)} }
 }
 
 func (h nodeHooks) CleanNow(ctx context.Context) error     { return h.n.cleanNow(ctx) }

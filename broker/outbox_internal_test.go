@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"

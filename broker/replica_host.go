@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -304,7 +304,7 @@ func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 // fetches again after its FetchBackoff rather than its FetchTimeout; other
 // messages for such replicas are dropped, as the sender's replica
 // recovers.
-func (n *Node) stepReplicas(ctx context.Context, msgs []replica.Message) error {
+func (n *Broker) stepReplicas(ctx context.Context, msgs []replica.Message) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -351,8 +351,8 @@ func messagePartition(m replica.Message) (kafka.TopicPartition, bool) {
 
 // HandleInternal answers partlog's internal calls that come over TCP:
 // replica messages from other nodes (transport.APIReplicaMessages). It
-// makes the Node a transport.InternalHandler.
-func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
+// makes the Broker a transport.InternalHandler.
+func (n *Broker) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
 	if key != transport.APIReplicaMessages {
 		return nil, fmt.Errorf("%w: a node answers replica messages only; controller calls go to the controller", kafka.ErrInvalidRequest)
 	}
@@ -367,8 +367,8 @@ func (n *Node) HandleInternal(ctx context.Context, key int16, body []byte) ([]by
 // partition.metadata names another topic id than id: a topic of the same
 // name was deleted and created again while the node was down, and the old
 // topic's records must not pass for the new one's.
-func (n *Node) removeIfOtherTopic(tp kafka.TopicPartition, id string) error {
-	f, err := n.opts.fs.Open(path.Join(n.dir, tp.String(), "partition.metadata"))
+func (n *Broker) removeIfOtherTopic(tp kafka.TopicPartition, id string) error {
+	f, err := n.opts.FS.Open(path.Join(n.dir, tp.String(), "partition.metadata"))
 	if err != nil {
 		return nil // none: a new replica, or one from before topic ids
 	}

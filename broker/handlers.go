@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
-// The Node answers transport requests for the partitions it hosts.
-var _ transport.Client = (*Node)(nil)
+// The Broker answers transport requests for the partitions it hosts.
+var _ transport.Client = (*Broker)(nil)
 
 // Produce appends each partition's batch and answers where it landed.
-func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+func (n *Broker) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (n *Node) Produce(ctx context.Context, req *transport.ProduceRequest) (*tra
 // watermark. When fewer than MinBytes are there it waits, up to MaxWait,
 // for a high watermark to move — woken by the append that moves it, not by
 // polling.
-func (n *Node) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
+func (n *Broker) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func closedFetch(resp *transport.FetchResponse) (*transport.FetchResponse, error
 
 // readFetch reads once what a fetch asks for, within its byte limits. It
 // reports the record bytes read and whether any partition failed.
-func (n *Node) readFetch(req *transport.FetchRequest) (*transport.FetchResponse, int, bool) {
+func (n *Broker) readFetch(req *transport.FetchRequest) (*transport.FetchResponse, int, bool) {
 	resp := &transport.FetchResponse{Topics: make([]transport.FetchTopicResponse, len(req.Topics))}
 	budget := int(req.MaxBytes)
 	if budget <= 0 {
@@ -213,7 +213,7 @@ func closeFiles(resp *transport.FetchResponse) {
 }
 
 // ListOffsets answers offsets by time for each partition.
-func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
+func (n *Broker) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -242,8 +242,8 @@ func (n *Node) ListOffsets(ctx context.Context, req *transport.ListOffsetsReques
 // allows it and the node auto-creates topics (AutoCreateTopics). A topic
 // that cannot be created is answered as unknown, or with what was wrong
 // with its name.
-func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
-	if !req.AllowAutoTopicCreation || !n.opts.autoCreate {
+func (n *Broker) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
+	if !req.AllowAutoTopicCreation || n.opts.NoAutoCreateTopics {
 		return
 	}
 	md, _ := n.member.metadata()
@@ -251,7 +251,7 @@ func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
 		if _, ok := md.Topics[name]; ok || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil {
 			continue
 		}
-		nt := NewTopic{Name: name, Partitions: n.opts.autoPartitions, ReplicationFactor: n.opts.autoReplication}
+		nt := NewTopic{Name: name, Partitions: n.opts.AutoCreatePartitions, ReplicationFactor: n.opts.AutoCreateReplicationFactor}
 		if len(md.Nodes) > 0 {
 			nt.ReplicationFactor = min(nt.ReplicationFactor, int16(len(md.Nodes)))
 		}
@@ -267,7 +267,7 @@ func (n *Node) autoCreate(ctx context.Context, req *transport.MetadataRequest) {
 
 // Metadata describes the cluster's live nodes and the topics asked for
 // (all of them when none are named).
-func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
+func (n *Broker) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (n *Node) Metadata(ctx context.Context, req *transport.MetadataRequest) (*t
 
 // readablePartition returns a partition consumers may read: the leader
 // answers reads, as in Kafka.
-func (n *Node) readablePartition(name string, id int32) (*partition.Partition, error) {
+func (n *Broker) readablePartition(name string, id int32) (*partition.Partition, error) {
 	h, err := n.leaderReplica(name, id)
 	if err != nil {
 		return nil, err

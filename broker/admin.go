@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// The Node answers the admin requests too, so that the topic tools work
+// The Broker answers the admin requests too, so that the topic tools work
 // over TCP.
-var _ transport.AdminClient = (*Node)(nil)
+var _ transport.AdminClient = (*Broker)(nil)
 
 // CreateTopics creates each topic as CreateTopic does and answers topic by
 // topic. ValidateOnly is refused (INVALID_REQUEST) rather than ignored.
-func (n *Node) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequest) (*transport.CreateTopicsResponse, error) {
+func (n *Broker) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequest) (*transport.CreateTopicsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (n *Node) CreateTopics(ctx context.Context, req *transport.CreateTopicsRequ
 
 // DeleteTopics deletes each topic as DeleteTopic does and answers topic by
 // topic.
-func (n *Node) DeleteTopics(ctx context.Context, req *transport.DeleteTopicsRequest) (*transport.DeleteTopicsResponse, error) {
+func (n *Broker) DeleteTopics(ctx context.Context, req *transport.DeleteTopicsRequest) (*transport.DeleteTopicsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (n *Node) DeleteTopics(ctx context.Context, req *transport.DeleteTopicsRequ
 // partition may change (the producers' hash is modulo the count).
 // Internal topics keep theirs: a group's coordinator is the hash of its id
 // modulo __consumer_offsets' count.
-func (n *Node) CreatePartitions(ctx context.Context, req *transport.CreatePartitionsRequest) (*transport.CreatePartitionsResponse, error) {
+func (n *Broker) CreatePartitions(ctx context.Context, req *transport.CreatePartitionsRequest) (*transport.CreatePartitionsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (n *Node) CreatePartitions(ctx context.Context, req *transport.CreatePartit
 }
 
 // createPartitions raises one topic's partition count to count.
-func (n *Node) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+func (n *Broker) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
 	if strings.HasPrefix(name, "__") {
 		return fmt.Errorf("%w: %s is an internal topic, whose partition count is fixed", kafka.ErrInvalidPartitions, name)
 	}
@@ -104,7 +104,7 @@ func (n *Node) createPartitions(ctx context.Context, name string, count int32, v
 // awaitChange returns a function that waits until this node has
 // reconciled with the metadata version a controller call's change made,
 // or returns the call's error.
-func (n *Node) awaitChange(ctx context.Context) func(controller.Change, error) error {
+func (n *Broker) awaitChange(ctx context.Context) func(controller.Change, error) error {
 	return func(c controller.Change, err error) error {
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (n *Node) awaitChange(ctx context.Context) func(controller.Change, error) e
 // since the high watermark of a partition rests on its flush policy. A
 // node's own settings are static (partlog serve's flags): altering them is
 // refused with INVALID_REQUEST.
-func (n *Node) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequest) (*transport.AlterConfigsResponse, error) {
+func (n *Broker) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequest) (*transport.AlterConfigsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (n *Node) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequ
 }
 
 // alterTopicConfigs makes one topic's config changes.
-func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlteration, validateOnly bool) error {
+func (n *Broker) alterTopicConfigs(ctx context.Context, a transport.ConfigAlteration, validateOnly bool) error {
 	effective, own := n.member.topicConfigs(a.Name)
 	if effective == nil {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, a.Name)
@@ -157,7 +157,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, a transport.ConfigAlterati
 }
 
 // reconfigure applies a topic's configs in force to its open partitions.
-func (n *Node) reconfigure(cfg topicconfig.Config, parts ...*partition.Partition) {
+func (n *Broker) reconfigure(cfg topicconfig.Config, parts ...*partition.Partition) {
 	lo, po := cfg.LogOptions(), cfg.PartitionOptions()
 	for _, p := range parts {
 		if err := p.Log().Reconfigure(lo); err != nil {
@@ -171,7 +171,7 @@ func (n *Node) reconfigure(cfg topicconfig.Config, parts ...*partition.Partition
 // name, marking those the topic does not set as defaults; and, for the
 // node itself (a BROKER resource named by its id, or empty), its settings
 // by Kafka's broker config names, all read-only.
-func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfigsRequest) (*transport.DescribeConfigsResponse, error) {
+func (n *Broker) DescribeConfigs(ctx context.Context, req *transport.DescribeConfigsRequest) (*transport.DescribeConfigsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (n *Node) DescribeConfigs(ctx context.Context, req *transport.DescribeConfi
 }
 
 // topicConfigEntries returns a topic's configs in force, sorted by name.
-func (n *Node) topicConfigEntries(name string) ([]transport.ConfigEntry, error) {
+func (n *Broker) topicConfigEntries(name string) ([]transport.ConfigEntry, error) {
 	effective, own := n.member.topicConfigs(name)
 	if effective == nil {
 		return nil, fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
@@ -222,8 +222,8 @@ func (n *Node) topicConfigEntries(name string) ([]transport.ConfigEntry, error) 
 }
 
 // groupInitialDelay is the group.initial.rebalance.delay.ms in force.
-func (n *Node) groupInitialDelay() time.Duration {
-	switch d := n.opts.groups.InitialRebalanceDelay; {
+func (n *Broker) groupInitialDelay() time.Duration {
+	switch d := n.opts.Groups.InitialRebalanceDelay; {
 	case d == 0:
 		return 3 * time.Second // group.Options' default
 	case d < 0:
@@ -246,42 +246,42 @@ func BrokerConfigName(topicConfig string) (string, bool) {
 // brokerConfigNames maps the topic configs to the broker configs that
 // give their defaults, as Kafka names them.
 var brokerConfigNames = map[string]string{
-	ConfigCleanupPolicy:       "log.cleanup.policy",
-	ConfigDeleteRetentionMs:   "log.cleaner.delete.retention.ms",
-	ConfigFlushMessages:       "log.flush.interval.messages",
-	ConfigFlushMs:             "log.flush.interval.ms",
-	ConfigIndexIntervalBytes:  "log.index.interval.bytes",
-	ConfigMaxMessageBytes:     "message.max.bytes",
-	ConfigTimestampType:       "log.message.timestamp.type",
-	ConfigMinCleanableRatio:   "log.cleaner.min.cleanable.ratio",
-	ConfigMinCompactionLagMs:  "log.cleaner.min.compaction.lag.ms",
-	ConfigMinInsyncReplicas:   "min.insync.replicas",
-	ConfigRetentionBytes:      "log.retention.bytes",
-	ConfigRetentionMs:         "log.retention.ms",
-	ConfigSegmentBytes:        "log.segment.bytes",
-	ConfigSegmentIndexBytes:   "log.index.size.max.bytes",
-	ConfigSegmentMs:           "log.roll.ms",
-	ConfigUncleanLeaderElects: "unclean.leader.election.enable",
+	topicconfig.CleanupPolicy:       "log.cleanup.policy",
+	topicconfig.DeleteRetentionMs:   "log.cleaner.delete.retention.ms",
+	topicconfig.FlushMessages:       "log.flush.interval.messages",
+	topicconfig.FlushMs:             "log.flush.interval.ms",
+	topicconfig.IndexIntervalBytes:  "log.index.interval.bytes",
+	topicconfig.MaxMessageBytes:     "message.max.bytes",
+	topicconfig.TimestampType:       "log.message.timestamp.type",
+	topicconfig.MinCleanableRatio:   "log.cleaner.min.cleanable.ratio",
+	topicconfig.MinCompactionLagMs:  "log.cleaner.min.compaction.lag.ms",
+	topicconfig.MinInsyncReplicas:   "min.insync.replicas",
+	topicconfig.RetentionBytes:      "log.retention.bytes",
+	topicconfig.RetentionMs:         "log.retention.ms",
+	topicconfig.SegmentBytes:        "log.segment.bytes",
+	topicconfig.SegmentIndexBytes:   "log.index.size.max.bytes",
+	topicconfig.SegmentMs:           "log.roll.ms",
+	topicconfig.UncleanLeaderElects: "unclean.leader.election.enable",
 }
 
 // brokerConfigEntries returns the node's settings by Kafka's broker config
 // names, sorted: its id and directory, topic creation defaults, the group
 // coordinator's initial delay, and the defaults of every topic config.
-func (n *Node) brokerConfigEntries() []transport.ConfigEntry {
+func (n *Broker) brokerConfigEntries() []transport.ConfigEntry {
 	o := n.opts
 	entries := []transport.ConfigEntry{
 		{Name: "node.id", Value: strconv.Itoa(int(n.meta.NodeID))},
 		{Name: "broker.id", Value: strconv.Itoa(int(n.meta.NodeID))},
 		{Name: "log.dirs", Value: n.dir},
-		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(o.autoCreate), IsDefault: o.autoCreate},
-		{Name: "num.partitions", Value: strconv.Itoa(int(o.autoPartitions)), IsDefault: o.autoPartitions == 1},
-		{Name: "default.replication.factor", Value: strconv.Itoa(int(o.autoReplication)), IsDefault: o.autoReplication == 1},
+		{Name: "auto.create.topics.enable", Value: strconv.FormatBool(!o.NoAutoCreateTopics), IsDefault: !o.NoAutoCreateTopics},
+		{Name: "num.partitions", Value: strconv.Itoa(int(o.AutoCreatePartitions)), IsDefault: o.AutoCreatePartitions == 1},
+		{Name: "default.replication.factor", Value: strconv.Itoa(int(o.AutoCreateReplicationFactor)), IsDefault: o.AutoCreateReplicationFactor == 1},
 		{Name: "group.initial.rebalance.delay.ms", Value: strconv.FormatInt(n.groupInitialDelay().Milliseconds(), 10),
-			IsDefault: o.groups.InitialRebalanceDelay == 0},
+			IsDefault: o.Groups.InitialRebalanceDelay == 0},
 	}
 	defaults := n.topicConfig(nil).Values()
 	for k, name := range brokerConfigNames {
-		_, set := o.topicDefaults[k]
+		_, set := o.TopicDefaults[k]
 		entries = append(entries, transport.ConfigEntry{Name: name, Value: defaults[k], IsDefault: !set})
 	}
 	for i := range entries {

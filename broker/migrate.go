@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/topicconfig"
 )
 
 // Before a node on its own became a cluster of one, it kept its topics in
@@ -56,7 +57,7 @@ func migrateTopicRecords(l *log.Log, node int32, logger *slog.Logger) error {
 	var recs []replica.MetadataRecord
 	for _, name := range slices.Sorted(maps.Keys(topics)) {
 		t := topics[name]
-		unclean, _ := strconv.ParseBool(t.Configs[ConfigUncleanLeaderElects])
+		unclean, _ := strconv.ParseBool(t.Configs[topicconfig.UncleanLeaderElects])
 		recs = append(recs, replica.MetadataRecord{Type: replica.RecordTopic, Topic: name, Partitions: t.Partitions,
 			Unclean: replica.Unclean(unclean), ID: t.ID, Configs: t.Configs})
 		for p := range t.Partitions {

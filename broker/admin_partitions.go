@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // DescribeLogDirs, ElectLeaders, DescribeProducers, and consumers'
 // OffsetForLeaderEpoch.
 
-// The Node answers OffsetForLeaderEpoch for consumers too.
-var _ transport.EpochClient = (*Node)(nil)
+// The Broker answers OffsetForLeaderEpoch for consumers too.
+var _ transport.EpochClient = (*Broker)(nil)
 
 // DeleteRecords moves each partition's log start offset up to the offset
 // asked (-1: the high watermark), as Kafka's DeleteRecords: the records
@@ -26,7 +26,7 @@ var _ transport.EpochClient = (*Node)(nil)
 // high watermark is refused with OFFSET_OUT_OF_RANGE. The new log start
 // offsets are checkpointed before the answer, so that a restart keeps
 // them.
-func (n *Node) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRequest) (*transport.DeleteRecordsResponse, error) {
+func (n *Broker) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRequest) (*transport.DeleteRecordsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (n *Node) DeleteRecords(ctx context.Context, req *transport.DeleteRecordsRe
 // DescribeLogDirs answers with the node's one log directory and the
 // partitions it holds (those asked, or all), with their sizes and, for a
 // follower, how far its log end offset is behind the high watermark.
-func (n *Node) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDirsRequest) (*transport.DescribeLogDirsResponse, error) {
+func (n *Broker) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDirsRequest) (*transport.DescribeLogDirsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (n *Node) DescribeLogDirs(ctx context.Context, req *transport.DescribeLogDi
 
 // hostedPartitions returns every partition replica the node has open: its
 // replicas.
-func (n *Node) hostedPartitions() []*partition.Partition {
+func (n *Broker) hostedPartitions() []*partition.Partition {
 	return n.member.partitions()
 }
 
@@ -102,7 +102,7 @@ func (n *Node) hostedPartitions() []*partition.Partition {
 // ELECTION_NOT_NEEDED. Unclean
 // elections are asked for with a topic's unclean.leader.election.enable;
 // the UNCLEAN type is refused with INVALID_REQUEST.
-func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequest) (*transport.ElectLeadersResponse, error) {
+func (n *Broker) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequest) (*transport.ElectLeadersResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (n *Node) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRequ
 
 // allPartitions names every partition of every topic the node knows:
 // its own topics' and the cluster's.
-func (n *Node) allPartitions() []kafka.TopicPartition {
+func (n *Broker) allPartitions() []kafka.TopicPartition {
 	var tps []kafka.TopicPartition
 	for _, name := range n.ListTopics() {
 		if d, err := n.DescribeTopics(name); err == nil && len(d) == 1 {
@@ -141,7 +141,7 @@ func (n *Node) allPartitions() []kafka.TopicPartition {
 
 // DescribeProducers answers, for each partition this node leads, the
 // idempotent producers it keeps state for (Kafka's DescribeProducers).
-func (n *Node) DescribeProducers(ctx context.Context, req *transport.DescribeProducersRequest) (*transport.DescribeProducersResponse, error) {
+func (n *Broker) DescribeProducers(ctx context.Context, req *transport.DescribeProducersRequest) (*transport.DescribeProducersResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (n *Node) DescribeProducers(ctx context.Context, req *transport.DescribePro
 // leader's log (KIP-320: a consumer checks its position after a leader
 // change). A request in another epoch than the leader's is refused with
 // FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer).
-func (n *Node) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error) {
+func (n *Broker) OffsetsForLeaderEpoch(ctx context.Context, req *kafka.OffsetsForLeaderEpochRequest) (*kafka.OffsetsForLeaderEpochResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}

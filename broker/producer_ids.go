@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// The Node hands out producer ids to idempotent producers.
-var _ transport.ProducerIDClient = (*Node)(nil)
+// The Broker hands out producer ids to idempotent producers.
+var _ transport.ProducerIDClient = (*Broker)(nil)
 
 // InitProducerID hands out a new producer id with epoch 0, from a block
 // the controller reserved for this node, for an
@@ -17,7 +17,7 @@ var _ transport.ProducerIDClient = (*Node)(nil)
 // supported yet: they are answered with kafka.ErrInvalidRequest. A
 // failure to persist the id block is kafka.ErrKafkaStorage, and the
 // id space running out (after 2^63 ids) ErrUnknownServerError.
-func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
+func (n *Broker) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (n *Node) InitProducerID(ctx context.Context, req *transport.InitProducerID
 
 // expireProducersNow forgets expired producers now
 // (partlogtest.ExpireProducers).
-func (n *Node) expireProducersNow() error {
+func (n *Broker) expireProducersNow() error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -50,8 +50,8 @@ func (n *Node) expireProducersNow() error {
 
 // removeExpiredProducers forgets, in every partition, the idempotent
 // producers silent for longer than ProducerIDExpiration.
-func (n *Node) removeExpiredProducers() {
-	now := n.opts.now()
+func (n *Broker) removeExpiredProducers() {
+	now := n.opts.Now()
 	for _, p := range n.member.partitions() {
 		if k := p.RemoveExpiredProducers(now); k > 0 {
 			n.logger.Info("forgot expired producers", "partition", partitionName(p), "producers", k)

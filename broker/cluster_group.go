@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/topicconfig"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -41,7 +42,7 @@ const offsetsTopicReplicationFactor = 3
 // clusterGroups is the group coordinator's state on a node in a cluster:
 // the partitions of __consumer_offsets it leads.
 type clusterGroups struct {
-	n *Node
+	n *Broker
 	// createMu makes the node create __consumer_offsets once at a time.
 	createMu sync.Mutex
 	// loadMu orders the loads and unloads of partitions, which run in
@@ -80,8 +81,8 @@ func (h *groupHost) clusterCoordinator(partitions int32) *group.Coordinator {
 	defer h.mu.Unlock()
 	if h.coord == nil {
 		n := h.n
-		opts := n.opts.groups
-		opts.Now, opts.Logger = n.opts.now, n.logger.With("component", "group-coordinator")
+		opts := n.opts.Groups
+		opts.Now, opts.Logger = n.opts.Now, n.logger.With("component", "group-coordinator")
 		opts.Partitions = partitions
 		h.coord = group.New(replicatedOffsetsLog{n: n}, opts)
 	}
@@ -231,7 +232,7 @@ func (cg *clusterGroups) current(p int32, st *offsetsLoad) bool {
 // __consumer_offsets does not exist yet, it is created first, and the
 // node waits for the groups of the partitions it leads to load, so that
 // the first group request to a node on its own is answered.
-func (n *Node) coordinatorOf(ctx context.Context, groupID string) (*group.Coordinator, error) {
+func (n *Broker) coordinatorOf(ctx context.Context, groupID string) (*group.Coordinator, error) {
 	md, _ := n.member.metadata()
 	if _, ok := md.Topics[group.OffsetsTopic]; !ok {
 		if err := n.ensureOffsetsTopic(ctx); err != nil {
@@ -266,7 +267,7 @@ func (n *Node) coordinatorOf(ctx context.Context, groupID string) (*group.Coordi
 // replicatedOffsetsLog writes the coordinator's records to the replicas
 // of __consumer_offsets the node leads, each call as one batch appended
 // with acks=all.
-type replicatedOffsetsLog struct{ n *Node }
+type replicatedOffsetsLog struct{ n *Broker }
 
 func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 	n := o.n
@@ -276,7 +277,7 @@ func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 		return fmt.Errorf("%w: node %d does not lead %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
-	now := n.opts.now().UnixMilli()
+	now := n.opts.Now().UnixMilli()
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})
 	}
@@ -286,7 +287,7 @@ func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
 
 // createOffsetsTopic creates __consumer_offsets through the controller,
 // unless the node's metadata has it, and waits until the metadata does.
-func (n *Node) createOffsetsTopic(ctx context.Context) error {
+func (n *Broker) createOffsetsTopic(ctx context.Context) error {
 	m := n.member
 	cg := n.groups.clusterGroups()
 	cg.createMu.Lock()
@@ -306,12 +307,12 @@ func (n *Node) createOffsetsTopic(ctx context.Context) error {
 			live++
 		}
 	}
-	partitions := n.opts.groups.Partitions
+	partitions := n.opts.Groups.Partitions
 	if partitions <= 0 {
 		partitions = group.DefaultOffsetsTopicPartitions
 	}
 	nt := NewTopic{Name: group.OffsetsTopic, Partitions: partitions, ReplicationFactor: int16(max(1, min(offsetsTopicReplicationFactor, live))),
-		Configs: map[string]string{ConfigCleanupPolicy: "compact", ConfigSegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}}
+		Configs: map[string]string{topicconfig.CleanupPolicy: "compact", topicconfig.SegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}}
 	err := n.createReplicatedTopic(ctx, nt)
 	if errors.Is(err, kafka.ErrTopicAlreadyExists) {
 		return m.heartbeat(ctx) // another node created it: learn of it now
@@ -326,7 +327,7 @@ func (n *Node) createOffsetsTopic(ctx context.Context) error {
 // has loaded the groups of the partitions of it that it leads. It is
 // bounded, and cut short when the node leaves: Close waits for the
 // requests in flight.
-func (n *Node) ensureOffsetsTopic(ctx context.Context) error {
+func (n *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	defer context.AfterFunc(n.member.ctx, cancel)()
@@ -338,7 +339,7 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) error {
 
 // findCoordinator answers FindCoordinator: the leader of the group's
 // partition of __consumer_offsets, which it creates first if need be.
-func (n *Node) findCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
+func (n *Broker) findCoordinator(ctx context.Context, req *transport.FindCoordinatorRequest) (*transport.FindCoordinatorResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -382,7 +383,7 @@ func (n *Node) findCoordinator(ctx context.Context, req *transport.FindCoordinat
 // groupCall answers a request about groupID with the coordinator's
 // method call, or with failed and the reason the node is not the group's
 // coordinator.
-func groupCall[Req, Resp any](ctx context.Context, n *Node, groupID string, req Req, call func(*group.Coordinator, Req) Resp, failed func(error) Resp) (Resp, error) {
+func groupCall[Req, Resp any](ctx context.Context, n *Broker, groupID string, req Req, call func(*group.Coordinator, Req) Resp, failed func(error) Resp) (Resp, error) {
 	if err := n.begin(); err != nil {
 		var zero Resp
 		return zero, err
@@ -396,7 +397,7 @@ func groupCall[Req, Resp any](ctx context.Context, n *Node, groupID string, req 
 }
 
 // groupWait is groupCall for a request that may wait.
-func groupWait[Req, Resp any](ctx context.Context, n *Node, groupID string, req Req, call func(*group.Coordinator, Req, func(Resp)), failed func(error) Resp) (Resp, error) {
+func groupWait[Req, Resp any](ctx context.Context, n *Broker, groupID string, req Req, call func(*group.Coordinator, Req, func(Resp)), failed func(error) Resp) (Resp, error) {
 	var zero Resp
 	if err := n.begin(); err != nil {
 		return zero, err
@@ -412,7 +413,7 @@ func groupWait[Req, Resp any](ctx context.Context, n *Node, groupID string, req 
 // DescribeGroups describes the groups the node coordinates — state,
 // protocol, members, assignments — and answers the error for each other
 // one.
-func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
+func (n *Broker) DescribeGroups(ctx context.Context, req *transport.DescribeGroupsRequest) (*transport.DescribeGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -431,7 +432,7 @@ func (n *Node) DescribeGroups(ctx context.Context, req *transport.DescribeGroups
 
 // DeleteGroups deletes the groups without members the node coordinates,
 // with their offsets, and answers the error for each other one.
-func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
+func (n *Broker) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
@@ -450,7 +451,7 @@ func (n *Node) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequ
 
 // ListGroups lists the groups of the partitions of __consumer_offsets the
 // node leads and has loaded.
-func (n *Node) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
+func (n *Broker) ListGroups(ctx context.Context, req *transport.ListGroupsRequest) (*transport.ListGroupsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // errors are kafka.ErrUnknownTopicOrPartition for a partition the cluster
 // does not have, ErrNotLeaderOrFollower for one the node does not host,
 // and ErrKafkaStorage for one whose log could not be opened.
-func (n *Node) hostedReplica(name string, id int32) (*replicaHost, error) {
+func (n *Broker) hostedReplica(name string, id int32) (*replicaHost, error) {
 	m := n.member
 	tp := kafka.TopicPartition{Topic: name, Partition: id}
 	if h := m.replica(tp); h != nil {
@@ -44,7 +44,7 @@ func (n *Node) hostedReplica(name string, id int32) (*replicaHost, error) {
 }
 
 // leaderReplica is hostedReplica for a request only the leader answers.
-func (n *Node) leaderReplica(name string, id int32) (*replicaHost, error) {
+func (n *Broker) leaderReplica(name string, id int32) (*replicaHost, error) {
 	h, err := n.hostedReplica(name, id)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ const defaultProduceTimeout = 30 * time.Second
 // as acks asks: written on the leader (acks=1), or below the high
 // watermark (acks=all). A retry of a batch already in the log is answered
 // with the original's offsets once the high watermark passes them.
-func (n *Node) appendReplicated(ctx context.Context, h *replicaHost, batch []byte, acks kafka.Acks, timeout time.Duration) (base, appendTime int64, err error) {
+func (n *Broker) appendReplicated(ctx context.Context, h *replicaHost, batch []byte, acks kafka.Acks, timeout time.Duration) (base, appendTime int64, err error) {
 	if timeout <= 0 {
 		timeout = defaultProduceTimeout
 	}
@@ -132,7 +132,7 @@ func waitHighWatermark(ctx context.Context, p *partition.Partition, offset int64
 // node is offline, and which this node leads, has no leader and
 // KAFKA_STORAGE_ERROR, as Kafka answers for a partition on a failed log
 // directory.
-func (n *Node) metadataResponse(req *transport.MetadataRequest) *transport.MetadataResponse {
+func (n *Broker) metadataResponse(req *transport.MetadataRequest) *transport.MetadataResponse {
 	md, _ := n.member.metadata()
 	// KRaft brokers name a live broker as the controller (KIP-590): admin
 	// clients send it their admin requests, which this node forwards to the
@@ -162,7 +162,7 @@ func (n *Node) metadataResponse(req *transport.MetadataRequest) *transport.Metad
 // until this node's metadata has it and the node hosts its replicas of
 // it. A topic some of whose replicas here could not be opened (a full
 // disk) is deleted again: the error is ErrKafkaStorage.
-func (n *Node) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
+func (n *Broker) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 	m := n.member
 	err := n.awaitChange(ctx)(m.ctl.CreateTopic(ctx, nt.Name, controller.NewTopic{Partitions: nt.Partitions,
 		ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: newUUID()}))
@@ -188,13 +188,13 @@ func (n *Node) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 // deleteReplicatedTopic asks the controller to delete a topic, and waits
 // until this node's metadata no longer has it and its replicas here are
 // removed.
-func (n *Node) deleteReplicatedTopic(ctx context.Context, name string) error {
+func (n *Broker) deleteReplicatedTopic(ctx context.Context, name string) error {
 	return n.awaitChange(ctx)(n.member.ctl.DeleteTopic(ctx, name))
 }
 
 // describeTopic describes a topic from the metadata and the replicas the
 // node hosts (offsets are known only for those).
-func (n *Node) describeTopic(name string) (TopicDescription, bool) {
+func (n *Broker) describeTopic(name string) (TopicDescription, bool) {
 	m := n.member
 	md, _ := m.metadata()
 	t, ok := md.Topics[name]
@@ -221,7 +221,7 @@ func (n *Node) describeTopic(name string) (TopicDescription, bool) {
 
 // partitionLog returns the log of a replica the node hosts
 // (partlogtest.Log).
-func (n *Node) partitionLog(topic string, partition int32) (*log.Log, error) {
+func (n *Broker) partitionLog(topic string, partition int32) (*log.Log, error) {
 	p, err := n.partition(topic, partition)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (m *clusterMember) topicConfigs(name string) (effective, own map[string]str
 
 // syncMetadata fetches the cluster metadata now and applies it
 // (partlogtest.SyncMetadata).
-func (n *Node) syncMetadata(ctx context.Context) error {
+func (n *Broker) syncMetadata(ctx context.Context) error {
 	if err := n.begin(); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -13,19 +13,10 @@ import (
 // cleaner waits between passes over the compacted partitions.
 const defaultCleanerInterval = 15 * time.Second
 
-// LogCleanerInterval sets how often the log cleaner compacts the partitions
-// of topics whose cleanup.policy includes compact (Kafka's
-// log.cleaner.backoff.ms). The default is 15 seconds; zero or negative
-// turns the background cleaner off (Kafka's log.cleaner.enable=false), and
-// partlogtest.CleanNow still cleans.
-func LogCleanerInterval(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.cleanerInterval = d })
-}
-
 // startCleaner runs the log cleaner on a goroutine that Close stops: a clean
 // in progress is cancelled, and what it swapped in stays.
-func (n *Node) startCleaner() {
-	if n.opts.cleanerInterval <= 0 {
+func (n *Broker) startCleaner() {
+	if n.opts.LogCleanerInterval <= 0 {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -33,7 +24,7 @@ func (n *Node) startCleaner() {
 		<-n.stop
 		cancel()
 	})
-	n.runEvery(n.opts.cleanerInterval, func() {
+	n.runEvery(n.opts.LogCleanerInterval, func() {
 		if err := n.cleanAll(ctx); err != nil && ctx.Err() == nil {
 			n.logger.Error("log cleaner failed", "err", err)
 		}
@@ -41,7 +32,7 @@ func (n *Node) startCleaner() {
 }
 
 // cleanNow runs one pass of the log cleaner now (partlogtest.CleanNow).
-func (n *Node) cleanNow(ctx context.Context) error {
+func (n *Broker) cleanNow(ctx context.Context) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -50,7 +41,7 @@ func (n *Node) cleanNow(ctx context.Context) error {
 }
 
 // cleanAll cleans every compacted partition once.
-func (n *Node) cleanAll(ctx context.Context) error {
+func (n *Broker) cleanAll(ctx context.Context) error {
 	parts := n.member.compactedPartitions()
 	var errs []error
 	cleaned := false

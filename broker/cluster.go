@@ -1,4 +1,4 @@
-package partlog
+package broker
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 
 // clusterOptions configure a node's part in a cluster.
 type clusterOptions struct {
-	controller     *Controller // in process
+	controller     *controller.Controller // in process
 	network        *MemNetwork
 	controllerAddr string // over TCP
 	advertised     string
@@ -37,50 +37,9 @@ type clusterOptions struct {
 	replica        replica.Options
 }
 
-func (o clusterOptions) enabled() bool { return o.controller != nil || o.controllerAddr != "" }
-
-// JoinCluster makes the node a member of the cluster that c controls,
-// exchanging replica messages with the other members over the in-memory
-// network net: several nodes in one process, for examples and tests.
-func JoinCluster(c *Controller, net *MemNetwork) Option {
-	return optionFunc(func(o *nodeOptions) { o.cluster.controller, o.cluster.network = c, net })
-}
-
-// ControllerAddress makes the node a member of the cluster whose
-// controller listens at addr (host:port; see Controller.Serve), reaching
-// the other members over TCP at the addresses they registered
-// (AdvertisedAddress). The node must serve its own address with a
-// transport.Server.
-func ControllerAddress(addr string) Option {
-	return optionFunc(func(o *nodeOptions) { o.cluster.controllerAddr = addr })
-}
-
-// AdvertisedAddress is the host:port other nodes and clients reach this
-// node at, which it registers with the controller (Kafka's
-// advertised.listeners).
-func AdvertisedAddress(addr string) Option {
-	return optionFunc(func(o *nodeOptions) { o.cluster.advertised = addr })
-}
-
-// HeartbeatInterval sets how often a cluster member heartbeats to the
-// controller and learns of metadata changes (broker.heartbeat.interval.ms).
-// The default is 500 ms; keep it well within the controller's
-// SessionTimeout.
-func HeartbeatInterval(d time.Duration) Option {
-	return optionFunc(func(o *nodeOptions) { o.cluster.heartbeat = d })
-}
-
-// ReplicaOptions sets how a cluster member replicates: the tick, the
-// replica.lag.time.max.ms, fetch sizes and waits (see replica.Options).
-// MinInsyncReplicas, HighWatermark and BrokerEpoch are the node's to set,
-// and are ignored here.
-func ReplicaOptions(ro replica.Options) Option {
-	return optionFunc(func(o *nodeOptions) { o.cluster.replica = ro })
-}
-
 // clusterMember is a node's part in a cluster.
 type clusterMember struct {
-	n    *Node
+	n    *Broker
 	ctl  controller.API
 	net  peerNetwork
 	out  *outbox
@@ -122,11 +81,9 @@ const HighWatermarkFileName = "replication-offset-checkpoint"
 
 // joinCluster registers the node and reconciles it with the first
 // metadata, so that Open returns a node that already hosts its replicas.
-func (n *Node) joinCluster(ctx context.Context) error {
-	o := n.opts.cluster
-	if o.heartbeat <= 0 {
-		o.heartbeat = 500 * time.Millisecond
-	}
+func (n *Broker) joinCluster(ctx context.Context) error {
+	o := clusterOptions{controller: n.opts.Controller, network: n.opts.Network, controllerAddr: n.opts.ControllerAddress,
+		advertised: n.opts.AdvertisedAddress, heartbeat: n.opts.HeartbeatInterval, replica: n.opts.Replica}
 	m := &clusterMember{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
 		offline: map[kafka.TopicPartition]error{},
 		md:      &controller.Metadata{Version: -1, Nodes: map[int32]controller.NodeInfo{}, Topics: map[string]replica.TopicState{}},
@@ -145,7 +102,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error
-	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.fs, path.Join(n.dir, HighWatermarkFileName)); err != nil {
+	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.FS, path.Join(n.dir, HighWatermarkFileName)); err != nil {
 		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)
 		m.hws = map[kafka.TopicPartition]int64{}
 	}
@@ -423,7 +380,7 @@ func (m *clusterMember) checkpointHighWatermarks() error {
 		hws[tp] = h.p.HighWatermark()
 	}
 	m.mu.Unlock()
-	return log.WriteOffsetCheckpoint(m.n.opts.fs, path.Join(m.n.dir, HighWatermarkFileName), hws)
+	return log.WriteOffsetCheckpoint(m.n.opts.FS, path.Join(m.n.dir, HighWatermarkFileName), hws)
 }
 
 // leave shuts the node's part in the cluster down: with controlled, a

@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/vfs"
+)
+
+// Options configures a Broker. The zero value works: node 0 of a cluster
+// of one on the OS filesystem, with Kafka's defaults. Package partlog's
+// Option functions fill it for Open.
+type Options struct {
+	// NodeID is node.id. A data directory remembers its node id in
+	// meta.properties and refuses another.
+	NodeID int32
+	// ClusterID is the id of the cluster a new data directory joins;
+	// empty makes up a random one.
+	ClusterID string
+	// WriteMissingMeta lets Open write a new meta.properties (a new
+	// cluster id) for a data directory that holds partitions but has lost
+	// its own, which Open otherwise refuses with ErrMetaPropertiesMissing.
+	WriteMissingMeta bool
+	// FS is the filesystem; nil means the OS.
+	FS vfs.FS
+	// Logger receives recovery, retention and failure reports; nil
+	// discards them.
+	Logger *slog.Logger
+	// Now is the clock retention and segment rolling read; nil means
+	// time.Now.
+	Now func() time.Time
+	// RetentionCheckInterval is log.retention.check.interval.ms; zero
+	// means 5 minutes.
+	RetentionCheckInterval time.Duration
+	// CheckpointInterval is log.flush.offset.checkpoint.interval.ms: how
+	// often recovery points and high watermarks are written. Zero means a
+	// minute.
+	CheckpointInterval time.Duration
+	// LogCleanerInterval is log.cleaner.backoff.ms: how often compacted
+	// partitions are cleaned. Zero means 15 s; negative turns the
+	// background cleaner off (log.cleaner.enable=false).
+	LogCleanerInterval time.Duration
+	// TopicDefaults are topic configs that apply to every topic that does
+	// not override them, as Kafka's broker-level log.* settings do.
+	TopicDefaults map[string]string
+	// Groups configures the group coordinators the broker hosts.
+	Groups group.Options
+	// ProducerIDExpiration is producer.id.expiration.ms; zero means 24
+	// hours.
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms; zero means 10 minutes.
+	ProducerIDExpirationCheckInterval time.Duration
+	// NoAutoCreateTopics is auto.create.topics.enable set to false: a
+	// Metadata request never creates the topics it names.
+	NoAutoCreateTopics bool
+	// AutoCreatePartitions is num.partitions, the partitions of a topic a
+	// Metadata request creates; zero means 1.
+	AutoCreatePartitions int32
+	// AutoCreateReplicationFactor is default.replication.factor, at most
+	// the cluster's live nodes; zero means 1.
+	AutoCreateReplicationFactor int16
+
+	// Controller is the in-process controller of the cluster the broker
+	// joins, over Network. With neither Controller nor ControllerAddress
+	// the broker runs a controller of its own over its data directory: a
+	// cluster of one.
+	Controller *controller.Controller
+	// Network carries replica messages between the brokers of
+	// Controller's cluster in one process.
+	Network *MemNetwork
+	// ControllerAddress is the host:port of the cluster's controller over
+	// TCP; the broker reaches the other members over TCP at the addresses
+	// they registered, and must serve its own with a transport.Server.
+	ControllerAddress string
+	// AdvertisedAddress is advertised.listeners: the host:port the broker
+	// registers with the controller.
+	AdvertisedAddress string
+	// HeartbeatInterval is broker.heartbeat.interval.ms; zero means 500
+	// ms. Keep it well within the controller's SessionTimeout.
+	HeartbeatInterval time.Duration
+	// Replica sets how replicas replicate (see replica.Options);
+	// MinInsyncReplicas, HighWatermark and BrokerEpoch are the broker's to
+	// set, and are ignored here.
+	Replica replica.Options
+}
+
+// withDefaults returns o with its zero fields filled in.
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RetentionCheckInterval == 0 {
+		o.RetentionCheckInterval = 5 * time.Minute
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = time.Minute
+	}
+	if o.LogCleanerInterval == 0 {
+		o.LogCleanerInterval = defaultCleanerInterval
+	}
+	if o.ProducerIDExpiration == 0 {
+		o.ProducerIDExpiration = 24 * time.Hour
+	}
+	if o.ProducerIDExpirationCheckInterval == 0 {
+		o.ProducerIDExpirationCheckInterval = 10 * time.Minute
+	}
+	o.AutoCreatePartitions = max(o.AutoCreatePartitions, 1)
+	o.AutoCreateReplicationFactor = max(o.AutoCreateReplicationFactor, 1)
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = 500 * time.Millisecond
+	}
+	return o
+}
+
+// joinsCluster says the broker joins a cluster whose controller runs
+// elsewhere, rather than running its own.
+func (o Options) joinsCluster() bool { return o.Controller != nil || o.ControllerAddress != "" }
