@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/replica"
@@ -343,12 +344,12 @@ func TestAdminClusterPreferredElection(t *testing.T) {
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "events", ReplicationFactor: 3}))
 	preferred := c.ctl.State().Topics["events"].Partitions[0].Replicas[0]
 	c.halt(preferred)
-	c.waitFor("another leader of events-0", func(s replica.ClusterState) bool {
+	c.waitFor("another leader of events-0", func(s controller.ClusterState) bool {
 		l := s.Topics["events"].Partitions[0].Leader
 		return l != preferred && l != replica.NoLeader
 	})
 	c.start(preferred, c.addrs[preferred])
-	c.waitFor("the preferred replica back in the ISR", func(s replica.ClusterState) bool {
+	c.waitFor("the preferred replica back in the ISR", func(s controller.ClusterState) bool {
 		return len(s.Topics["events"].Partitions[0].ISR) == 3
 	})
 	var seeds []string

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -57,10 +58,10 @@ func TestAutoCreateTopics(t *testing.T) {
 func TestAutoCreateTopicsOnACluster(t *testing.T) {
 	c := newTestCluster(t, 1, 2)
 	ctx := context.Background()
-	c.waitFor("two live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 2 })
+	c.waitFor("two live nodes", func(s controller.ClusterState) bool { return len(s.Nodes) == 2 })
 	_, err := c.nodes[1].Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
 	require.NoError(t, err)
-	c.waitFor("fresh with a leader", func(s replica.ClusterState) bool {
+	c.waitFor("fresh with a leader", func(s controller.ClusterState) bool {
 		ts, ok := s.Topics["fresh"]
 		return ok && len(ts.Partitions) == 1 && ts.Partitions[0].Leader != replica.NoLeader
 	})

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/replica"
 )
 
 var chaosDuration = flag.Duration("chaos", 3*time.Second, "how long TestClusterChaos injects faults (a soak: -chaos=10m)")
@@ -112,7 +112,7 @@ func TestClusterChaos(t *testing.T) {
 
 	got := consumeCluster(t, client, "chaos", total)
 	require.Equal(t, acked, got, "every acknowledged record once, in order")
-	c.waitFor("the full ISR", func(s replica.ClusterState) bool {
+	c.waitFor("the full ISR", func(s controller.ClusterState) bool {
 		for _, p := range s.Topics["chaos"].Partitions {
 			if len(p.ISR) != 3 {
 				return false

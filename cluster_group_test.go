@@ -14,6 +14,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/partlogtest"
@@ -271,7 +272,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 
 	// __consumer_offsets was made through the controller on the first
 	// FindCoordinator, replicated as the cluster allows.
-	c.waitFor("__consumer_offsets", func(s replica.ClusterState) bool {
+	c.waitFor("__consumer_offsets", func(s controller.ClusterState) bool {
 		_, ok := s.Topics[group.OffsetsTopic]
 		return ok
 	})
@@ -300,7 +301,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	if f.crash {
 		// A clean election needs another replica in the ISR: on a loaded
 		// machine a follower may have fallen out of it for a while.
-		c.waitFor("the full ISR of the group's partition", func(s replica.ClusterState) bool {
+		c.waitFor("the full ISR of the group's partition", func(s controller.ClusterState) bool {
 			return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
 		})
 		down = time.Now()
@@ -313,7 +314,7 @@ func testClusterGroupFailover(t *testing.T, f groupFailover) {
 	if f.join {
 		wg.Go(func() { runGroupMember(ctx, t, client, 2, topic, g, stop, settled) })
 	}
-	c.waitFor("a new leader of the group's partition", func(s replica.ClusterState) bool {
+	c.waitFor("a new leader of the group's partition", func(s controller.ClusterState) bool {
 		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
 		return l != old && l != replica.NoLeader
 	})
@@ -571,11 +572,11 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	end := l.LogEndOffset()
 	require.Positive(t, end)
 	oldAddr := c.addrs[old]
-	c.waitFor("the full ISR of the group's partition", func(s replica.ClusterState) bool {
+	c.waitFor("the full ISR of the group's partition", func(s controller.ClusterState) bool {
 		return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
 	})
 	c.halt(old)
-	c.waitFor("a new leader of the group's partition", func(s replica.ClusterState) bool {
+	c.waitFor("a new leader of the group's partition", func(s controller.ClusterState) bool {
 		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
 		return l != old && l != replica.NoLeader
 	})
@@ -596,7 +597,7 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	l, err = partlogtest.Log(c.nodes[old], group.OffsetsTopic, p)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, l.LogEndOffset(), end, "the restarted node kept its replica of %s-%d", group.OffsetsTopic, p)
-	c.waitFor("the old coordinator back in the ISR", func(s replica.ClusterState) bool {
+	c.waitFor("the old coordinator back in the ISR", func(s controller.ClusterState) bool {
 		return slices.Contains(s.Topics[group.OffsetsTopic].Partitions[p].ISR, old)
 	})
 

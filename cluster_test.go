@@ -15,6 +15,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
@@ -81,13 +82,13 @@ func (c *testCluster) stop(id int32) {
 }
 
 // waitFor waits until cond holds of the controller's metadata.
-func (c *testCluster) waitFor(what string, cond func(replica.ClusterState) bool) {
+func (c *testCluster) waitFor(what string, cond func(controller.ClusterState) bool) {
 	c.t.Helper()
 	waitForMetadata(c.t, c.ctl, what, cond)
 }
 
 // waitForMetadata waits, up to 20 s, until cond holds of ctl's metadata.
-func waitForMetadata(t *testing.T, ctl *partlog.Controller, what string, cond func(replica.ClusterState) bool) {
+func waitForMetadata(t *testing.T, ctl *partlog.Controller, what string, cond func(controller.ClusterState) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -187,7 +188,7 @@ func TestClusterFailover(t *testing.T) {
 	acked := produceValues(t, client, "orders", clusterValues(0, 300))
 	old := c.leader("orders", 0)
 	c.stop(old)
-	c.waitFor("a new leader of orders-0", func(s replica.ClusterState) bool {
+	c.waitFor("a new leader of orders-0", func(s controller.ClusterState) bool {
 		l := s.Topics["orders"].Partitions[0].Leader
 		return l != old && l != replica.NoLeader
 	})
@@ -201,7 +202,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The old leader comes back and catches up into the ISR.
 	c.start(old)
-	c.waitFor("the full ISR", func(s replica.ClusterState) bool {
+	c.waitFor("the full ISR", func(s controller.ClusterState) bool {
 		for _, p := range s.Topics["orders"].Partitions {
 			if len(p.ISR) != 3 {
 				return false
@@ -382,7 +383,7 @@ func (c *tcpCluster) halt(id int32) {
 	delete(c.servers, id)
 }
 
-func (c *tcpCluster) waitFor(what string, cond func(replica.ClusterState) bool) {
+func (c *tcpCluster) waitFor(what string, cond func(controller.ClusterState) bool) {
 	c.t.Helper()
 	waitForMetadata(c.t, c.ctl, what, cond)
 }
@@ -411,7 +412,7 @@ func TestClusterOverTCP(t *testing.T) {
 
 	leader := c.ctl.State().Topics["events"].Partitions[0].Leader
 	c.halt(leader)
-	c.waitFor("a new leader of events-0 after the session timeout", func(s replica.ClusterState) bool {
+	c.waitFor("a new leader of events-0 after the session timeout", func(s controller.ClusterState) bool {
 		l := s.Topics["events"].Partitions[0].Leader
 		return l != leader && l != replica.NoLeader
 	})
@@ -423,7 +424,7 @@ func TestClusterOverTCP(t *testing.T) {
 	require.Equal(t, acked, got, "every acknowledged record once, in offset order")
 
 	c.start(leader, c.addrs[leader])
-	c.waitFor("the full ISR", func(s replica.ClusterState) bool {
+	c.waitFor("the full ISR", func(s controller.ClusterState) bool {
 		for _, p := range s.Topics["events"].Partitions {
 			if len(p.ISR) != 3 {
 				return false
@@ -474,7 +475,7 @@ func TestClusterDeleteTopic(t *testing.T) {
 	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
 	acked = produceValues(t, client, "gone", clusterValues(100, 103))
 	c.start(1)
-	c.waitFor("node 1 back in the ISR", func(s replica.ClusterState) bool {
+	c.waitFor("node 1 back in the ISR", func(s controller.ClusterState) bool {
 		return len(s.Topics["gone"].Partitions[0].ISR) == 3
 	})
 	require.Equal(t, batchCRCs(t, c.nodes[2], "gone", 0), batchCRCs(t, c.nodes[1], "gone", 0))

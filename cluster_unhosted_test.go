@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/replica"
@@ -96,7 +97,7 @@ func TestClusterOversizeBatchKeepsTheReplica(t *testing.T) {
 func TestClusterMetadataNamesAController(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	ctx := context.Background()
-	c.waitFor("three live nodes", func(s replica.ClusterState) bool { return len(s.Nodes) == 3 })
+	c.waitFor("three live nodes", func(s controller.ClusterState) bool { return len(s.Nodes) == 3 })
 	md, err := c.nodes[2].Client().Metadata(ctx, &transport.MetadataRequest{})
 	require.NoError(t, err)
 	require.Contains(t, []int32{1, 2, 3}, md.ControllerID)

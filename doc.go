@@ -93,8 +93,7 @@
 //	partition  one partition: log, high watermark, leader epoch, long polls,
 //	           idempotent producers' state
 //	replica    replication as a deterministic state machine: followers, ISR,
-//	           high watermark, truncation by leader epoch; the controller's
-//	           state machine
+//	           high watermark, truncation by leader epoch
 //	topicconfig the topic configs by Kafka's names: defaults, checks, the
 //	           options they make, how config changes apply
 //	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
@@ -105,8 +104,9 @@
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
 //	           assignors, commits
-//	controller the controller as a service over its metadata log, with a
-//	           typed API answered in process and over TCP
+//	controller the controller: its state machine over a metadata log, the
+//	           service that runs it, a typed API answered in process and
+//	           over TCP
 //	partlog    the Node: a broker that hosts the replicas the controller
 //	           assigns it (a node on its own runs its controller in
 //	           process), answers requests, hosts group coordinators and the

@@ -86,7 +86,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		advertised: n.opts.AdvertisedAddress, heartbeat: n.opts.HeartbeatInterval, replica: n.opts.Replica}
 	m := &clusterMember{n: n, opts: o, hosts: map[kafka.TopicPartition]*replicaHost{}, mdChanged: make(chan struct{}),
 		offline: map[kafka.TopicPartition]error{},
-		md:      &controller.Metadata{Version: -1, Nodes: map[int32]controller.NodeInfo{}, Topics: map[string]replica.TopicState{}},
+		md:      &controller.Metadata{Version: -1, Nodes: map[int32]controller.NodeInfo{}, Topics: map[string]controller.TopicState{}},
 		refresh: make(chan struct{}, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if o.controller != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -54,20 +55,20 @@ func migrateTopicRecords(l *log.Log, node int32, logger *slog.Logger) error {
 	case migrated >= 0:
 		return l.DeleteRecordsBefore(migrated)
 	}
-	var recs []replica.MetadataRecord
+	var recs []controller.Record
 	for _, name := range slices.Sorted(maps.Keys(topics)) {
 		t := topics[name]
 		unclean, _ := strconv.ParseBool(t.Configs[topicconfig.UncleanLeaderElects])
-		recs = append(recs, replica.MetadataRecord{Type: replica.RecordTopic, Topic: name, Partitions: t.Partitions,
-			Unclean: replica.Unclean(unclean), ID: t.ID, Configs: t.Configs})
+		recs = append(recs, controller.Record{Type: controller.RecordTopic, Topic: name, Partitions: t.Partitions,
+			Unclean: controller.Unclean(unclean), ID: t.ID, Configs: t.Configs})
 		for p := range t.Partitions {
-			recs = append(recs, replica.MetadataRecord{Type: replica.RecordPartition, Topic: name, Partition: p,
+			recs = append(recs, controller.Record{Type: controller.RecordPartition, Topic: name, Partition: p,
 				State: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: t.LeaderEpoch,
 					Replicas: []int32{node}, ISR: []int32{node}}})
 		}
 	}
 	start := l.LogEndOffset()
-	if err := replica.NewLogStore(l).Append(recs); err != nil {
+	if err := controller.NewLogStore(l).Append(recs); err != nil {
 		return fmt.Errorf("partlog: migrate the metadata log: %w", err)
 	}
 	logger.Info("migrated the topics of a node on its own to its controller's metadata log", "topics", len(topics))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -32,10 +33,10 @@ func appendLegacy(t *testing.T, l *log.Log, name string, rec *legacyTopicRecord)
 }
 
 // replayed returns the controller's records a log holds from its start.
-func replayed(t *testing.T, l *log.Log) []replica.MetadataRecord {
+func replayed(t *testing.T, l *log.Log) []controller.Record {
 	t.Helper()
-	var recs []replica.MetadataRecord
-	require.NoError(t, replica.NewLogStore(l).Replay(func(r replica.MetadataRecord) error {
+	var recs []controller.Record
+	require.NoError(t, controller.NewLogStore(l).Replay(func(r controller.Record) error {
 		recs = append(recs, r)
 		return nil
 	}))
@@ -67,10 +68,10 @@ func TestMigrateTopicRecordsOnce(t *testing.T) {
 	require.NoError(t, migrateTopicRecords(l, 7, logger))
 	end := l.LogEndOffset()
 	require.EqualValues(t, 3, l.LogStartOffset(), "past the three old records")
-	want := []replica.MetadataRecord{
-		{Type: replica.RecordTopic, Topic: "a", Partitions: 2, ID: "ida", Configs: map[string]string{"cleanup.policy": "compact"}},
-		{Type: replica.RecordPartition, Topic: "a", Partition: 0, State: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 3, Replicas: []int32{7}, ISR: []int32{7}}},
-		{Type: replica.RecordPartition, Topic: "a", Partition: 1, State: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 3, Replicas: []int32{7}, ISR: []int32{7}}},
+	want := []controller.Record{
+		{Type: controller.RecordTopic, Topic: "a", Partitions: 2, ID: "ida", Configs: map[string]string{"cleanup.policy": "compact"}},
+		{Type: controller.RecordPartition, Topic: "a", Partition: 0, State: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 3, Replicas: []int32{7}, ISR: []int32{7}}},
+		{Type: controller.RecordPartition, Topic: "a", Partition: 1, State: replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 3, Replicas: []int32{7}, ISR: []int32{7}}},
 	}
 	require.Equal(t, want, replayed(t, l))
 
@@ -88,8 +89,8 @@ func TestMigrateTopicRecordsFinishesAfterCrash(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	appendLegacy(t, l, "a", &legacyTopicRecord{Version: 1, ID: "ida", Partitions: 1, ReplicationFactor: 1})
-	recs := []replica.MetadataRecord{{Type: replica.RecordTopic, Topic: "a", Partitions: 1, ID: "ida"}}
-	require.NoError(t, replica.NewLogStore(l).Append(recs))
+	recs := []controller.Record{{Type: controller.RecordTopic, Topic: "a", Partitions: 1, ID: "ida"}}
+	require.NoError(t, controller.NewLogStore(l).Append(recs))
 	end := l.LogEndOffset()
 	require.NoError(t, migrateTopicRecords(l, 1, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	require.EqualValues(t, 1, l.LogStartOffset())

@@ -103,7 +103,7 @@ func (m *clusterMember) removeStrays(want map[kafka.TopicPartition]bool) {
 
 // host returns the replica of tp, opening its partition and starting its
 // replica.Node first if needed.
-func (m *clusterMember) host(tp kafka.TopicPartition, t replica.TopicState) (*replicaHost, error) {
+func (m *clusterMember) host(tp kafka.TopicPartition, t controller.TopicState) (*replicaHost, error) {
 	m.mu.Lock()
 	h := m.hosts[tp]
 	hw := m.hws[tp]
@@ -228,7 +228,7 @@ func (m *clusterMember) recoverReplica(h *replicaHost, rn *replica.Node, err err
 // reconfigure applies a topic's configs, when they changed, to a replica
 // the node hosts: to its log and partition, and
 // min.insync.replicas to its replication.
-func (m *clusterMember) reconfigure(h *replicaHost, t replica.TopicState) {
+func (m *clusterMember) reconfigure(h *replicaHost, t controller.TopicState) {
 	h.mu.Lock()
 	same := maps.Equal(h.configs, t.Configs)
 	h.configs = maps.Clone(t.Configs)

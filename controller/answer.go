@@ -63,29 +63,29 @@ func (c *Controller) answerLocked(req *request) (*response, error) {
 	var err error
 	switch req.Op {
 	case opRegister:
-		if resp.BrokerEpoch, err = c.ctl.RegisterNode(req.Node); err == nil && c.addrs[req.Node] != req.Address {
+		if resp.BrokerEpoch, err = c.machine.RegisterNode(req.Node); err == nil && c.addrs[req.Node] != req.Address {
 			c.addrs[req.Node] = req.Address
 			c.bumpLocked()
 		}
 	case opHeartbeat:
-		if err = c.ctl.Heartbeat(req.Node, req.BrokerEpoch); err == nil {
+		if err = c.machine.Heartbeat(req.Node, req.BrokerEpoch); err == nil {
 			if req.Address != "" && c.addrs[req.Node] != req.Address {
 				c.addrs[req.Node] = req.Address // a restarted controller learns it again
 				c.bumpLocked()
 			}
-			resp.Fenced = c.ctl.State().Nodes[req.Node].Fenced
+			resp.Fenced = c.machine.State().Nodes[req.Node].Fenced
 			if req.KnownVersion != c.version {
 				resp.Metadata = c.metadataLocked()
 			}
 		}
 	case opShutdown:
-		err = c.ctl.ShutdownNode(req.Node, req.BrokerEpoch)
+		err = c.machine.ShutdownNode(req.Node, req.BrokerEpoch)
 	case opAlterPartition:
 		if req.Change == nil {
 			return nil, fmt.Errorf("%w: AlterPartition without a change", kafka.ErrInvalidRequest)
 		}
 		var s replica.LeaderAndISR
-		s, err = c.ctl.AlterPartition(req.Node, kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
+		s, err = c.machine.AlterPartition(req.Node, kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, *req.Change)
 		resp.State = &s
 	case opCreateTopic:
 		nt := req.NewTopic
@@ -93,14 +93,14 @@ func (c *Controller) answerLocked(req *request) (*response, error) {
 			return nil, fmt.Errorf("%w: CreateTopic without a topic", kafka.ErrInvalidRequest)
 		}
 		unclean, _ := strconv.ParseBool(nt.Configs[topicconfig.UncleanLeaderElects])
-		err = c.ctl.CreateTopic(req.Topic, int(nt.Partitions), int(nt.ReplicationFactor),
-			replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: maps.Clone(nt.Configs), ID: nt.ID})
+		err = c.machine.CreateTopic(req.Topic, int(nt.Partitions), int(nt.ReplicationFactor),
+			TopicConfig{Unclean: Unclean(unclean), Configs: maps.Clone(nt.Configs), ID: nt.ID})
 	case opDeleteTopic:
-		err = c.ctl.DeleteTopic(req.Topic)
+		err = c.machine.DeleteTopic(req.Topic)
 	case opCreatePartitions:
-		err = c.ctl.CreatePartitions(req.Topic, int(req.Count))
+		err = c.machine.CreatePartitions(req.Topic, int(req.Count))
 	case opAlterConfigs:
-		t, ok := c.ctl.State().Topics[req.Topic]
+		t, ok := c.machine.State().Topics[req.Topic]
 		switch {
 		case req.Alteration == nil:
 			return nil, fmt.Errorf("%w: AlterConfigs without changes", kafka.ErrInvalidRequest)
@@ -110,10 +110,10 @@ func (c *Controller) answerLocked(req *request) (*response, error) {
 		var next map[string]string
 		if next, err = topicconfig.Apply(t.Configs, *req.Alteration); err == nil {
 			unclean, _ := strconv.ParseBool(next[topicconfig.UncleanLeaderElects])
-			err = c.ctl.AlterTopicConfig(req.Topic, replica.TopicConfig{Unclean: replica.Unclean(unclean), Configs: next})
+			err = c.machine.AlterTopicConfig(req.Topic, TopicConfig{Unclean: Unclean(unclean), Configs: next})
 		}
 	case opElectLeader:
-		err = c.ctl.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition})
+		err = c.machine.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition})
 	case opProducerIDs:
 		resp.ProducerIDStart, err = c.pids.allocateBlock(c.fs, path.Join(c.dir, ProducerIDsFileName), producerIDBlock)
 		resp.ProducerIDEnd = resp.ProducerIDStart + producerIDBlock

@@ -1,23 +1,8 @@
-// Package controller is a cluster's controller run as a service, as a
-// KRaft controller runs: it owns the cluster metadata — registered nodes
-// and their liveness, topics and the assignment of their partitions, each
-// partition's leader, ISR and epochs — in a replica.LocalController whose
-// every change is synced to a log before it takes effect, so a restarted
-// controller resumes where it stopped. It ticks that state machine
-// (fencing nodes whose heartbeats stopped, electing leaders from the ISR)
-// and answers nodes' calls through API: in process (a *Controller is an
-// API) or over TCP (Serve, and Dial for the nodes' side).
-//
-// One Controller serves a cluster; its metadata lives in one directory, not
-// a Raft quorum, so the controller is a single point of failure while it is
-// down: nodes keep serving with the metadata they have, and no leader is
-// elected until it is back.
 package controller
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"path"
@@ -32,49 +17,6 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
-// Options configures a Controller. The zero value works.
-type Options struct {
-	// TickInterval is how often the controller ticks: the unit of its
-	// timeouts. Zero means 100 ms.
-	TickInterval time.Duration
-	// SessionTimeout is broker.session.timeout.ms: a node that has not
-	// heartbeat for this long is fenced, and its partitions' leadership
-	// moves. Zero means 9 s. Nodes must heartbeat well within it.
-	SessionTimeout time.Duration
-	// LeaderImbalanceCheckInterval is
-	// leader.imbalance.check.interval.seconds: how often leadership moves
-	// back to preferred replicas. Zero means 300 s.
-	LeaderImbalanceCheckInterval time.Duration
-	// NoAutoLeaderRebalance turns that off (auto.leader.rebalance.enable
-	// set to false).
-	NoAutoLeaderRebalance bool
-	// FS is the filesystem; nil means the OS.
-	FS vfs.FS
-	// Logger receives the controller's decisions and failures. Nil
-	// discards them.
-	Logger *slog.Logger
-}
-
-// withDefaults returns o with FS, Logger and TickInterval filled in.
-func (o Options) withDefaults() Options {
-	if o.FS == nil {
-		o.FS = vfs.Default
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if o.TickInterval <= 0 {
-		o.TickInterval = 100 * time.Millisecond
-	}
-	return o
-}
-
-// stateMachine returns the options of the replica.LocalController.
-func (o Options) stateMachine() replica.ControllerOptions {
-	return replica.ControllerOptions{TickInterval: o.TickInterval, SessionTimeout: o.SessionTimeout,
-		LeaderImbalanceCheckInterval: o.LeaderImbalanceCheckInterval, NoAutoLeaderRebalance: o.NoAutoLeaderRebalance}
-}
-
 // Controller is a running controller. It implements API, and is safe for
 // concurrent use.
 type Controller struct {
@@ -87,7 +29,7 @@ type Controller struct {
 	ownsLogs bool
 
 	mu      sync.Mutex
-	ctl     *replica.LocalController
+	machine *Machine
 	addrs   map[int32]string
 	epoch   int32 // the controller's incarnation, one more at each start
 	version int64 // grows with every change of the metadata nodes see
@@ -105,7 +47,10 @@ var Topic = kafka.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
 // Open opens (creating as needed) the controller's directory, replays its
 // metadata log and starts ticking. Close stops it.
 func Open(dir string, opts Options) (*Controller, error) {
-	opts = opts.withDefaults()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if err := vfs.MkdirAllDurable(opts.FS, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: create %s: %w", dir, err)
 	}
@@ -129,7 +74,10 @@ func Open(dir string, opts Options) (*Controller, error) {
 // if not nil, may rewrite the metadata log before the controller replays
 // it.
 func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error) (*Controller, error) {
-	opts = opts.withDefaults()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	l, err := logs.Open(Topic, log.Options{SegmentBytes: 16 << 20, MaxIndexBytes: 1 << 20, RetentionMs: -1})
 	if err != nil {
 		return nil, fmt.Errorf("controller: open metadata log: %w", err)
@@ -149,9 +97,9 @@ func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error
 		epoch: epoch, version: int64(epoch) << 32,
 		changed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	c.calls = calls{c}
-	store := &countingStore{MetadataStore: replica.NewLogStore(l), c: c}
-	if c.ctl, err = replica.NewController(store, opts.stateMachine()); err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
+	store := &countingStore{Store: NewLogStore(l), c: c}
+	if c.machine, err = NewMachine(store, opts); err != nil {
+		return nil, err
 	}
 	go c.run(opts.TickInterval)
 	return c, nil
@@ -160,12 +108,12 @@ func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error
 // countingStore counts the records the controller commits: every commit
 // is a change of the metadata the nodes must see.
 type countingStore struct {
-	replica.MetadataStore
+	Store
 	c *Controller
 }
 
-func (s *countingStore) Append(recs []replica.MetadataRecord) error {
-	if err := s.MetadataStore.Append(recs); err != nil {
+func (s *countingStore) Append(recs []Record) error {
+	if err := s.Store.Append(recs); err != nil {
 		return err
 	}
 	s.c.bumpLocked()
@@ -191,10 +139,10 @@ func (c *Controller) run(tick time.Duration) {
 			return
 		case <-t.C:
 			c.mu.Lock()
-			if err := c.ctl.Tick(); err != nil {
+			if err := c.machine.Tick(); err != nil {
 				c.logger.Error("controller tick failed", "err", err)
 			}
-			c.ctl.Updates() // nodes pull the metadata with their heartbeats
+			c.machine.Updates() // nodes pull the metadata with their heartbeats
 			c.mu.Unlock()
 		}
 	}
@@ -219,25 +167,25 @@ func (c *Controller) Close() error {
 }
 
 // State returns a copy of the cluster metadata.
-func (c *Controller) State() replica.ClusterState {
+func (c *Controller) State() ClusterState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ctl.State()
+	return c.machine.State()
 }
 
 // Partition returns a partition's leader, ISR and epochs.
 func (c *Controller) Partition(topic string, partition int32) (replica.LeaderAndISR, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ctl.Partition(kafka.TopicPartition{Topic: topic, Partition: partition})
+	return c.machine.Partition(kafka.TopicPartition{Topic: topic, Partition: partition})
 }
 
 // WaitFor waits until cond, called with the metadata after each change,
 // holds, or ctx ends.
-func (c *Controller) WaitFor(ctx context.Context, cond func(replica.ClusterState) bool) error {
+func (c *Controller) WaitFor(ctx context.Context, cond func(ClusterState) bool) error {
 	for {
 		c.mu.Lock()
-		s, changed := c.ctl.State(), c.changed
+		s, changed := c.machine.State(), c.changed
 		c.mu.Unlock()
 		if cond(s) {
 			return nil
@@ -252,7 +200,7 @@ func (c *Controller) WaitFor(ctx context.Context, cond func(replica.ClusterState
 
 // metadataLocked returns the metadata nodes see. The caller holds mu.
 func (c *Controller) metadataLocked() *Metadata {
-	s := c.ctl.State()
+	s := c.machine.State()
 	md := &Metadata{Version: c.version, Nodes: map[int32]NodeInfo{}, Topics: s.Topics}
 	for id, n := range s.Nodes {
 		md.Nodes[id] = NodeInfo{BrokerEpoch: n.BrokerEpoch, Fenced: n.Fenced, Address: c.addrs[id]}

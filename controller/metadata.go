@@ -26,7 +26,7 @@ type Metadata struct {
 	// Nodes are the registered nodes, by id.
 	Nodes map[int32]NodeInfo `json:"nodes"`
 	// Topics are the topics, by name, with each partition's state.
-	Topics map[string]replica.TopicState `json:"topics"`
+	Topics map[string]TopicState `json:"topics"`
 }
 
 // NodeInfo is what the metadata says of a node.

@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"unicode/utf8"
 
@@ -198,7 +199,7 @@ func (e *remoteError) Unwrap() error { return e.err }
 // and a corrupt length never makes DecodeMessages allocate more than b
 // justifies.
 func DecodeMessages(b []byte) ([]Message, error) {
-	d := decoder{b: b, corrupt: ErrCorruptMessage}
+	d := decoder{b: b}
 	if v := d.u8(); d.err == nil && v != MessageVersion {
 		d.fail("version %d", v)
 	}
@@ -221,6 +222,61 @@ func DecodeMessages(b []byte) ([]Message, error) {
 		return nil, d.err
 	}
 	return msgs, nil
+}
+
+// decoder reads big-endian fields, remembering the first failure, which
+// wraps ErrCorruptMessage.
+type decoder struct {
+	b     []byte
+	err   error
+	topic string // the last topic read, to share among messages
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrCorruptMessage, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if len(d.b) < n {
+		d.fail("truncated: %d bytes left, %d wanted", len(d.b), n)
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) u8() uint8 {
+	if p := d.take(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if p := d.take(2); p != nil {
+		return binary.BigEndian.Uint16(p)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if p := d.take(4); p != nil {
+		return binary.BigEndian.Uint32(p)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if p := d.take(8); p != nil {
+		return binary.BigEndian.Uint64(p)
+	}
+	return 0
 }
 
 func (d *decoder) message(m *Message) {

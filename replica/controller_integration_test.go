@@ -7,14 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
 )
 
+// sessionTicks is newCtlCluster's session timeout in ticks.
+const sessionTicks = 90
+
 // newCtlCluster starts replicatest's cluster of nodes 0..n-1 under a
-// LocalController with Kafka's 9 s session timeout (90 ticks) and an
-// imbalance check every 10 s (100 ticks).
+// controller.Machine with Kafka's 9 s session timeout (sessionTicks) and
+// an imbalance check every 10 s (100 ticks).
 func newCtlCluster(t *testing.T, n int) *replicatest.Cluster {
 	t.Helper()
 	var ids []int32
@@ -22,7 +26,7 @@ func newCtlCluster(t *testing.T, n int) *replicatest.Cluster {
 		ids = append(ids, id)
 	}
 	c := replicatest.NewCluster(t, replicatest.Config{Seed: 1, Replicas: ids, Options: testOptions(2),
-		Controller: replica.ControllerOptions{SessionTimeout: 9 * time.Second, LeaderImbalanceCheckInterval: 10 * time.Second}})
+		Controller: controller.Options{SessionTimeout: 9 * time.Second, LeaderImbalanceCheckInterval: 10 * time.Second}})
 	c.Stabilize()
 	return c
 }

@@ -90,25 +90,10 @@
 // below MinInsyncReplicas the high watermark stands still and acks=all
 // appends fail with kafka.ErrNotEnoughReplicas.
 //
-// ElectLeader is the controller's election rule: the first live ISR member
-// in assignment order, and outside the ISR only with AllowUnclean.
-//
 // # The controller
 //
-// Controller is the cluster's metadata owner, and LocalController its
-// single-process implementation, written as the same kind of state machine:
-// nodes call RegisterNode (getting the broker epoch their replicas run in)
-// and Heartbeat; Tick fences a node whose heartbeats stopped for
-// SessionTimeout, moving the leadership of its partitions to the next live
-// ISR member (ElectLeader) in a new leader epoch and taking it out of ISRs
-// (never emptying one); AlterPartition commits or refuses a leader's
-// Ready.AlterPartition; leadership goes back to preferred replicas on the
-// imbalance check, or to a chosen ISR member with ElectReplica. Updates
-// lists the LeaderAndISR each node must Apply. State holds each topic's
-// TopicConfig.ID and Configs, for every node to open the topic's
-// partitions with the same settings.
-// Each change is a versioned MetadataRecord appended to a MetadataStore
-// (LogStore keeps them in a log.Log, like KRaft's __cluster_metadata)
-// before it is applied, and NewController replays the store: a restarted
-// controller resumes the same state.
+// The LeaderAndISR a replica Applies, and the answer to its AlterPartition,
+// come from the cluster's controller, which package controller holds: its
+// state machine (controller.Machine), the service that runs it, and the
+// client nodes call it with.
 package replica

@@ -20,13 +20,6 @@ var (
 	// ErrClosed means a Node was closed, or stopped on a log write failure
 	// (Node.Err says which).
 	ErrClosed = errors.New("replica: node closed")
-	// ErrCorruptMetadata means a controller's metadata record did not
-	// decode: it is truncated, has bytes after its fields, an unknown
-	// version or type, or a field out of range.
-	ErrCorruptMetadata = errors.New("replica: corrupt metadata record")
-	// ErrMetadataReplay means a restarted controller found records in its
-	// store that do not apply to the state before them.
-	ErrMetadataReplay = errors.New("replica: metadata log does not replay")
 	// ErrCorruptMessage means bytes given to DecodeMessages are not what
 	// AppendMessages writes: truncated, with bytes after the last message,
 	// an unknown version, or a field out of range.

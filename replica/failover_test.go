@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
@@ -76,7 +77,7 @@ func TestKIP279UncleanAlternationConverges(t *testing.T) {
 // ended identical.
 func uncleanAlternation(t *testing.T, seed int64, wrap func(replica.Options) replica.Options) bool {
 	c := replicatest.NewCluster(t, replicatest.Config{Seed: seed, Replicas: []int32{1, 2}, Options: testOptions(1),
-		Unclean: replica.AllowUnclean, TruncateToHighWatermark: wrap})
+		Unclean: controller.AllowUnclean, TruncateToHighWatermark: wrap})
 	c.Stabilize()
 	alive := int32(1)
 	c.Crash(2, false)
@@ -122,8 +123,8 @@ func checkEpochCache(t *testing.T, c *replicatest.Cluster, es []log.EpochEntry) 
 // every acked record. With the per-topic opt-in the stale replica is
 // elected and the loss is visible.
 func TestNoUncleanElectionByDefault(t *testing.T) {
-	for _, mode := range []replica.Unclean{replica.CleanOnly, replica.AllowUnclean} {
-		t.Run(map[replica.Unclean]string{replica.CleanOnly: "clean-only", replica.AllowUnclean: "allow-unclean"}[mode], func(t *testing.T) {
+	for _, mode := range []controller.Unclean{controller.CleanOnly, controller.AllowUnclean} {
+		t.Run(map[controller.Unclean]string{controller.CleanOnly: "clean-only", controller.AllowUnclean: "allow-unclean"}[mode], func(t *testing.T) {
 			c := replicatest.NewCluster(t, replicatest.Config{Seed: 15, Replicas: []int32{1, 2, 3}, Options: testOptions(1), Unclean: mode})
 			c.Stabilize()
 			produce(t, c, kafka.AcksAll, "before")
@@ -148,7 +149,7 @@ func TestNoUncleanElectionByDefault(t *testing.T) {
 			c.Crash(2, false)
 			c.Net.Resume(3)
 			c.RunTicks(3)
-			if mode == replica.CleanOnly {
+			if mode == controller.CleanOnly {
 				if c.Leader() != replica.NoLeader {
 					c.Fatalf("leader %d elected from outside the ISR %v", c.Leader(), c.State.ISR)
 				}
@@ -183,38 +184,6 @@ func TestNoUncleanElectionByDefault(t *testing.T) {
 			}
 			if lost != 3 {
 				c.Fatalf("unclean election lost %d acked records, want all 3 counted", lost)
-			}
-		})
-	}
-}
-
-// ElectLeader is a pure function: the first live ISR member in assignment
-// order, and outside the ISR only with AllowUnclean.
-func TestElectLeader(t *testing.T) {
-	live := func(ids ...int32) func(int32) bool {
-		return func(id int32) bool { return slices.Contains(ids, id) }
-	}
-	for _, tc := range []struct {
-		name             string
-		replicas, isr    []int32
-		alive            func(int32) bool
-		mode             replica.Unclean
-		leader           int32
-		unclean, electOK bool
-	}{
-		{"preferred", []int32{1, 2, 3}, []int32{1, 2, 3}, live(1, 2, 3), replica.CleanOnly, 1, false, true},
-		{"assignment order, not ISR order", []int32{3, 1, 2}, []int32{1, 2, 3}, live(1, 2, 3), replica.CleanOnly, 3, false, true},
-		{"skip dead", []int32{1, 2, 3}, []int32{1, 2, 3}, live(2, 3), replica.CleanOnly, 2, false, true},
-		{"skip out of ISR", []int32{1, 2, 3}, []int32{1, 3}, live(2, 3), replica.CleanOnly, 3, false, true},
-		{"offline without unclean", []int32{1, 2, 3}, []int32{1}, live(2, 3), replica.CleanOnly, replica.NoLeader, false, false},
-		{"unclean opt-in", []int32{1, 2, 3}, []int32{1}, live(2, 3), replica.AllowUnclean, 2, true, true},
-		{"clean preferred even with opt-in", []int32{1, 2, 3}, []int32{1, 3}, live(2, 3), replica.AllowUnclean, 3, false, true},
-		{"nothing alive", []int32{1, 2, 3}, []int32{1, 2, 3}, live(), replica.AllowUnclean, replica.NoLeader, false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			leader, unclean, ok := replica.ElectLeader(tc.replicas, tc.isr, tc.alive, tc.mode)
-			if leader != tc.leader || unclean != tc.unclean || ok != tc.electOK {
-				t.Fatalf("ElectLeader = %d, %v, %v; want %d, %v, %v", leader, unclean, ok, tc.leader, tc.unclean, tc.electOK)
 			}
 		})
 	}

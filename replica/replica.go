@@ -110,7 +110,7 @@ func (r *Replica) Role() Role { return r.role }
 
 // Status returns the replica's state.
 func (r *Replica) Status() Status {
-	s := Status{ID: r.id, Role: r.role, State: r.state.clone(), HighWatermark: r.hw, LogEndOffset: r.logEnd, Ticks: r.now}
+	s := Status{ID: r.id, Role: r.role, State: r.state.Clone(), HighWatermark: r.hw, LogEndOffset: r.logEnd, Ticks: r.now}
 	if r.role == RoleLeader {
 		s.Followers = map[int32]FollowerStatus{}
 		for id, f := range r.leader.followers {
@@ -204,7 +204,7 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 		if s.Leader != cur.Leader {
 			return fmt.Errorf("replica: leader changed from %d to %d within leader epoch %d", cur.Leader, s.Leader, s.LeaderEpoch)
 		}
-		r.state = s.clone()
+		r.state = s.Clone()
 		r.alter, r.alterSent = nil, false
 		if r.role == RoleLeader {
 			r.maybeAdvanceHighWatermark()
@@ -213,7 +213,7 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 		return nil
 	}
 	r.failPending()
-	r.state = s.clone()
+	r.state = s.Clone()
 	r.alter, r.alterSent = nil, false
 	switch s.Leader {
 	case r.id:

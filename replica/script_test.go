@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
-	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
 )
 
@@ -117,7 +117,7 @@ func runCommand(t *testing.T, cp **replicatest.Cluster, line string) []string {
 			cfg.Replicas = append(cfg.Replicas, int32(num(s)))
 		}
 		if slices.Contains(pos, "unclean") {
-			cfg.Unclean = replica.AllowUnclean
+			cfg.Unclean = controller.AllowUnclean
 		}
 		if d, ok := args["alter-delay"]; ok {
 			cfg.AlterPartitionDelay = num(d)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/replica/replicatest"
@@ -62,7 +63,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 	opts := testOptions(ch.minISR)
 	c := replicatest.NewCluster(t, replicatest.Config{Seed: seed, Replicas: ids, Options: opts,
 		AlterPartitionDelay: ch.alterDelay, Trace: trace(t),
-		Controller: replica.ControllerOptions{LeaderImbalanceCheckInterval: time.Duration(ch.rebalance) * opts.TickInterval}})
+		Controller: controller.Options{LeaderImbalanceCheckInterval: time.Duration(ch.rebalance) * opts.TickInterval}})
 	c.Net.AddRule(replicatest.Rule{From: replicatest.Any, To: replicatest.Any, Faults: ch.faults})
 	c.Stabilize()
 	pick := func(ok func(*replicatest.Node) bool) (int32, bool) {

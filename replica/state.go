@@ -72,7 +72,8 @@ func (s LeaderAndISR) validate(id int32) error {
 	return nil
 }
 
-func (s LeaderAndISR) clone() LeaderAndISR {
+// Clone returns a copy of s that shares no slices with it.
+func (s LeaderAndISR) Clone() LeaderAndISR {
 	s.Replicas = slices.Clone(s.Replicas)
 	s.ISR = slices.Clone(s.ISR)
 	return s

@@ -39,6 +39,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
@@ -377,7 +378,7 @@ func (c *cluster) waitFor(ctx context.Context, what string, cond func(replica.Le
 	ctx, cancel := context.WithTimeout(ctx, waitAtMost)
 	defer cancel()
 	var last replica.LeaderAndISR
-	err := c.ctl.WaitFor(ctx, func(cs replica.ClusterState) bool {
+	err := c.ctl.WaitFor(ctx, func(cs controller.ClusterState) bool {
 		t, ok := cs.Topics[topic]
 		if !ok || len(t.Partitions) == 0 {
 			return false

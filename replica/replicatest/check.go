@@ -3,6 +3,7 @@ package replicatest
 import (
 	"slices"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
@@ -16,7 +17,7 @@ import (
 // watermark with the committed lineage, extending it when n leads.
 func (c *Cluster) checkCommitted(n *Node, hw int64) {
 	c.T.Helper()
-	if c.Cfg.Unclean == replica.AllowUnclean || c.truncToHW {
+	if c.Cfg.Unclean == controller.AllowUnclean || c.truncToHW {
 		return // lineages may legitimately fork; tests check what they expect
 	}
 	batches, err := ReadBatches(n.Log, 0, hw)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
@@ -24,7 +25,7 @@ type Config struct {
 	// Options configure every replica.
 	Options replica.Options
 	// Unclean is the partition's unclean.leader.election.enable.
-	Unclean replica.Unclean
+	Unclean controller.Unclean
 	// NoSync makes the driver skip the sync a Ready asks for, as a node
 	// relying on replication alone does: a crash then loses what was not
 	// synced in the background.
@@ -47,11 +48,11 @@ type Config struct {
 	// whatever incarnation the leader saw — the bug KIP-903 fixed, for
 	// tests to show it.
 	IgnoreBrokerEpochs bool
-	// Controller configures the cluster's LocalController. A zero
+	// Controller configures the cluster's controller.Machine. A zero
 	// SessionTimeout means 3 ticks, to keep runs short; a zero
 	// LeaderImbalanceCheckInterval turns automatic preferred-leader
 	// elections off (NoAutoLeaderRebalance), as tests choose leaders.
-	Controller replica.ControllerOptions
+	Controller controller.Options
 	// Trace, when not nil, is told each step of the run: elections,
 	// crashes, restarts, ISR changes, truncations, high watermarks and
 	// diverging fetch answers.
@@ -109,7 +110,7 @@ type Produced struct {
 func (p *Produced) Acked() bool { return p.Done && p.Err == nil }
 
 // Cluster is the replicas of one partition on nodes joined by a Network,
-// under a replica.LocalController that registers the nodes, fences them by
+// under a controller.Machine that registers the nodes, fences them by
 // session timeout, elects leaders from the ISR and commits the ISR changes
 // leaders propose; the cluster applies the updates it issues. It checks, as it runs, that no replica's
 // high watermark goes backwards and that every batch a leader committed is
@@ -121,7 +122,7 @@ type Cluster struct {
 	TP    kafka.TopicPartition
 	Nodes map[int32]*Node
 	// Controller is the cluster's controller.
-	Controller *replica.LocalController
+	Controller *controller.Machine
 	// State is the controller's state of the partition, as of its last
 	// change.
 	State replica.LeaderAndISR
@@ -140,8 +141,8 @@ type Cluster struct {
 	rng       *rand.Rand
 	truncToHW bool
 	lossAt    int64 // ForgetCommitted's offset, or -1
-	store     *replica.MemStore
-	ctrlOpts  replica.ControllerOptions
+	store     *controller.MemStore
+	ctrlOpts  controller.Options
 	alters    []pendingAlter
 }
 
@@ -191,8 +192,8 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	if copts.LeaderImbalanceCheckInterval == 0 {
 		copts.NoAutoLeaderRebalance = true
 	}
-	c.store, c.ctrlOpts = &replica.MemStore{}, copts
-	ctrl, err := replica.NewController(c.store, copts)
+	c.store, c.ctrlOpts = &controller.MemStore{}, copts
+	ctrl, err := controller.NewMachine(c.store, copts)
 	if err != nil {
 		c.Fatalf("new controller: %v", err)
 	}
@@ -203,7 +204,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		c.register(n)
 		c.open(n)
 	}
-	if err := ctrl.CreateTopic(c.TP.Topic, 1, len(cfg.Replicas), replica.TopicConfig{Unclean: cfg.Unclean}); err != nil {
+	if err := ctrl.CreateTopic(c.TP.Topic, 1, len(cfg.Replicas), controller.TopicConfig{Unclean: cfg.Unclean}); err != nil {
 		c.Fatalf("create topic: %v", err)
 	}
 	c.applyUpdates()
@@ -337,7 +338,7 @@ func (c *Cluster) Kill(id int32, keepUnsynced bool) {
 // applied.
 func (c *Cluster) RestartController() {
 	c.T.Helper()
-	ctrl, err := replica.NewController(c.store, c.ctrlOpts)
+	ctrl, err := controller.NewMachine(c.store, c.ctrlOpts)
 	if err != nil {
 		c.Fatalf("restart controller: %v", err)
 	}
@@ -554,7 +555,7 @@ func (c *Cluster) handleReady(n *Node) {
 		c.Net.Send(m)
 	}
 	if rd.HighWatermark >= 0 {
-		lossy := c.Cfg.Unclean == replica.AllowUnclean || c.truncToHW || (c.lossAt >= 0 && rd.HighWatermark >= c.lossAt)
+		lossy := c.Cfg.Unclean == controller.AllowUnclean || c.truncToHW || (c.lossAt >= 0 && rd.HighWatermark >= c.lossAt)
 		if rd.HighWatermark < n.lastHW && !lossy {
 			c.Fatalf("node %d high watermark went back from %d to %d", n.ID, n.lastHW, rd.HighWatermark)
 		}

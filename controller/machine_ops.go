@@ -1,14 +1,18 @@
-package replica
+package controller
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/replica"
 )
 
-// RegisterNode implements Controller.
-func (c *LocalController) RegisterNode(id int32) (int64, error) {
+// RegisterNode registers node id, or registers it again after a restart,
+// and returns its new broker epoch, which the node passes to its replicas
+// as replica.Options.BrokerEpoch and to Heartbeat. A previous incarnation
+// is fenced first: its log may have lost what it had not synced.
+func (c *Machine) RegisterNode(id int32) (int64, error) {
 	if id < 0 {
 		return 0, fmt.Errorf("%w: node id %d is negative", kafka.ErrInvalidRequest, id)
 	}
@@ -18,7 +22,7 @@ func (c *LocalController) RegisterNode(id int32) (int64, error) {
 		}
 	}
 	epoch := c.nextEpoch
-	recs := []MetadataRecord{{Type: RecordRegisterNode, Node: id, BrokerEpoch: epoch}}
+	recs := []Record{{Type: RecordRegisterNode, Node: id, BrokerEpoch: epoch}}
 	recs = append(recs, c.electOffline(id)...)
 	if err := c.commit(recs); err != nil {
 		return 0, err
@@ -26,8 +30,9 @@ func (c *LocalController) RegisterNode(id int32) (int64, error) {
 	return epoch, nil
 }
 
-// Heartbeat implements Controller.
-func (c *LocalController) Heartbeat(id int32, brokerEpoch int64) error {
+// Heartbeat tells the machine node id is alive in brokerEpoch. A fenced
+// node that heartbeats again is unfenced.
+func (c *Machine) Heartbeat(id int32, brokerEpoch int64) error {
 	n, err := c.registered(id, brokerEpoch, "heartbeat")
 	if err != nil {
 		return err
@@ -36,14 +41,14 @@ func (c *LocalController) Heartbeat(id int32, brokerEpoch int64) error {
 	if !n.Fenced {
 		return nil
 	}
-	recs := []MetadataRecord{{Type: RecordUnfenceNode, Node: id, BrokerEpoch: brokerEpoch}}
+	recs := []Record{{Type: RecordUnfenceNode, Node: id, BrokerEpoch: brokerEpoch}}
 	return c.commit(append(recs, c.electOffline(id)...))
 }
 
 // registered returns node id's entry when it is registered in
 // brokerEpoch, and otherwise ErrBrokerIDNotRegistered or
 // ErrStaleBrokerEpoch naming what the node was doing.
-func (c *LocalController) registered(id int32, brokerEpoch int64, doing string) (*nodeEntry, error) {
+func (c *Machine) registered(id int32, brokerEpoch int64, doing string) (*nodeEntry, error) {
 	n, ok := c.nodes[id]
 	switch {
 	case !ok:
@@ -55,8 +60,10 @@ func (c *LocalController) registered(id int32, brokerEpoch int64, doing string) 
 	return n, nil
 }
 
-// Tick implements Controller.
-func (c *LocalController) Tick() error {
+// Tick tells the machine one TickInterval passed: it fences nodes whose
+// heartbeats stopped for SessionTimeout and, every
+// LeaderImbalanceCheckInterval, elects preferred leaders.
+func (c *Machine) Tick() error {
 	c.now++
 	session := c.opts.ticks(c.opts.SessionTimeout)
 	ids := make([]int32, 0, len(c.nodes))
@@ -80,14 +87,14 @@ func (c *LocalController) Tick() error {
 // fenceRecords returns the records that fence node id's current
 // incarnation: it leaves every ISR but the last member's place, and each
 // partition it led elects a new leader among the others, or goes offline.
-func (c *LocalController) fenceRecords(id int32) []MetadataRecord {
-	recs := []MetadataRecord{{Type: RecordFenceNode, Node: id, BrokerEpoch: c.nodes[id].BrokerEpoch}}
+func (c *Machine) fenceRecords(id int32) []Record {
+	recs := []Record{{Type: RecordFenceNode, Node: id, BrokerEpoch: c.nodes[id].BrokerEpoch}}
 	alive := func(m int32) bool { return m != id && c.live(m) }
-	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
+	c.eachPartition(func(tp kafka.TopicPartition, cur *replica.LeaderAndISR, unclean Unclean) {
 		if !slices.Contains(cur.Replicas, id) {
 			return
 		}
-		s := cur.clone()
+		s := cur.Clone()
 		changed := false
 		if len(s.ISR) > 1 && slices.Contains(s.ISR, id) {
 			s.ISR = slices.DeleteFunc(s.ISR, func(m int32) bool { return m == id })
@@ -107,14 +114,14 @@ func (c *LocalController) fenceRecords(id int32) []MetadataRecord {
 
 // electOffline returns the records that elect a leader for every
 // partition without one, once node joining is alive.
-func (c *LocalController) electOffline(joining int32) []MetadataRecord {
-	var recs []MetadataRecord
+func (c *Machine) electOffline(joining int32) []Record {
+	var recs []Record
 	alive := func(m int32) bool { return m == joining || c.live(m) }
-	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, unclean Unclean) {
-		if cur.Leader != NoLeader || !slices.Contains(cur.Replicas, joining) {
+	c.eachPartition(func(tp kafka.TopicPartition, cur *replica.LeaderAndISR, unclean Unclean) {
+		if cur.Leader != replica.NoLeader || !slices.Contains(cur.Replicas, joining) {
 			return
 		}
-		s := cur.clone()
+		s := cur.Clone()
 		if elect(&s, alive, unclean) {
 			s.PartitionEpoch++
 			recs = append(recs, partitionRecord(tp, s))
@@ -126,7 +133,7 @@ func (c *LocalController) electOffline(joining int32) []MetadataRecord {
 // elect sets s's leader with ElectLeader, bumping the leader epoch when the
 // leader changes; an unclean leader becomes the whole ISR. It reports
 // whether s changed.
-func elect(s *LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
+func elect(s *replica.LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
 	leader, unclean, _ := ElectLeader(s.Replicas, s.ISR, alive, mode)
 	if leader == s.Leader {
 		return false
@@ -139,10 +146,12 @@ func elect(s *LeaderAndISR, alive func(int32) bool, mode Unclean) bool {
 	return true
 }
 
-// ElectPreferredLeaders implements Controller.
-func (c *LocalController) ElectPreferredLeaders() error {
-	var recs []MetadataRecord
-	c.eachPartition(func(tp kafka.TopicPartition, cur *LeaderAndISR, _ Unclean) {
+// ElectPreferredLeaders moves the leadership of every partition whose
+// preferred replica (the first of its assignment) is unfenced and in the
+// ISR to that replica.
+func (c *Machine) ElectPreferredLeaders() error {
+	var recs []Record
+	c.eachPartition(func(tp kafka.TopicPartition, cur *replica.LeaderAndISR, _ Unclean) {
 		if rec, err := c.preferredLeaderRecord(tp, cur); err == nil {
 			recs = append(recs, rec)
 		}
@@ -150,8 +159,11 @@ func (c *LocalController) ElectPreferredLeaders() error {
 	return c.commit(recs)
 }
 
-// ElectPreferredLeader implements Controller.
-func (c *LocalController) ElectPreferredLeader(tp kafka.TopicPartition) error {
+// ElectPreferredLeader moves a partition's leadership to its preferred
+// replica (the first of its assignment), or says why not:
+// kafka.ErrElectionNotNeeded, kafka.ErrPreferredLeaderNotAvailable,
+// kafka.ErrUnknownTopicOrPartition.
+func (c *Machine) ElectPreferredLeader(tp kafka.TopicPartition) error {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
@@ -160,35 +172,37 @@ func (c *LocalController) ElectPreferredLeader(tp kafka.TopicPartition) error {
 	if err != nil {
 		return err
 	}
-	return c.commit([]MetadataRecord{rec})
+	return c.commit([]Record{rec})
 }
 
 // preferredLeaderRecord returns the record that makes cur's preferred
 // replica its leader, or why there is none to write.
-func (c *LocalController) preferredLeaderRecord(tp kafka.TopicPartition, cur *LeaderAndISR) (MetadataRecord, error) {
+func (c *Machine) preferredLeaderRecord(tp kafka.TopicPartition, cur *replica.LeaderAndISR) (Record, error) {
 	if len(cur.Replicas) == 0 {
-		return MetadataRecord{}, fmt.Errorf("%w: %s has no replicas", kafka.ErrPreferredLeaderNotAvailable, tp)
+		return Record{}, fmt.Errorf("%w: %s has no replicas", kafka.ErrPreferredLeaderNotAvailable, tp)
 	}
 	p := cur.Replicas[0]
 	switch {
 	case cur.Leader == p:
-		return MetadataRecord{}, fmt.Errorf("%w: %s is led by its preferred replica %d", kafka.ErrElectionNotNeeded, tp, p)
+		return Record{}, fmt.Errorf("%w: %s is led by its preferred replica %d", kafka.ErrElectionNotNeeded, tp, p)
 	case !c.live(p) || !slices.Contains(cur.ISR, p):
-		return MetadataRecord{}, fmt.Errorf("%w: %s's preferred replica %d is not alive and in the ISR %v",
+		return Record{}, fmt.Errorf("%w: %s's preferred replica %d is not alive and in the ISR %v",
 			kafka.ErrPreferredLeaderNotAvailable, tp, p, cur.ISR)
 	}
-	s := cur.clone()
+	s := cur.Clone()
 	s.Leader = p
 	s.LeaderEpoch++
 	s.PartitionEpoch++
 	return partitionRecord(tp, s), nil
 }
 
-// CreatePartitions implements Controller. The new partitions are placed
+// CreatePartitions raises a topic's partition count to total, placing the
+// new partitions' replicas (as many as partition 0 has) over the unfenced
+// nodes. The new partitions are placed
 // as they would have been had the topic been created with total
 // partitions; each starts with its first replica leading and every
 // replica in the ISR.
-func (c *LocalController) CreatePartitions(name string, total int) error {
+func (c *Machine) CreatePartitions(name string, total int) error {
 	t, ok := c.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
@@ -207,18 +221,19 @@ func (c *LocalController) CreatePartitions(name string, total int) error {
 	case rf > len(live):
 		return fmt.Errorf("%w: replication factor %d with %d live nodes", kafka.ErrInvalidReplicationFactor, rf, len(live))
 	}
-	var recs []MetadataRecord
+	var recs []Record
 	for p, replicas := range assignReplicas(live, total, rf, c.placements) {
 		if p >= have {
-			s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
+			s := replica.LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
 			recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
 		}
 	}
 	return c.commit(recs)
 }
 
-// AlterTopicConfig implements Controller.
-func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
+// AlterTopicConfig replaces a topic's configs and unclean election flag
+// (cfg.ID is ignored).
+func (c *Machine) AlterTopicConfig(name string, cfg TopicConfig) error {
 	if _, ok := c.topics[name]; !ok {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
 	}
@@ -226,17 +241,17 @@ func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
 	if err := c.checkTopicConfig(cfg); err != nil {
 		return fmt.Errorf("topic %s: %w", name, err)
 	}
-	recs := []MetadataRecord{{Type: RecordTopicConfig, Topic: name, Unclean: cfg.Unclean, Configs: cloneConfigs(cfg.Configs)}}
+	recs := []Record{{Type: RecordTopicConfig, Topic: name, Unclean: cfg.Unclean, Configs: cloneConfigs(cfg.Configs)}}
 	if cfg.Unclean == AllowUnclean {
 		// As Kafka does when the config turns on: a partition left
 		// without a leader elects a live replica outside its ISR now,
 		// rather than at the next node event.
 		for p := range c.topics[name].Partitions {
 			cur := &c.topics[name].Partitions[p]
-			if cur.Leader != NoLeader {
+			if cur.Leader != replica.NoLeader {
 				continue
 			}
-			s := cur.clone()
+			s := cur.Clone()
 			if elect(&s, c.live, AllowUnclean) {
 				s.PartitionEpoch++
 				recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
@@ -247,7 +262,7 @@ func (c *LocalController) AlterTopicConfig(name string, cfg TopicConfig) error {
 }
 
 // liveNodes returns the unfenced nodes' ids, sorted.
-func (c *LocalController) liveNodes() []int32 {
+func (c *Machine) liveNodes() []int32 {
 	var live []int32
 	for id, n := range c.nodes {
 		if !n.Fenced {
@@ -274,9 +289,11 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// CreateTopic implements Controller. Each partition starts with its first
+// CreateTopic creates a topic with partitions partitions of
+// replicationFactor replicas each, spread over the unfenced nodes. Each
+// partition starts with its first
 // replica leading in leader epoch 0 and every replica in the ISR.
-func (c *LocalController) CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error {
+func (c *Machine) CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error {
 	live := c.liveNodes()
 	switch {
 	case !validTopicName(name):
@@ -291,10 +308,10 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 	if err := c.checkTopicConfig(cfg); err != nil {
 		return fmt.Errorf("topic %s: %w", name, err)
 	}
-	recs := []MetadataRecord{{Type: RecordTopic, Topic: name, Partitions: int32(partitions), Unclean: cfg.Unclean,
+	recs := []Record{{Type: RecordTopic, Topic: name, Partitions: int32(partitions), Unclean: cfg.Unclean,
 		ID: cfg.ID, Configs: cloneConfigs(cfg.Configs)}}
 	for p, replicas := range assignReplicas(live, partitions, replicationFactor, c.placements) {
-		s := LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
+		s := replica.LeaderAndISR{Leader: replicas[0], Replicas: replicas, ISR: slices.Clone(replicas)}
 		recs = append(recs, partitionRecord(kafka.TopicPartition{Topic: name, Partition: int32(p)}, s))
 	}
 	return c.commit(recs)
@@ -302,7 +319,7 @@ func (c *LocalController) CreateTopic(name string, partitions, replicationFactor
 
 // checkTopicConfig refuses an id another topic has (INVALID_REQUEST) and
 // configs a metadata record cannot hold (INVALID_CONFIG).
-func (c *LocalController) checkTopicConfig(cfg TopicConfig) error {
+func (c *Machine) checkTopicConfig(cfg TopicConfig) error {
 	if len(cfg.ID) > maxMetadataList {
 		return fmt.Errorf("%w: topic id of %d bytes", kafka.ErrInvalidRequest, len(cfg.ID))
 	}
@@ -349,28 +366,29 @@ func assignReplicas(nodes []int32, partitions, rf, rotation int) [][]int32 {
 	return out
 }
 
-// DeleteTopic implements Controller.
-func (c *LocalController) DeleteTopic(name string) error {
+// DeleteTopic deletes a topic.
+func (c *Machine) DeleteTopic(name string) error {
 	if c.topics[name] == nil {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
 	}
-	return c.commit([]MetadataRecord{{Type: RecordRemoveTopic, Topic: name}})
+	return c.commit([]Record{{Type: RecordRemoveTopic, Topic: name}})
 }
 
-// AlterPartition implements Controller. It refuses, as Kafka's controller
-// does, a change made in an older leader epoch (FENCED_LEADER_EPOCH), by a
+// AlterPartition commits the ISR change a partition's leader, node from,
+// proposed (replica.Ready.AlterPartition), and returns the partition's new
+// state. It refuses, as Kafka's controller does, a change made in an older leader epoch (FENCED_LEADER_EPOCH), by a
 // node that does not lead (NOT_LEADER_OR_FOLLOWER), in another partition
 // epoch (INVALID_UPDATE_VERSION), by a leader in an earlier broker epoch
 // (STALE_BROKER_EPOCH), a malformed ISR (INVALID_REQUEST), and one adding
 // a replica that is fenced or whose broker epoch is not the one the leader
 // saw it fetch in (INELIGIBLE_REPLICA, KIP-903).
-func (c *LocalController) AlterPartition(from int32, tp kafka.TopicPartition, a ISRChange) (LeaderAndISR, error) {
+func (c *Machine) AlterPartition(from int32, tp kafka.TopicPartition, a replica.ISRChange) (replica.LeaderAndISR, error) {
 	cur, err := c.Partition(tp)
 	if err != nil {
-		return LeaderAndISR{}, err
+		return replica.LeaderAndISR{}, err
 	}
-	refuse := func(e error, format string, args ...any) (LeaderAndISR, error) {
-		return LeaderAndISR{}, fmt.Errorf("%w: %s from node %d: %s", e, tp, from, fmt.Sprintf(format, args...))
+	refuse := func(e error, format string, args ...any) (replica.LeaderAndISR, error) {
+		return replica.LeaderAndISR{}, fmt.Errorf("%w: %s from node %d: %s", e, tp, from, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case a.LeaderEpoch < cur.LeaderEpoch:
@@ -405,11 +423,11 @@ func (c *LocalController) AlterPartition(from int32, tp kafka.TopicPartition, a 
 			return refuse(kafka.ErrIneligibleReplica, "node %d is in broker epoch %d, not %d", id, n.BrokerEpoch, a.BrokerEpochs[i])
 		}
 	}
-	s := cur.clone()
+	s := cur.Clone()
 	s.ISR = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return !slices.Contains(a.ISR, id) })
 	s.PartitionEpoch++
-	if err := c.commit([]MetadataRecord{partitionRecord(tp, s)}); err != nil {
-		return LeaderAndISR{}, err
+	if err := c.commit([]Record{partitionRecord(tp, s)}); err != nil {
+		return replica.LeaderAndISR{}, err
 	}
-	return s.clone(), nil
+	return s.Clone(), nil
 }

@@ -1,4 +1,4 @@
-package replica_test
+package controller_test
 
 import (
 	"reflect"
@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/replica"
@@ -17,7 +18,7 @@ import (
 // partition's ISR is non-empty and within its replicas, a leader is an
 // unfenced ISR member, and a fenced node is in no ISR unless as its last
 // member.
-func checkInvariants(t interface{ Fatalf(string, ...any) }, s replica.ClusterState) {
+func checkInvariants(t interface{ Fatalf(string, ...any) }, s controller.ClusterState) {
 	for name, topic := range s.Topics {
 		for p, ps := range topic.Partitions {
 			if len(ps.ISR) == 0 {
@@ -41,7 +42,7 @@ func checkInvariants(t interface{ Fatalf(string, ...any) }, s replica.ClusterSta
 // checkEpochs checks that no partition's leader or partition epoch went
 // back between two states, and that the leader epoch grew whenever the
 // leader changed.
-func checkEpochs(t interface{ Fatalf(string, ...any) }, before, after replica.ClusterState) {
+func checkEpochs(t interface{ Fatalf(string, ...any) }, before, after controller.ClusterState) {
 	for name, a := range after.Topics {
 		b, ok := before.Topics[name]
 		if !ok || len(b.Partitions) != len(a.Partitions) {
@@ -66,16 +67,16 @@ func checkEpochs(t interface{ Fatalf(string, ...any) }, before, after replica.Cl
 // random points: each restarted controller holds exactly the state the
 // running one had when its store held that many records, and keeps going
 // from there. States satisfy the invariants throughout.
-func TestControllerReplayProperty(t *testing.T) {
+func TestMachineReplayProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		store := &replica.MemStore{}
-		c, err := replica.NewController(store, ctlOptions)
+		store := &controller.MemStore{}
+		c, err := controller.NewMachine(store, ctlOptions)
 		if err != nil {
 			rt.Fatal(err)
 		}
 		type checkpoint struct {
 			records int
-			state   replica.ClusterState
+			state   controller.ClusterState
 		}
 		checkpoints := []checkpoint{{0, c.State()}}
 		topics := []string{"a", "b", "c"}
@@ -106,8 +107,8 @@ func TestControllerReplayProperty(t *testing.T) {
 					}
 				}
 			case 3:
-				cfg := replica.TopicConfig{
-					Unclean: replica.Unclean(rapid.Bool().Draw(rt, "unclean")),
+				cfg := controller.TopicConfig{
+					Unclean: controller.Unclean(rapid.Bool().Draw(rt, "unclean")),
 					ID:      rapid.SampledFrom([]string{"", "id-1", "id-2"}).Draw(rt, "id"),
 					Configs: rapid.MapOf(rapid.SampledFrom([]string{"retention.ms", "min.insync.replicas", "cleanup.policy"}),
 						rapid.StringN(0, 8, -1)).Draw(rt, "configs"),
@@ -145,7 +146,7 @@ func TestControllerReplayProperty(t *testing.T) {
 			case 8:
 				cp := checkpoints[rapid.IntRange(0, len(checkpoints)-1).Draw(rt, "restart at")]
 				truncated := store.Truncated(cp.records)
-				r, err := replica.NewController(truncated, ctlOptions)
+				r, err := controller.NewMachine(truncated, ctlOptions)
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -153,7 +154,7 @@ func TestControllerReplayProperty(t *testing.T) {
 					rt.Fatalf("restarted after %d records with\n%+v\nwant\n%+v", cp.records, got, cp.state)
 				}
 				// Go on with the controller restarted from the whole store.
-				c, err = replica.NewController(store, ctlOptions)
+				c, err = controller.NewMachine(store, ctlOptions)
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -175,14 +176,14 @@ func TestControllerReplayProperty(t *testing.T) {
 // The metadata log on a real log.Log: a controller crashed (its disk keeping
 // only what was synced) and restarted on it resumes the same state, and
 // its broker epochs keep growing.
-func TestControllerLogStoreRestart(t *testing.T) {
+func TestMachineLogStoreRestart(t *testing.T) {
 	fs := vfs.NewMem()
-	open := func() (*log.Log, *replica.LocalController) {
+	open := func() (*log.Log, *controller.Machine) {
 		l, err := log.Open("/meta/__cluster_metadata-0", log.Options{FS: fs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := replica.NewController(replica.NewLogStore(l), ctlOptions)
+		c, err := controller.NewMachine(controller.NewLogStore(l), ctlOptions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestControllerLogStoreRestart(t *testing.T) {
 		}
 	}
 	for i, name := range []string{"orders", "payments"} {
-		if err := c.CreateTopic(name, 3, 2+i, replica.TopicConfig{Unclean: replica.Unclean(i == 1)}); err != nil {
+		if err := c.CreateTopic(name, 3, 2+i, controller.TopicConfig{Unclean: controller.Unclean(i == 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}

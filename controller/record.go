@@ -1,4 +1,4 @@
-package replica
+package controller
 
 import (
 	"encoding/binary"
@@ -6,18 +6,20 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/partlog/partlog/replica"
 )
 
-// MetadataRecordType says which change a MetadataRecord records, as the
-// record types of KRaft's __cluster_metadata log do.
-type MetadataRecordType uint8
+// RecordType says which change a Record records, as the record types of
+// KRaft's __cluster_metadata log do.
+type RecordType uint8
 
 // The metadata record types.
 const (
 	// RecordRegisterNode: a node registered (or registered again after a
 	// restart) in a new broker epoch, unfenced (Kafka's
 	// RegisterBrokerRecord). An earlier incarnation of it is fenced.
-	RecordRegisterNode MetadataRecordType = iota + 1
+	RecordRegisterNode RecordType = iota + 1
 	// RecordFenceNode: the controller fenced a node, its heartbeats having
 	// stopped (Kafka's FenceBrokerRecord).
 	RecordFenceNode
@@ -40,7 +42,7 @@ const (
 )
 
 // String returns the type's name.
-func (t MetadataRecordType) String() string {
+func (t RecordType) String() string {
 	switch t {
 	case RecordRegisterNode:
 		return "RegisterNode"
@@ -57,26 +59,26 @@ func (t MetadataRecordType) String() string {
 	case RecordTopicConfig:
 		return "TopicConfig"
 	}
-	return fmt.Sprintf("MetadataRecordType(%d)", t)
+	return fmt.Sprintf("RecordType(%d)", t)
 }
 
-// MetadataRecordVersion is the version EncodeMetadataRecord writes. A
-// decoder refuses versions it does not know rather than misread them.
+// RecordVersion is the version AppendRecord writes. A decoder refuses
+// versions it does not know rather than misread them.
 // Version 1 added the topic id and configs to RecordTopic; the decoder
 // still reads version 0, whose topics have neither.
-const MetadataRecordVersion uint8 = 1
+const RecordVersion uint8 = 1
 
 // maxMetadataList bounds the replica and ISR lists, the strings (topic
 // name, topic id, config keys and values) and the config count a decoder
 // accepts, so that a corrupt length cannot make it allocate much.
 const maxMetadataList = 1 << 12
 
-// MetadataRecord is one change to the cluster metadata: the controller
-// appends it to its MetadataStore before applying it, and a restarted
-// controller replays the records in order. The fields Type names are set;
+// Record is one change to the cluster metadata: a Machine appends it to
+// its Store before applying it, and a restarted Machine replays the
+// records in order. The fields Type names are set;
 // the others are zero.
-type MetadataRecord struct {
-	Type MetadataRecordType
+type Record struct {
+	Type RecordType
 	// Node and BrokerEpoch: RegisterNode, FenceNode and UnfenceNode.
 	Node        int32
 	BrokerEpoch int64
@@ -91,16 +93,17 @@ type MetadataRecord struct {
 	Configs    map[string]string
 	// Partition and State: Partition.
 	Partition int32
-	State     LeaderAndISR
+	State     replica.LeaderAndISR
 }
 
-// EncodeMetadataRecord appends r's encoding to dst: a version byte, the
-// type byte, then the type's fields, big endian, with strings and lists
-// prefixed by a uint16 length. A topic's configs are written as their
-// count, then each key and value, by key order, so that equal records
-// encode to equal bytes.
-func EncodeMetadataRecord(dst []byte, r MetadataRecord) []byte {
-	dst = append(dst, MetadataRecordVersion, byte(r.Type))
+// AppendRecord appends r's encoding to dst and returns the extended
+// buffer, as the append built-in does: a version byte, the type byte, then
+// the type's fields, big endian, with strings and lists prefixed by a
+// uint16 length. A topic's configs are written as their count, then each
+// key and value, by key order, so that equal records encode to equal
+// bytes.
+func AppendRecord(dst []byte, r Record) []byte {
+	dst = append(dst, RecordVersion, byte(r.Type))
 	be := binary.BigEndian
 	switch r.Type {
 	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
@@ -162,16 +165,17 @@ func appendIDs(dst []byte, ids []int32) []byte {
 	return dst
 }
 
-// DecodeMetadataRecord decodes one record EncodeMetadataRecord wrote. It
-// returns an error matching ErrCorruptMetadata for anything else.
-func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
-	d := decoder{b: b, corrupt: ErrCorruptMetadata}
-	var r MetadataRecord
+// DecodeRecord decodes one record AppendRecord wrote. It returns an error
+// matching ErrCorruptMetadata for anything else. The record shares nothing
+// with b.
+func DecodeRecord(b []byte) (Record, error) {
+	d := decoder{b: b}
+	var r Record
 	version := d.u8()
-	if d.err == nil && version > MetadataRecordVersion {
+	if d.err == nil && version > RecordVersion {
 		return r, fmt.Errorf("%w: version %d", ErrCorruptMetadata, version)
 	}
-	r.Type = MetadataRecordType(d.u8())
+	r.Type = RecordType(d.u8())
 	switch r.Type {
 	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
 		r.Node = int32(d.u32())
@@ -198,7 +202,7 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 		r.State.PartitionEpoch = int32(d.u32())
 		r.State.Replicas = d.ids()
 		r.State.ISR = d.ids()
-		if d.err == nil && (r.Topic == "" || r.Partition < 0 || r.State.LeaderEpoch < 0 || r.State.PartitionEpoch < 0 || r.State.Leader < NoLeader) {
+		if d.err == nil && (r.Topic == "" || r.Partition < 0 || r.State.LeaderEpoch < 0 || r.State.PartitionEpoch < 0 || r.State.Leader < replica.NoLeader) {
 			d.fail("partition %s-%d state %+v", r.Topic, r.Partition, r.State)
 		}
 	case RecordRemoveTopic:
@@ -219,18 +223,17 @@ func DecodeMetadataRecord(b []byte) (MetadataRecord, error) {
 		d.fail("%d bytes after the record", len(d.b))
 	}
 	if d.err != nil {
-		return MetadataRecord{}, d.err
+		return Record{}, d.err
 	}
 	return r, nil
 }
 
-// decoder reads big-endian fields, remembering the first failure, which
-// wraps corrupt.
+// decoder reads a record's big-endian fields, remembering the first
+// failure, which wraps ErrCorruptMetadata; once it has failed, every read
+// returns zero.
 type decoder struct {
-	b       []byte
-	err     error
-	corrupt error
-	topic   string // the last topic read, to share among messages
+	b   []byte
+	err error
 }
 
 // unclean reads the unclean election flag: 0 or 1.
@@ -247,16 +250,17 @@ func (d *decoder) unclean() Unclean {
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", d.corrupt, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: %s", ErrCorruptMetadata, fmt.Sprintf(format, args...))
 	}
 }
 
-func (d *decoder) take(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if len(d.b) < n {
+// next returns the next n bytes, or nil once the decoder has failed or
+// when fewer are left.
+func (d *decoder) next(n int) []byte {
+	if d.err == nil && len(d.b) < n {
 		d.fail("truncated: %d bytes left, %d wanted", len(d.b), n)
+	}
+	if d.err != nil {
 		return nil
 	}
 	p := d.b[:n]
@@ -264,33 +268,19 @@ func (d *decoder) take(n int) []byte {
 	return p
 }
 
-func (d *decoder) u8() uint8 {
-	if p := d.take(1); p != nil {
-		return p[0]
+// fixed reads an n-byte big-endian unsigned integer.
+func (d *decoder) fixed(n int) uint64 {
+	var v uint64
+	for _, c := range d.next(n) {
+		v = v<<8 | uint64(c)
 	}
-	return 0
+	return v
 }
 
-func (d *decoder) u16() uint16 {
-	if p := d.take(2); p != nil {
-		return binary.BigEndian.Uint16(p)
-	}
-	return 0
-}
-
-func (d *decoder) u32() uint32 {
-	if p := d.take(4); p != nil {
-		return binary.BigEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (d *decoder) u64() uint64 {
-	if p := d.take(8); p != nil {
-		return binary.BigEndian.Uint64(p)
-	}
-	return 0
-}
+func (d *decoder) u8() uint8   { return uint8(d.fixed(1)) }
+func (d *decoder) u16() uint16 { return uint16(d.fixed(2)) }
+func (d *decoder) u32() uint32 { return uint32(d.fixed(4)) }
+func (d *decoder) u64() uint64 { return d.fixed(8) }
 
 func (d *decoder) str() string {
 	n := int(d.u16())
@@ -298,7 +288,7 @@ func (d *decoder) str() string {
 		d.fail("string of %d bytes", n)
 		return ""
 	}
-	return string(d.take(n))
+	return string(d.next(n))
 }
 
 // configs reads a topic's configs: a count, then keys and values, the keys

@@ -1,16 +1,16 @@
-package replica_test
+package controller_test
 
 import (
 	"fmt"
 
-	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/controller"
 )
 
-// A controller with three nodes and one topic: node 0 stops heartbeating,
+// A machine with three nodes and one topic: node 0 stops heartbeating,
 // and after the 9 s session (90 ticks of 100 ms) it is fenced and node 1
 // leads in leader epoch 1.
-func ExampleLocalController() {
-	c, err := replica.NewController(&replica.MemStore{}, replica.ControllerOptions{})
+func ExampleMachine() {
+	c, err := controller.NewMachine(&controller.MemStore{}, controller.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -20,7 +20,7 @@ func ExampleLocalController() {
 			panic(err)
 		}
 	}
-	if err := c.CreateTopic("orders", 1, 3, replica.TopicConfig{}); err != nil {
+	if err := c.CreateTopic("orders", 1, 3, controller.TopicConfig{}); err != nil {
 		panic(err)
 	}
 	for _, u := range c.Updates() {

@@ -1,10 +1,11 @@
-package replica
+package controller
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/replica"
 )
 
 // ElectReplica moves the leadership of tp to node id, which must be an
@@ -13,21 +14,21 @@ import (
 // makes only for the first replica. The leader epoch grows even when id
 // already leads, so that its followers start over from a new epoch. It
 // refuses any other node with kafka.ErrIneligibleReplica.
-func (c *LocalController) ElectReplica(tp kafka.TopicPartition, id int32) (LeaderAndISR, error) {
+func (c *Machine) ElectReplica(tp kafka.TopicPartition, id int32) (replica.LeaderAndISR, error) {
 	cur, err := c.Partition(tp)
 	if err != nil {
-		return LeaderAndISR{}, err
+		return replica.LeaderAndISR{}, err
 	}
 	if !c.live(id) || !slices.Contains(cur.ISR, id) {
-		return LeaderAndISR{}, fmt.Errorf("%w: %s: node %d is fenced or outside the ISR %v",
+		return replica.LeaderAndISR{}, fmt.Errorf("%w: %s: node %d is fenced or outside the ISR %v",
 			kafka.ErrIneligibleReplica, tp, id, cur.ISR)
 	}
-	s := cur.clone()
+	s := cur.Clone()
 	s.Leader = id
 	s.LeaderEpoch++
 	s.PartitionEpoch++
-	if err := c.commit([]MetadataRecord{partitionRecord(tp, s)}); err != nil {
-		return LeaderAndISR{}, err
+	if err := c.commit([]Record{partitionRecord(tp, s)}); err != nil {
+		return replica.LeaderAndISR{}, err
 	}
-	return s.clone(), nil
+	return s.Clone(), nil
 }

@@ -1,4 +1,4 @@
-package replica_test
+package controller_test
 
 import (
 	"bytes"
@@ -6,29 +6,30 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/replica"
 )
 
 // metadataSamples are one record of each type.
-var metadataSamples = []replica.MetadataRecord{
-	{Type: replica.RecordRegisterNode, Node: 3, BrokerEpoch: 7},
-	{Type: replica.RecordFenceNode, Node: 3, BrokerEpoch: 7},
-	{Type: replica.RecordUnfenceNode, Node: 3, BrokerEpoch: 7},
-	{Type: replica.RecordTopic, Topic: "orders", Partitions: 6, Unclean: replica.AllowUnclean},
-	{Type: replica.RecordTopic, Topic: "payments", Partitions: 1, ID: "5f2c1b7e-0d3a-4c8e-9f61-2a7b3c4d5e6f",
+var metadataSamples = []controller.Record{
+	{Type: controller.RecordRegisterNode, Node: 3, BrokerEpoch: 7},
+	{Type: controller.RecordFenceNode, Node: 3, BrokerEpoch: 7},
+	{Type: controller.RecordUnfenceNode, Node: 3, BrokerEpoch: 7},
+	{Type: controller.RecordTopic, Topic: "orders", Partitions: 6, Unclean: controller.AllowUnclean},
+	{Type: controller.RecordTopic, Topic: "payments", Partitions: 1, ID: "5f2c1b7e-0d3a-4c8e-9f61-2a7b3c4d5e6f",
 		Configs: map[string]string{"retention.ms": "604800000", "min.insync.replicas": "2", "cleanup.policy": "", "z": "last"}},
-	{Type: replica.RecordPartition, Topic: "orders", Partition: 2, State: replica.LeaderAndISR{
+	{Type: controller.RecordPartition, Topic: "orders", Partition: 2, State: replica.LeaderAndISR{
 		Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, Replicas: []int32{1, 2, 0}, ISR: []int32{1, 0}}},
-	{Type: replica.RecordPartition, Topic: "orders", Partition: 0, State: replica.LeaderAndISR{
+	{Type: controller.RecordPartition, Topic: "orders", Partition: 0, State: replica.LeaderAndISR{
 		Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{0}, ISR: []int32{0}}},
-	{Type: replica.RecordRemoveTopic, Topic: "orders"},
-	{Type: replica.RecordTopicConfig, Topic: "orders", Unclean: replica.AllowUnclean, Configs: map[string]string{"retention.ms": "1000"}},
+	{Type: controller.RecordRemoveTopic, Topic: "orders"},
+	{Type: controller.RecordTopicConfig, Topic: "orders", Unclean: controller.AllowUnclean, Configs: map[string]string{"retention.ms": "1000"}},
 }
 
-func TestMetadataRecordRoundTrip(t *testing.T) {
+func TestRecordRoundTrip(t *testing.T) {
 	for _, r := range metadataSamples {
-		b := replica.EncodeMetadataRecord(nil, r)
-		got, err := replica.DecodeMetadataRecord(b)
+		b := controller.AppendRecord(nil, r)
+		got, err := controller.DecodeRecord(b)
 		if err != nil {
 			t.Fatalf("%s: %v", r.Type, err)
 		}
@@ -36,16 +37,16 @@ func TestMetadataRecordRoundTrip(t *testing.T) {
 			t.Fatalf("decoded %+v, want %+v", got, r)
 		}
 		for n := range len(b) {
-			if _, err := replica.DecodeMetadataRecord(b[:n]); !errors.Is(err, replica.ErrCorruptMetadata) {
+			if _, err := controller.DecodeRecord(b[:n]); !errors.Is(err, controller.ErrCorruptMetadata) {
 				t.Fatalf("%s cut to %d bytes: %v", r.Type, n, err)
 			}
 		}
-		if _, err := replica.DecodeMetadataRecord(append(b, 0)); !errors.Is(err, replica.ErrCorruptMetadata) {
+		if _, err := controller.DecodeRecord(append(b, 0)); !errors.Is(err, controller.ErrCorruptMetadata) {
 			t.Fatalf("%s with a byte more: %v", r.Type, err)
 		}
 		v := bytes.Clone(b)
-		v[0] = replica.MetadataRecordVersion + 1
-		if _, err := replica.DecodeMetadataRecord(v); !errors.Is(err, replica.ErrCorruptMetadata) {
+		v[0] = controller.RecordVersion + 1
+		if _, err := controller.DecodeRecord(v); !errors.Is(err, controller.ErrCorruptMetadata) {
 			t.Fatalf("%s in an unknown version: %v", r.Type, err)
 		}
 	}
@@ -54,55 +55,55 @@ func TestMetadataRecordRoundTrip(t *testing.T) {
 // metadataV0Samples are records as version 0 wrote them: a topic without
 // id and configs, and the other types, which version 1 left alone.
 var metadataV0Samples = [][]byte{
-	{0, byte(replica.RecordTopic), 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 6, 1},
-	{0, byte(replica.RecordRegisterNode), 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 7},
-	{0, byte(replica.RecordPartition), 0, 1, 'o', 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 9,
+	{0, byte(controller.RecordTopic), 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 6, 1},
+	{0, byte(controller.RecordRegisterNode), 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 7},
+	{0, byte(controller.RecordPartition), 0, 1, 'o', 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 9,
 		0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 1},
-	{0, byte(replica.RecordRemoveTopic), 0, 1, 'o'},
+	{0, byte(controller.RecordRemoveTopic), 0, 1, 'o'},
 }
 
 // Records version 0 wrote still decode: a topic without id or configs,
 // and the other types as they were; with version 1's topic fields after
 // them, a version 0 topic record is corrupt.
-func TestMetadataRecordVersion0(t *testing.T) {
-	want := []replica.MetadataRecord{
-		{Type: replica.RecordTopic, Topic: "orders", Partitions: 6, Unclean: replica.AllowUnclean},
-		{Type: replica.RecordRegisterNode, Node: 3, BrokerEpoch: 7},
-		{Type: replica.RecordPartition, Topic: "o", Partition: 2, State: replica.LeaderAndISR{
+func TestRecordVersion0(t *testing.T) {
+	want := []controller.Record{
+		{Type: controller.RecordTopic, Topic: "orders", Partitions: 6, Unclean: controller.AllowUnclean},
+		{Type: controller.RecordRegisterNode, Node: 3, BrokerEpoch: 7},
+		{Type: controller.RecordPartition, Topic: "o", Partition: 2, State: replica.LeaderAndISR{
 			Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, Replicas: []int32{1, 2}, ISR: []int32{1}}},
-		{Type: replica.RecordRemoveTopic, Topic: "o"},
+		{Type: controller.RecordRemoveTopic, Topic: "o"},
 	}
 	for i, b := range metadataV0Samples {
-		got, err := replica.DecodeMetadataRecord(b)
+		got, err := controller.DecodeRecord(b)
 		if err != nil {
 			t.Fatalf("%x: %v", b, err)
 		}
 		if !reflect.DeepEqual(got, want[i]) {
 			t.Fatalf("%x decoded to %+v, want %+v", b, got, want[i])
 		}
-		v1 := replica.EncodeMetadataRecord(nil, got)
+		v1 := controller.AppendRecord(nil, got)
 		if v1[0] != 1 {
 			t.Fatalf("encoded in version %d, want 1", v1[0])
 		}
-		if got.Type != replica.RecordTopic && !bytes.Equal(v1[1:], b[1:]) {
+		if got.Type != controller.RecordTopic && !bytes.Equal(v1[1:], b[1:]) {
 			t.Fatalf("%s: version 1 %x differs from version 0 %x beyond the version", got.Type, v1, b)
 		}
 	}
-	v1Topic := replica.EncodeMetadataRecord(nil, want[0])
+	v1Topic := controller.AppendRecord(nil, want[0])
 	v0Topic := append([]byte{0}, v1Topic[1:]...)
-	if _, err := replica.DecodeMetadataRecord(v0Topic); !errors.Is(err, replica.ErrCorruptMetadata) {
+	if _, err := controller.DecodeRecord(v0Topic); !errors.Is(err, controller.ErrCorruptMetadata) {
 		t.Fatalf("version 0 topic with an id and configs after it: %v", err)
 	}
 }
 
 // Configs of a topic record encode in key order whatever the map's order,
 // and a decoder refuses keys out of order, repeated or empty.
-func TestMetadataRecordConfigsOrder(t *testing.T) {
-	r := replica.MetadataRecord{Type: replica.RecordTopic, Topic: "t", Partitions: 1,
+func TestRecordConfigsOrder(t *testing.T) {
+	r := controller.Record{Type: controller.RecordTopic, Topic: "t", Partitions: 1,
 		Configs: map[string]string{"b": "2", "a": "1", "c": "3"}}
-	want := replica.EncodeMetadataRecord(nil, r)
+	want := controller.AppendRecord(nil, r)
 	for range 20 {
-		if b := replica.EncodeMetadataRecord(nil, r); !bytes.Equal(b, want) {
+		if b := controller.AppendRecord(nil, r); !bytes.Equal(b, want) {
 			t.Fatalf("encodings differ: %x and %x", b, want)
 		}
 	}
@@ -118,34 +119,34 @@ func TestMetadataRecordConfigsOrder(t *testing.T) {
 	} {
 		b := bytes.Clone(want)
 		patch(b)
-		if _, err := replica.DecodeMetadataRecord(b); !errors.Is(err, replica.ErrCorruptMetadata) {
+		if _, err := controller.DecodeRecord(b); !errors.Is(err, controller.ErrCorruptMetadata) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
 }
 
-// FuzzDecodeMetadataRecord: the decoder never panics, fails only with
+// FuzzDecodeRecord: the decoder never panics, fails only with
 // ErrCorruptMetadata, and what it accepts encodes back to the same bytes;
 // a version 0 record encodes to a current one that decodes to the same
 // record.
-func FuzzDecodeMetadataRecord(f *testing.F) {
+func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range metadataSamples {
-		f.Add(replica.EncodeMetadataRecord(nil, r))
+		f.Add(controller.AppendRecord(nil, r))
 	}
 	for _, b := range metadataV0Samples {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := replica.DecodeMetadataRecord(b)
+		r, err := controller.DecodeRecord(b)
 		if err != nil {
-			if !errors.Is(err, replica.ErrCorruptMetadata) {
+			if !errors.Is(err, controller.ErrCorruptMetadata) {
 				t.Fatalf("error %v is not ErrCorruptMetadata", err)
 			}
 			return
 		}
-		again := replica.EncodeMetadataRecord(nil, r)
-		if b[0] < replica.MetadataRecordVersion {
-			r2, err := replica.DecodeMetadataRecord(again)
+		again := controller.AppendRecord(nil, r)
+		if b[0] < controller.RecordVersion {
+			r2, err := controller.DecodeRecord(again)
 			if err != nil || !reflect.DeepEqual(r2, r) {
 				t.Fatalf("version %d record %x decoded to %+v, which encodes to %x, which decodes to %+v, %v", b[0], b, r, again, r2, err)
 			}

@@ -1,26 +1,28 @@
-package replica_test
+package controller_test
 
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 )
 
 // ctlOptions: 100 ms ticks, so the 9 s session is 90 ticks; the
 // imbalance check every 10 s (100 ticks).
-var ctlOptions = replica.ControllerOptions{LeaderImbalanceCheckInterval: 10 * time.Second}
+var ctlOptions = controller.Options{LeaderImbalanceCheckInterval: 10 * time.Second}
 
 const sessionTicks = 90
 
 // newController starts a controller over store with nodes 0..n-1
 // registered, each in broker epoch id+1.
-func newController(t *testing.T, store replica.MetadataStore, n int) *replica.LocalController {
+func newController(t *testing.T, store controller.Store, n int) *controller.Machine {
 	t.Helper()
-	c, err := replica.NewController(store, ctlOptions)
+	c, err := controller.NewMachine(store, ctlOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func newController(t *testing.T, store replica.MetadataStore, n int) *replica.Lo
 	return c
 }
 
-func mustPartition(t *testing.T, c replica.Controller, topic string, p int32) replica.LeaderAndISR {
+func mustPartition(t *testing.T, c *controller.Machine, topic string, p int32) replica.LeaderAndISR {
 	t.Helper()
 	s, err := c.Partition(kafka.TopicPartition{Topic: topic, Partition: p})
 	if err != nil {
@@ -47,7 +49,7 @@ func mustPartition(t *testing.T, c replica.Controller, topic string, p int32) re
 
 // tickBeating ticks the controller n times, heartbeating the given nodes
 // in their current broker epochs before each tick.
-func tickBeating(t *testing.T, c *replica.LocalController, n int, beating ...int32) {
+func tickBeating(t *testing.T, c *controller.Machine, n int, beating ...int32) {
 	t.Helper()
 	for range n {
 		for _, id := range beating {
@@ -73,9 +75,9 @@ func sameState(t *testing.T, got, want replica.LeaderAndISR) {
 // timeout; the partitions it led elect the next ISR member in assignment
 // order with the leader epoch bumped, it leaves every ISR, and the other
 // replicas are told.
-func TestControllerFencesSilentNode(t *testing.T) {
-	c := newController(t, &replica.MemStore{}, 3)
-	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+func TestMachineFencesSilentNode(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	s := mustPartition(t, c, "t", 0)
@@ -127,9 +129,9 @@ func TestControllerFencesSilentNode(t *testing.T) {
 
 // A re-registration (a restart) fences the old incarnation first: a
 // leader that restarts fast still loses its leadership and ISR place.
-func TestControllerReregistrationFencesOldIncarnation(t *testing.T) {
-	c := newController(t, &replica.MemStore{}, 3)
-	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+func TestMachineReregistrationFencesOldIncarnation(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := c.RegisterNode(0)
@@ -147,7 +149,7 @@ func TestControllerReregistrationFencesOldIncarnation(t *testing.T) {
 }
 
 // shrinkTo commits an ISR change to isr proposed by the current leader.
-func shrinkTo(t *testing.T, c replica.Controller, tp kafka.TopicPartition, isr ...int32) replica.LeaderAndISR {
+func shrinkTo(t *testing.T, c *controller.Machine, tp kafka.TopicPartition, isr ...int32) replica.LeaderAndISR {
 	t.Helper()
 	s, _ := c.Partition(tp)
 	epochs := make([]int64, len(isr))
@@ -165,17 +167,17 @@ func shrinkTo(t *testing.T, c replica.Controller, tp kafka.TopicPartition, isr .
 // offline with the ISR kept (never empty); only a topic with unclean
 // leader election picks a replica outside the ISR, which becomes the
 // whole ISR. The offline partition comes back when its ISR member does.
-func TestControllerUncleanElection(t *testing.T) {
-	for _, mode := range []replica.Unclean{replica.CleanOnly, replica.AllowUnclean} {
-		c := newController(t, &replica.MemStore{}, 3)
-		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{Unclean: mode}); err != nil {
+func TestMachineUncleanElection(t *testing.T) {
+	for _, mode := range []controller.Unclean{controller.CleanOnly, controller.AllowUnclean} {
+		c := newController(t, &controller.MemStore{}, 3)
+		if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{Unclean: mode}); err != nil {
 			t.Fatal(err)
 		}
 		tp := kafka.TopicPartition{Topic: "t"}
 		shrinkTo(t, c, tp, 0)
 		tickBeating(t, c, sessionTicks, 1, 2)
 		got := mustPartition(t, c, "t", 0)
-		if mode == replica.CleanOnly {
+		if mode == controller.CleanOnly {
 			sameState(t, got, replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{0}})
 			if err := c.Heartbeat(0, 1); err != nil {
 				t.Fatal(err)
@@ -189,26 +191,26 @@ func TestControllerUncleanElection(t *testing.T) {
 
 // Turning unclean.leader.election.enable on for a topic whose partition
 // has no leader elects a live replica outside the ISR at once.
-func TestControllerUncleanElectionOnConfigChange(t *testing.T) {
-	c := newController(t, &replica.MemStore{}, 3)
-	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+func TestMachineUncleanElectionOnConfigChange(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	tp := kafka.TopicPartition{Topic: "t"}
 	shrinkTo(t, c, tp, 0)
 	tickBeating(t, c, sessionTicks, 1, 2)
 	sameState(t, mustPartition(t, c, "t", 0), replica.LeaderAndISR{Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{0, 1, 2}, ISR: []int32{0}})
-	if err := c.AlterTopicConfig("t", replica.TopicConfig{Unclean: replica.AllowUnclean, Configs: map[string]string{"unclean.leader.election.enable": "true"}}); err != nil {
+	if err := c.AlterTopicConfig("t", controller.TopicConfig{Unclean: controller.AllowUnclean, Configs: map[string]string{"unclean.leader.election.enable": "true"}}); err != nil {
 		t.Fatal(err)
 	}
 	sameState(t, mustPartition(t, c, "t", 0), replica.LeaderAndISR{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 3, Replicas: []int32{0, 1, 2}, ISR: []int32{1}})
 }
 
-func TestControllerAlterPartition(t *testing.T) {
+func TestMachineAlterPartition(t *testing.T) {
 	tp := kafka.TopicPartition{Topic: "t"}
-	setup := func(t *testing.T) *replica.LocalController {
-		c := newController(t, &replica.MemStore{}, 3)
-		if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+	setup := func(t *testing.T) *controller.Machine {
+		c := newController(t, &controller.MemStore{}, 3)
+		if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 		shrinkTo(t, c, tp, 0, 1) // leader 0, epochs 0/1, ISR [0 1]
@@ -279,9 +281,9 @@ func TestControllerAlterPartition(t *testing.T) {
 
 // After a failover, leadership goes back to the preferred replica on the
 // imbalance check once it is back in the ISR, and not before.
-func TestControllerPreferredLeaderElection(t *testing.T) {
-	c := newController(t, &replica.MemStore{}, 3)
-	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+func TestMachinePreferredLeaderElection(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	tp := kafka.TopicPartition{Topic: "t"}
@@ -311,10 +313,10 @@ func TestControllerPreferredLeaderElection(t *testing.T) {
 // Replicas spread over the nodes: each node leads the same number of
 // partitions and holds the same number of replicas, no partition has a
 // node twice, and successive topics start on different nodes.
-func TestControllerPlacementSpread(t *testing.T) {
-	c := newController(t, &replica.MemStore{}, 4)
+func TestMachinePlacementSpread(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 4)
 	for _, name := range []string{"a", "b"} {
-		if err := c.CreateTopic(name, 8, 3, replica.TopicConfig{}); err != nil {
+		if err := c.CreateTopic(name, 8, 3, controller.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 		leaders, replicas := map[int32]int{}, map[int32]int{}
@@ -356,7 +358,7 @@ func TestControllerPlacementSpread(t *testing.T) {
 		{"c", 0, 1, kafka.ErrInvalidPartitions},
 		{"c", 1, 5, kafka.ErrInvalidReplicationFactor},
 	} {
-		if err := c.CreateTopic(tc.name, tc.partitions, tc.rf, replica.TopicConfig{}); !errors.Is(err, tc.want) {
+		if err := c.CreateTopic(tc.name, tc.partitions, tc.rf, controller.TopicConfig{}); !errors.Is(err, tc.want) {
 			t.Fatalf("CreateTopic(%q, %d, %d): %v, want %v", tc.name, tc.partitions, tc.rf, err, tc.want)
 		}
 	}
@@ -376,16 +378,27 @@ func TestControllerPlacementSpread(t *testing.T) {
 	}
 }
 
-func TestControllerOptionsValidation(t *testing.T) {
-	if _, err := replica.NewController(&replica.MemStore{}, replica.ControllerOptions{SessionTimeout: -time.Second}); err == nil {
-		t.Fatal("negative SessionTimeout accepted")
+// A negative duration is refused, by the machine and by the service alike,
+// with an error naming the field.
+func TestOptionsValidation(t *testing.T) {
+	for field, opts := range map[string]controller.Options{
+		"TickInterval":                 {TickInterval: -time.Second},
+		"SessionTimeout":               {SessionTimeout: -time.Second},
+		"LeaderImbalanceCheckInterval": {LeaderImbalanceCheckInterval: -time.Second},
+	} {
+		if _, err := controller.NewMachine(&controller.MemStore{}, opts); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("NewMachine with a negative %s: %v", field, err)
+		}
+		if _, err := controller.Open(t.TempDir(), opts); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Open with a negative %s: %v", field, err)
+		}
 	}
 	// A store whose records do not apply fails the restart.
-	store := &replica.MemStore{}
-	if err := store.Append([]replica.MetadataRecord{{Type: replica.RecordFenceNode, Node: 1, BrokerEpoch: 1}}); err != nil {
+	store := &controller.MemStore{}
+	if err := store.Append([]controller.Record{{Type: controller.RecordFenceNode, Node: 1, BrokerEpoch: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replica.NewController(store, replica.ControllerOptions{}); !errors.Is(err, replica.ErrMetadataReplay) {
+	if _, err := controller.NewMachine(store, controller.Options{}); !errors.Is(err, controller.ErrMetadataReplay) {
 		t.Fatalf("replaying a fence of an unknown node: %v", err)
 	}
 }

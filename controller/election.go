@@ -1,6 +1,10 @@
-package replica
+package controller
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/partlog/partlog/replica"
+)
 
 // Unclean says whether a partition may elect a leader from outside its ISR
 // (unclean.leader.election.enable), losing what only the ISR had.
@@ -33,5 +37,5 @@ func ElectLeader(replicas, isr []int32, alive func(id int32) bool, mode Unclean)
 			}
 		}
 	}
-	return NoLeader, false, false
+	return replica.NoLeader, false, false
 }

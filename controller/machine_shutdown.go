@@ -1,4 +1,4 @@
-package replica
+package controller
 
 // ShutdownNode fences node id at once, in brokerEpoch, as Kafka's
 // controller does for a broker's controlled shutdown: the leadership of its
@@ -7,7 +7,7 @@ package replica
 // registered since in another broker epoch, changes nothing. The node
 // unfences by heartbeating again in the same broker epoch, or by
 // registering anew.
-func (c *LocalController) ShutdownNode(id int32, brokerEpoch int64) error {
+func (c *Machine) ShutdownNode(id int32, brokerEpoch int64) error {
 	n, err := c.registered(id, brokerEpoch, "shutting down")
 	if err != nil || n.Fenced {
 		return err

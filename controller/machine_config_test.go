@@ -1,4 +1,4 @@
-package replica_test
+package controller_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
@@ -19,23 +20,23 @@ import (
 // restart comes after a crash keeping only synced bytes.
 var metadataStores = []struct {
 	name string
-	open func(t *testing.T) (first, restarted func() replica.MetadataStore)
+	open func(t *testing.T) (first, restarted func() controller.Store)
 }{
-	{"MemStore", func(t *testing.T) (func() replica.MetadataStore, func() replica.MetadataStore) {
-		s := &replica.MemStore{}
-		return func() replica.MetadataStore { return s }, func() replica.MetadataStore { return s }
+	{"MemStore", func(t *testing.T) (func() controller.Store, func() controller.Store) {
+		s := &controller.MemStore{}
+		return func() controller.Store { return s }, func() controller.Store { return s }
 	}},
-	{"LogStore", func(t *testing.T) (func() replica.MetadataStore, func() replica.MetadataStore) {
+	{"LogStore", func(t *testing.T) (func() controller.Store, func() controller.Store) {
 		fs := vfs.NewMem()
-		open := func() replica.MetadataStore {
+		open := func() controller.Store {
 			l, err := log.Open("/meta/__cluster_metadata-0", log.Options{FS: fs})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { l.Close() })
-			return replica.NewLogStore(l)
+			return controller.NewLogStore(l)
 		}
-		restart := func() replica.MetadataStore {
+		restart := func() controller.Store {
 			// The old log's disk is gone; the cleanup closes the log.
 			fs = fs.CrashClone(vfs.CrashOptions{Seed: 1, KeepUnsynced: vfs.KeepNone})
 			return open()
@@ -47,21 +48,21 @@ var metadataStores = []struct {
 // A topic's id and configs are in the controller's state as created — a
 // copy of the caller's map, not the map — and a controller restarted from
 // its store has them too.
-func TestControllerTopicConfigsRestart(t *testing.T) {
+func TestMachineTopicConfigsRestart(t *testing.T) {
 	for _, st := range metadataStores {
 		t.Run(st.name, func(t *testing.T) {
 			first, restarted := st.open(t)
 			c := newController(t, first(), 3)
 			configs := map[string]string{"retention.ms": "604800000", "min.insync.replicas": "2", "cleanup.policy": "delete"}
 			want := maps.Clone(configs)
-			if err := c.CreateTopic("orders", 2, 3, replica.TopicConfig{ID: "5f2c1b7e-0d3a-4c8e-9f61-2a7b3c4d5e6f", Configs: configs}); err != nil {
+			if err := c.CreateTopic("orders", 2, 3, controller.TopicConfig{ID: "5f2c1b7e-0d3a-4c8e-9f61-2a7b3c4d5e6f", Configs: configs}); err != nil {
 				t.Fatal(err)
 			}
 			configs["retention.ms"] = "1" // the controller kept a copy
-			if err := c.CreateTopic("plain", 1, 1, replica.TopicConfig{Configs: map[string]string{}}); err != nil {
+			if err := c.CreateTopic("plain", 1, 1, controller.TopicConfig{Configs: map[string]string{}}); err != nil {
 				t.Fatal(err)
 			}
-			check := func(c *replica.LocalController, when string) {
+			check := func(c *controller.Machine, when string) {
 				t.Helper()
 				s := c.State()
 				orders, plain := s.Topics["orders"], s.Topics["plain"]
@@ -79,7 +80,7 @@ func TestControllerTopicConfigsRestart(t *testing.T) {
 			check(c, "created")
 			before := c.State()
 
-			r, err := replica.NewController(restarted(), ctlOptions)
+			r, err := controller.NewMachine(restarted(), ctlOptions)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,11 +94,11 @@ func TestControllerTopicConfigsRestart(t *testing.T) {
 
 // CreateTopic refuses an id another topic has and configs a record cannot
 // hold, writing nothing; a deleted topic's id is free again.
-func TestControllerTopicConfigsRefused(t *testing.T) {
-	store := &replica.MemStore{}
+func TestMachineTopicConfigsRefused(t *testing.T) {
+	store := &controller.MemStore{}
 	c := newController(t, store, 1)
 	const id = "5f2c1b7e-0d3a-4c8e-9f61-2a7b3c4d5e6f"
-	if err := c.CreateTopic("a", 1, 1, replica.TopicConfig{ID: id}); err != nil {
+	if err := c.CreateTopic("a", 1, 1, controller.TopicConfig{ID: id}); err != nil {
 		t.Fatal(err)
 	}
 	many := map[string]string{}
@@ -106,15 +107,15 @@ func TestControllerTopicConfigsRefused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		cfg  replica.TopicConfig
+		cfg  controller.TopicConfig
 		want error
 	}{
-		{"another topic's id", replica.TopicConfig{ID: id}, kafka.ErrInvalidRequest},
-		{"an id of 4097 bytes", replica.TopicConfig{ID: strings.Repeat("x", 4097)}, kafka.ErrInvalidRequest},
-		{"an empty key", replica.TopicConfig{Configs: map[string]string{"": "x"}}, kafka.ErrInvalidConfig},
-		{"a key of 4097 bytes", replica.TopicConfig{Configs: map[string]string{strings.Repeat("k", 4097): "x"}}, kafka.ErrInvalidConfig},
-		{"a value of 4097 bytes", replica.TopicConfig{Configs: map[string]string{"k": strings.Repeat("v", 4097)}}, kafka.ErrInvalidConfig},
-		{"4097 configs", replica.TopicConfig{Configs: many}, kafka.ErrInvalidConfig},
+		{"another topic's id", controller.TopicConfig{ID: id}, kafka.ErrInvalidRequest},
+		{"an id of 4097 bytes", controller.TopicConfig{ID: strings.Repeat("x", 4097)}, kafka.ErrInvalidRequest},
+		{"an empty key", controller.TopicConfig{Configs: map[string]string{"": "x"}}, kafka.ErrInvalidConfig},
+		{"a key of 4097 bytes", controller.TopicConfig{Configs: map[string]string{strings.Repeat("k", 4097): "x"}}, kafka.ErrInvalidConfig},
+		{"a value of 4097 bytes", controller.TopicConfig{Configs: map[string]string{"k": strings.Repeat("v", 4097)}}, kafka.ErrInvalidConfig},
+		{"4097 configs", controller.TopicConfig{Configs: many}, kafka.ErrInvalidConfig},
 	} {
 		records := store.Len()
 		if err := c.CreateTopic("b", 1, 1, tc.cfg); !errors.Is(err, tc.want) {
@@ -125,17 +126,17 @@ func TestControllerTopicConfigsRefused(t *testing.T) {
 		}
 	}
 	// The largest configs allowed go through the store.
-	big := replica.TopicConfig{ID: strings.Repeat("i", 4096), Configs: map[string]string{strings.Repeat("k", 4096): strings.Repeat("v", 4096)}}
+	big := controller.TopicConfig{ID: strings.Repeat("i", 4096), Configs: map[string]string{strings.Repeat("k", 4096): strings.Repeat("v", 4096)}}
 	if err := c.CreateTopic("big", 1, 1, big); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.DeleteTopic("a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CreateTopic("b", 1, 1, replica.TopicConfig{ID: id}); err != nil {
+	if err := c.CreateTopic("b", 1, 1, controller.TopicConfig{ID: id}); err != nil {
 		t.Fatalf("id of a deleted topic: %v", err)
 	}
-	r, err := replica.NewController(store, ctlOptions)
+	r, err := controller.NewMachine(store, ctlOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestControllerTopicConfigsRefused(t *testing.T) {
 
 // A metadata log version 0 wrote replays: its topics come back without id
 // or configs, and the controller goes on writing version 1 after them.
-func TestControllerReplaysVersion0Log(t *testing.T) {
+func TestMachineReplaysVersion0Log(t *testing.T) {
 	fs := vfs.NewMem()
 	l, err := log.Open("/meta/__cluster_metadata-0", log.Options{FS: fs})
 	if err != nil {
@@ -154,9 +155,9 @@ func TestControllerReplaysVersion0Log(t *testing.T) {
 	}
 	defer l.Close()
 	v0 := [][]byte{
-		{0, byte(replica.RecordRegisterNode), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-		{0, byte(replica.RecordTopic), 0, 1, 'a', 0, 0, 0, 1, 1},
-		{0, byte(replica.RecordPartition), 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		{0, byte(controller.RecordRegisterNode), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+		{0, byte(controller.RecordTopic), 0, 1, 'a', 0, 0, 0, 1, 1},
+		{0, byte(controller.RecordPartition), 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 			0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
@@ -166,19 +167,19 @@ func TestControllerReplaysVersion0Log(t *testing.T) {
 	if _, err := l.Append(b.Build()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := replica.NewController(replica.NewLogStore(l), ctlOptions)
+	c, err := controller.NewMachine(controller.NewLogStore(l), ctlOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := replica.TopicState{Unclean: replica.AllowUnclean, Partitions: []replica.LeaderAndISR{{Replicas: []int32{0}, ISR: []int32{0}}}}
+	want := controller.TopicState{Unclean: controller.AllowUnclean, Partitions: []replica.LeaderAndISR{{Replicas: []int32{0}, ISR: []int32{0}}}}
 	if got := c.State().Topics["a"]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 0 topic replayed as %+v, want %+v", got, want)
 	}
-	if err := c.CreateTopic("b", 1, 1, replica.TopicConfig{ID: "id-b", Configs: map[string]string{"retention.ms": "1000"}}); err != nil {
+	if err := c.CreateTopic("b", 1, 1, controller.TopicConfig{ID: "id-b", Configs: map[string]string{"retention.ms": "1000"}}); err != nil {
 		t.Fatal(err)
 	}
 	before := c.State()
-	r, err := replica.NewController(replica.NewLogStore(l), ctlOptions)
+	r, err := controller.NewMachine(controller.NewLogStore(l), ctlOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,23 @@
-package replica_test
+package controller_test
 
 import (
 	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/replica"
 )
 
 // Partitions added to a topic, its changed configs and a preferred-leader
 // election are in the controller's state, in the updates its nodes get,
 // and in the state of a controller restarted from its store.
-func TestControllerAdminChangesRestart(t *testing.T) {
+func TestMachineAdminChangesRestart(t *testing.T) {
 	for _, st := range metadataStores {
 		t.Run(st.name, func(t *testing.T) {
 			first, restarted := st.open(t)
 			c := newController(t, first(), 3)
-			if err := c.CreateTopic("orders", 2, 3, replica.TopicConfig{Configs: map[string]string{"retention.ms": "1000"}}); err != nil {
+			if err := c.CreateTopic("orders", 2, 3, controller.TopicConfig{Configs: map[string]string{"retention.ms": "1000"}}); err != nil {
 				t.Fatal(err)
 			}
 			c.Updates()
@@ -50,10 +50,10 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			}
 
 			want := map[string]string{"retention.ms": "2000", "unclean.leader.election.enable": "true"}
-			if err := c.AlterTopicConfig("orders", replica.TopicConfig{Unclean: replica.AllowUnclean, Configs: want}); err != nil {
+			if err := c.AlterTopicConfig("orders", controller.TopicConfig{Unclean: controller.AllowUnclean, Configs: want}); err != nil {
 				t.Fatal(err)
 			}
-			if got := c.State().Topics["orders"]; !reflect.DeepEqual(got.Configs, want) || got.Unclean != replica.AllowUnclean {
+			if got := c.State().Topics["orders"]; !reflect.DeepEqual(got.Configs, want) || got.Unclean != controller.AllowUnclean {
 				t.Fatalf("after AlterTopicConfig: configs %v unclean %v", got.Configs, got.Unclean)
 			}
 
@@ -76,7 +76,7 @@ func TestControllerAdminChangesRestart(t *testing.T) {
 			}
 
 			before := c.State()
-			r, err := replica.NewController(restarted(), ctlOptions)
+			r, err := controller.NewMachine(restarted(), ctlOptions)
 			if err != nil {
 				t.Fatal(err)
 			}

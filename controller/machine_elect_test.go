@@ -1,9 +1,10 @@
-package replica_test
+package controller_test
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 )
@@ -12,10 +13,10 @@ import (
 // partition epoch (even when it already leads), tells every replica, and
 // survives a replay; it refuses a node outside the ISR, a fenced node and
 // an unknown partition, changing nothing.
-func TestControllerElectReplica(t *testing.T) {
-	store := &replica.MemStore{}
+func TestMachineElectReplica(t *testing.T) {
+	store := &controller.MemStore{}
 	c := newController(t, store, 3)
-	if err := c.CreateTopic("t", 1, 3, replica.TopicConfig{}); err != nil {
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	tp := kafka.TopicPartition{Topic: "t"}
@@ -52,7 +53,7 @@ func TestControllerElectReplica(t *testing.T) {
 	}
 	sameState(t, mustPartition(t, c, "t", 0), want)
 
-	r, err := replica.NewController(store, ctlOptions)
+	r, err := controller.NewMachine(store, ctlOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,78 @@
+// Package controller is a cluster's controller, as a KRaft controller is:
+// it owns the cluster metadata — the registered nodes and their liveness,
+// the topics and the assignment of their partitions, each partition's
+// leader, ISR and epochs — and tells nodes what to host. It has three
+// parts: a deterministic state machine, the service that runs it, and the
+// typed client nodes call it with.
+//
+// # The machine
+//
+// Machine is the state machine, written as a replica.Replica is: it starts
+// no goroutine, reads no clock and does no I/O but through its Store, so
+// that every scenario is a test without sleeps. Nodes call RegisterNode
+// (getting the broker epoch their replicas run in) and Heartbeat; Tick
+// fences a node whose heartbeats stopped for SessionTimeout, moving the
+// leadership of its partitions to the next live ISR member (ElectLeader)
+// in a new leader epoch and taking it out of ISRs (never emptying one);
+// ShutdownNode does the same at once for a controlled shutdown;
+// AlterPartition commits or refuses a leader's replica.Ready.AlterPartition;
+// leadership goes back to preferred replicas on the imbalance check, or to
+// a chosen ISR member with ElectReplica. Updates lists the
+// replica.LeaderAndISR each node must Apply. State holds each topic's
+// TopicConfig.ID and Configs, for every node to open the topic's
+// partitions with the same settings.
+//
+// Every change is a Record appended to the Store before it is applied, and
+// NewMachine replays the store: a restarted machine resumes the same
+// state. MemStore keeps the records in memory, for tests; LogStore keeps
+// them in a log.Log. The store is the seam where a Raft quorum will stand:
+// it replicates records, and the machine stays as it is.
+//
+// # The metadata log
+//
+// A Controller's LogStore writes the partition __cluster_metadata-0 (Topic),
+// named after KRaft's. Each Append is one Kafka record batch, synced before
+// the machine applies it; each record's value is one Record, as AppendRecord
+// writes it, big endian:
+//
+//	+---------+------+----------------------------------------------+
+//	| version | type | fields of the type                           |
+//	| u8 = 1  | u8   |                                              |
+//	+---------+------+----------------------------------------------+
+//
+//	1 RegisterNode, 2 FenceNode, 3 UnfenceNode:  node i32 | broker epoch i64
+//	4 Topic:        topic | partitions i32 | unclean u8 | id | configs
+//	5 Partition:    topic | partition i32 | leader i32 | leader epoch i32 |
+//	                partition epoch i32 | replicas | isr
+//	6 RemoveTopic:  topic
+//	7 TopicConfig:  topic | unclean u8 | configs
+//
+//	topic, id:          len u16 | bytes
+//	replicas, isr:      count u16 | count × node i32
+//	configs:            count u16 | count × (key | value), keys ascending
+//
+// A Partition record holds the partition's whole state, not a delta. A
+// decoder refuses a version above RecordVersion; version 0 Topic records
+// have no id and no configs.
+//
+// # The service
+//
+// Controller runs a Machine as a service: Open (or Start, over a node's
+// log directory, for the controller of a node on its own) replays the
+// metadata log, ticks the machine every TickInterval, and answers nodes'
+// calls through API, in process (a *Controller is an API) or over TCP
+// (Serve). It also hands out producer ids in durable blocks, and counts
+// its own restarts (EpochFileName) so that metadata versions grow across
+// them.
+//
+// # The client
+//
+// Client, from Dial, is the API over TCP: the calls travel as JSON under
+// transport.APIController, and a long-polling heartbeat has a connection
+// of its own.
+//
+// One Controller serves a cluster; its metadata lives in one directory, not
+// a Raft quorum, so the controller is a single point of failure while it is
+// down: nodes keep serving with the metadata they have, and no leader is
+// elected until it is back.
+package controller

@@ -1,0 +1,305 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/replica"
+)
+
+// TopicConfig is a topic's configuration: what the controller acts on,
+// and what it keeps for the nodes that host the topic's partitions.
+type TopicConfig struct {
+	// Unclean is unclean.leader.election.enable; the zero value is
+	// CleanOnly, Kafka's default.
+	Unclean Unclean
+	// ID is the topic's id, a UUID string the creator chooses (Kafka's
+	// topic id). It may be empty; a non-empty one must not be another
+	// topic's.
+	ID string
+	// Configs are the topic's config overrides by Kafka name, such as
+	// "retention.ms" or "min.insync.replicas", so that every node opens
+	// the topic's partitions with the same settings. The controller keeps
+	// them as they are, without reading them: keys must be non-empty, and
+	// keys and values at most 4096 bytes, 4096 of them at most.
+	Configs map[string]string
+}
+
+// Update is a command for one node: Apply State to its replica of
+// TopicPartition, or, with Deleted, stop and delete that replica.
+type Update struct {
+	Node           int32
+	TopicPartition kafka.TopicPartition
+	State          replica.LeaderAndISR
+	Deleted        bool
+}
+
+// NodeState is what the controller records of a node.
+type NodeState struct {
+	BrokerEpoch int64
+	Fenced      bool
+}
+
+// TopicState is what the controller records of a topic.
+type TopicState struct {
+	Unclean Unclean
+	// ID and Configs are the topic's TopicConfig.ID and Configs; Configs
+	// is nil when there are none.
+	ID      string
+	Configs map[string]string
+	// Partitions holds each partition's state, by partition number.
+	Partitions []replica.LeaderAndISR
+}
+
+// ClusterState is the whole metadata: what a Machine persists.
+type ClusterState struct {
+	Nodes  map[int32]NodeState
+	Topics map[string]TopicState
+}
+
+type nodeEntry struct {
+	NodeState
+	lastHeartbeat int64
+}
+
+// Machine is the controller's state machine. It owns a cluster's metadata,
+// as Kafka's controller does: the registered nodes and their liveness, the
+// topics and the assignment of their partitions to nodes, and each
+// partition's leader, ISR and epochs. It elects leaders from the ISR,
+// commits the ISR changes leaders propose, moves leadership back to
+// preferred replicas, and says in Updates what each node must Apply.
+//
+// It is deterministic, like a replica.Replica: time passes only by Tick,
+// and every change is first appended to a Store, so that a restarted
+// Machine replays the store into the same state, and so that the store can
+// later be a log a Raft quorum replicates. It is not safe for concurrent
+// use: its driver (a Controller, or a test) serializes calls, as a
+// Replica's does.
+type Machine struct {
+	store Store
+	opts  Options
+
+	now         int64
+	nodes       map[int32]*nodeEntry
+	topics      map[string]*TopicState
+	nextEpoch   int64 // next broker epoch to hand out
+	placements  int   // topics placed so far: the rotating start
+	replaying   bool
+	updates     []Update
+	updateIndex map[updateKey]int
+}
+
+type updateKey struct {
+	node int32
+	tp   kafka.TopicPartition
+}
+
+// NewMachine returns a state machine that persists its metadata in store,
+// after replaying what store already holds: a restarted machine resumes
+// where it stopped. Every registered node gets a full session from the
+// restart to heartbeat in. Of opts it reads TickInterval, SessionTimeout,
+// LeaderImbalanceCheckInterval and NoAutoLeaderRebalance.
+func NewMachine(store Store, opts Options) (*Machine, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Machine{store: store, opts: opts, nodes: map[int32]*nodeEntry{},
+		topics: map[string]*TopicState{}, nextEpoch: 1, updateIndex: map[updateKey]int{}}
+	c.replaying = true
+	if err := store.Replay(c.apply); err != nil {
+		return nil, err
+	}
+	c.replaying = false
+	return c, nil
+}
+
+// commit appends records to the store and, once they are durable, applies
+// them.
+func (c *Machine) commit(recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := c.store.Append(recs); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := c.apply(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply makes one record's change, and outside replay, queues the updates
+// it implies.
+func (c *Machine) apply(r Record) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %s record %+v: %s", ErrMetadataReplay, r.Type, r, why)
+	}
+	switch r.Type {
+	case RecordRegisterNode:
+		if n, ok := c.nodes[r.Node]; ok && n.BrokerEpoch >= r.BrokerEpoch {
+			return bad("broker epoch does not grow")
+		}
+		c.nodes[r.Node] = &nodeEntry{NodeState: NodeState{BrokerEpoch: r.BrokerEpoch}, lastHeartbeat: c.now}
+		c.nextEpoch = max(c.nextEpoch, r.BrokerEpoch+1)
+		c.pushNode(r.Node)
+	case RecordFenceNode, RecordUnfenceNode:
+		n, ok := c.nodes[r.Node]
+		if !ok || n.BrokerEpoch != r.BrokerEpoch {
+			return bad("no such node incarnation")
+		}
+		n.Fenced = r.Type == RecordFenceNode
+		if !n.Fenced {
+			n.lastHeartbeat = c.now
+			c.pushNode(r.Node)
+		}
+	case RecordTopic:
+		if _, ok := c.topics[r.Topic]; ok {
+			return bad("topic exists")
+		}
+		c.topics[r.Topic] = &TopicState{Unclean: r.Unclean, ID: r.ID, Configs: cloneConfigs(r.Configs),
+			Partitions: make([]replica.LeaderAndISR, r.Partitions)}
+		c.placements++
+	case RecordPartition:
+		t, ok := c.topics[r.Topic]
+		if ok && int(r.Partition) == len(t.Partitions) {
+			t.Partitions = append(t.Partitions, replica.LeaderAndISR{}) // a partition added to the topic
+		}
+		if !ok || int(r.Partition) >= len(t.Partitions) {
+			return bad("no such partition")
+		}
+		t.Partitions[r.Partition] = r.State.Clone()
+		tp := kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		for _, id := range r.State.Replicas {
+			if c.live(id) {
+				c.push(Update{Node: id, TopicPartition: tp, State: r.State.Clone()})
+			}
+		}
+	case RecordTopicConfig:
+		t, ok := c.topics[r.Topic]
+		if !ok {
+			return bad("no such topic")
+		}
+		t.Unclean, t.Configs = r.Unclean, cloneConfigs(r.Configs)
+	case RecordRemoveTopic:
+		t, ok := c.topics[r.Topic]
+		if !ok {
+			return bad("no such topic")
+		}
+		delete(c.topics, r.Topic)
+		for p, s := range t.Partitions {
+			for _, id := range s.Replicas {
+				if c.live(id) {
+					c.push(Update{Node: id, TopicPartition: kafka.TopicPartition{Topic: r.Topic, Partition: int32(p)}, Deleted: true})
+				}
+			}
+		}
+	default:
+		return bad("unknown type")
+	}
+	return nil
+}
+
+// push queues u, replacing an earlier update for the same node and
+// partition: a node applies only the latest state.
+func (c *Machine) push(u Update) {
+	if c.replaying {
+		return
+	}
+	k := updateKey{u.Node, u.TopicPartition}
+	if i, ok := c.updateIndex[k]; ok {
+		c.updates[i] = u
+		return
+	}
+	c.updateIndex[k] = len(c.updates)
+	c.updates = append(c.updates, u)
+}
+
+// pushNode queues the state of every partition node id hosts, for a node
+// that (re)joins.
+func (c *Machine) pushNode(id int32) {
+	if c.replaying {
+		return
+	}
+	c.eachPartition(func(tp kafka.TopicPartition, s *replica.LeaderAndISR, _ Unclean) {
+		if slices.Contains(s.Replicas, id) {
+			c.push(Update{Node: id, TopicPartition: tp, State: s.Clone()})
+		}
+	})
+}
+
+// eachPartition calls fn for every partition, in topic name order.
+func (c *Machine) eachPartition(fn func(tp kafka.TopicPartition, s *replica.LeaderAndISR, unclean Unclean)) {
+	names := make([]string, 0, len(c.topics))
+	for name := range c.topics {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := c.topics[name]
+		for p := range t.Partitions {
+			fn(kafka.TopicPartition{Topic: name, Partition: int32(p)}, &t.Partitions[p], t.Unclean)
+		}
+	}
+}
+
+// cloneConfigs returns a copy of configs, nil when it is empty, so that a
+// topic's state reads the same before and after a restart.
+func cloneConfigs(configs map[string]string) map[string]string {
+	if len(configs) == 0 {
+		return nil
+	}
+	return maps.Clone(configs)
+}
+
+// live reports whether node id is registered and not fenced.
+func (c *Machine) live(id int32) bool {
+	n, ok := c.nodes[id]
+	return ok && !n.Fenced
+}
+
+// Updates returns the commands nodes must carry out since the last call,
+// and forgets them.
+func (c *Machine) Updates() []Update {
+	u := c.updates
+	c.updates = nil
+	clear(c.updateIndex)
+	return u
+}
+
+// Now returns how many times Tick was called since the machine started.
+func (c *Machine) Now() int64 { return c.now }
+
+// partitionRecord returns the record that sets tp to s.
+func partitionRecord(tp kafka.TopicPartition, s replica.LeaderAndISR) Record {
+	return Record{Type: RecordPartition, Topic: tp.Topic, Partition: tp.Partition, State: s}
+}
+
+// Partition returns a partition's state.
+func (c *Machine) Partition(tp kafka.TopicPartition) (replica.LeaderAndISR, error) {
+	t, ok := c.topics[tp.Topic]
+	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return replica.LeaderAndISR{}, fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
+	}
+	return t.Partitions[tp.Partition].Clone(), nil
+}
+
+// State returns a copy of the whole metadata.
+func (c *Machine) State() ClusterState {
+	s := ClusterState{Nodes: map[int32]NodeState{}, Topics: map[string]TopicState{}}
+	for id, n := range c.nodes {
+		s.Nodes[id] = n.NodeState
+	}
+	for name, t := range c.topics {
+		ps := make([]replica.LeaderAndISR, len(t.Partitions))
+		for i, p := range t.Partitions {
+			ps[i] = p.Clone()
+		}
+		s.Topics[name] = TopicState{Unclean: t.Unclean, ID: t.ID, Configs: cloneConfigs(t.Configs), Partitions: ps}
+	}
+	return s
+}
