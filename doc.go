@@ -97,7 +97,7 @@
 //	topicconfig the topic configs by Kafka's names: defaults, checks, the
 //	           options they make, how config changes apply
 //	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
-//	           producer-id calls; the Client interface a Node implements in
+//	           producer-id calls; the Client interface a broker answers in
 //	           process, and a TCP server and client in Kafka's wire protocol
 //	producer   partitioners, batching, acks, retries, idempotence
 //	group      the group coordinator: membership, generations, offsets in
@@ -107,10 +107,12 @@
 //	controller the controller: its state machine over a metadata log, the
 //	           service that runs it, a typed API answered in process and
 //	           over TCP
-//	partlog    the Node: a broker that hosts the replicas the controller
-//	           assigns it (a node on its own runs its controller in
-//	           process), answers requests, hosts group coordinators and the
-//	           cleaner; cluster membership
+//	broker     one node: hosts the replicas the controller assigns it (a
+//	           node on its own runs its controller in process), answers
+//	           every request, hosts the group coordinators and the cleaner;
+//	           cluster membership and the peers' network
+//	partlog    the façade: Open and its options, Node (topics, Client,
+//	           Close), OpenController
 //	partlogtest for tests: a node's background work now, a crash, a
 //	           replica's log
 //

@@ -39,14 +39,16 @@ var (
 	ErrMetaPropertiesMissing = errors.New("broker: data directory holds partitions but no meta.properties")
 )
 
-// Broker is a partlog node: a broker that hosts replicas of topics'
-// partitions in its data directory and answers producers and consumers, in
-// the same process through transport.Client, or over TCP with a
-// transport.Server. A node opened on its own is a cluster of one, as a
-// Kafka node in combined mode is: it runs an in-process controller that
-// keeps the cluster metadata in the data directory, and its partitions
-// (replication factor 1) go through the same replica path as a cluster's.
-// It is safe for concurrent use.
+// Broker is one node of a cluster: it hosts the replicas of topics'
+// partitions the controller assigns it, in its data directory, and answers
+// Kafka's requests — produce, fetch, metadata, admin, groups, producer ids
+// — through its methods, which make it a transport.Client (with the
+// optional interfaces) for clients in the same process and for
+// transport.NewServer. Without Options.Controller or
+// Options.ControllerAddress it runs a controller of its own over its data
+// directory: a cluster of one, whose partitions (replication factor 1) go
+// through the same replica path as a cluster's. It is safe for concurrent
+// use.
 type Broker struct {
 	dir    string
 	opts   Options

@@ -17,8 +17,8 @@ import (
 	"github.com/partlog/partlog/replica"
 )
 
-// A node in a cluster (JoinCluster, ControllerAddress) hosts the replicas
-// the controller assigns it. The member below is its part in the cluster:
+// A broker hosts the replicas the controller assigns it. The member below
+// is its part in the cluster:
 // it registers with the controller, heartbeats (each answer carries the
 // metadata when it changed), and reconciles its replicas with the
 // metadata: it opens the partitions assigned to it, starts a replica.Node
