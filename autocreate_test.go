@@ -3,6 +3,7 @@ package partlog_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -56,16 +57,18 @@ func TestAutoCreateTopics(t *testing.T) {
 // TestAutoCreateTopicsOnACluster: on a cluster a member auto-creates the
 // topic through the controller, as it creates any topic.
 func TestAutoCreateTopicsOnACluster(t *testing.T) {
-	c := newTestCluster(t, 1, 2)
-	ctx := context.Background()
-	c.waitFor("two live nodes", func(s controller.ClusterState) bool { return len(s.Nodes) == 2 })
-	_, err := c.nodes[1].Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
-	require.NoError(t, err)
-	c.waitFor("fresh with a leader", func(s controller.ClusterState) bool {
-		ts, ok := s.Topics["fresh"]
-		return ok && len(ts.Partitions) == 1 && ts.Partitions[0].Leader != replica.NoLeader
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 1, 2)
+		ctx := context.Background()
+		c.waitFor("two live nodes", func(s controller.ClusterState) bool { return len(s.Nodes) == 2 })
+		_, err := c.nodes[1].Client().Metadata(ctx, &transport.MetadataRequest{Topics: []string{"fresh"}, AllowAutoTopicCreation: true})
+		require.NoError(t, err)
+		c.waitFor("fresh with a leader", func(s controller.ClusterState) bool {
+			ts, ok := s.Topics["fresh"]
+			return ok && len(ts.Partitions) == 1 && ts.Partitions[0].Leader != replica.NoLeader
+		})
+		require.Len(t, c.ctl.State().Topics["fresh"].Partitions[0].Replicas, 1, "default.replication.factor 1")
 	})
-	require.Len(t, c.ctl.State().Topics["fresh"].Partitions[0].Replicas, 1, "default.replication.factor 1")
 }
 
 // TestTransactionsFailFast: until partlog has transactions, a

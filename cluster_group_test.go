@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -389,12 +390,18 @@ func slices2set(seq func(func([]int32) bool)) map[int32]bool {
 
 // TestClusterGroupCoordinatorShutdown: the coordinator's node closes with
 // a controlled shutdown, which moves its leaderships at once.
-func TestClusterGroupCoordinatorShutdown(t *testing.T) { testClusterGroupFailover(t, groupFailover{}) }
+func TestClusterGroupCoordinatorShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		testClusterGroupFailover(t, groupFailover{})
+	})
+}
 
 // TestClusterGroupCoordinatorCrash: the coordinator's node crashes; the
 // controller fences it after its session timeout and elects new leaders.
 func TestClusterGroupCoordinatorCrash(t *testing.T) {
-	testClusterGroupFailover(t, groupFailover{crash: true})
+	synctest.Test(t, func(t *testing.T) {
+		testClusterGroupFailover(t, groupFailover{crash: true})
+	})
 }
 
 // TestClusterGroupRebalanceDuringFailover: a member joins while the
@@ -402,7 +409,9 @@ func TestClusterGroupCoordinatorCrash(t *testing.T) {
 // the partitions that move are committed on revoke and taken up from
 // those commits, so that every record is still processed exactly once.
 func TestClusterGroupRebalanceDuringFailover(t *testing.T) {
-	testClusterGroupFailover(t, groupFailover{crash: true, join: true})
+	synctest.Test(t, func(t *testing.T) {
+		testClusterGroupFailover(t, groupFailover{crash: true, join: true})
+	})
 }
 
 // TestClusterGroupNotCoordinator checks the answers of the nodes that are
@@ -410,60 +419,62 @@ func TestClusterGroupRebalanceDuringFailover(t *testing.T) {
 // client: ListGroups merges every node's, DescribeGroups and DeleteGroups
 // go to the coordinator.
 func TestClusterGroupNotCoordinator(t *testing.T) {
-	c := newGroupCluster(t, 1, 2, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client, err := c.net.Client(ctx)
-	require.NoError(t, err)
-	defer client.Close()
+	synctest.Test(t, func(t *testing.T) {
+		c := newGroupCluster(t, 1, 2, 3)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client, err := c.net.Client(ctx)
+		require.NoError(t, err)
+		defer client.Close()
 
-	// Commits outside membership for groups spread over the partitions.
-	groups := []string{"a", "b", "c", "d", "e", "f"}
-	for i, id := range groups {
-		commitRetrying(ctx, t, client, id, "t", 0, int64(i+10))
-	}
-	md, err := client.Metadata(ctx, &transport.MetadataRequest{Topics: []string{group.OffsetsTopic}})
-	require.NoError(t, err)
-	require.True(t, md.Topics[0].Internal)
-	require.Len(t, md.Topics[0].Partitions, groupClusterOffsetsPartitions)
-	for _, pm := range md.Topics[0].Partitions {
-		require.Len(t, pm.Replicas, 3, "replicated on min(3, live nodes)")
-	}
-	for _, id := range groups {
-		coord := coordinatorOf(t, client, id)
-		for nid, n := range c.nodes {
-			resp, err := n.Client().OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: id})
-			require.NoError(t, err)
-			if nid == coord {
-				require.NoError(t, resp.Err)
-				continue
-			}
-			require.ErrorIs(t, resp.Err, kafka.ErrNotCoordinator, "node %d for group %s led by %d", nid, id, coord)
+		// Commits outside membership for groups spread over the partitions.
+		groups := []string{"a", "b", "c", "d", "e", "f"}
+		for i, id := range groups {
+			commitRetrying(ctx, t, client, id, "t", 0, int64(i+10))
 		}
-	}
-	lg, err := client.ListGroups(ctx, &transport.ListGroupsRequest{})
-	require.NoError(t, err)
-	require.NoError(t, lg.Err)
-	var listed []string
-	for _, g := range lg.Groups {
-		listed = append(listed, g.Group)
-	}
-	require.Equal(t, groups, listed)
+		md, err := client.Metadata(ctx, &transport.MetadataRequest{Topics: []string{group.OffsetsTopic}})
+		require.NoError(t, err)
+		require.True(t, md.Topics[0].Internal)
+		require.Len(t, md.Topics[0].Partitions, groupClusterOffsetsPartitions)
+		for _, pm := range md.Topics[0].Partitions {
+			require.Len(t, pm.Replicas, 3, "replicated on min(3, live nodes)")
+		}
+		for _, id := range groups {
+			coord := coordinatorOf(t, client, id)
+			for nid, n := range c.nodes {
+				resp, err := n.Client().OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: id})
+				require.NoError(t, err)
+				if nid == coord {
+					require.NoError(t, resp.Err)
+					continue
+				}
+				require.ErrorIs(t, resp.Err, kafka.ErrNotCoordinator, "node %d for group %s led by %d", nid, id, coord)
+			}
+		}
+		lg, err := client.ListGroups(ctx, &transport.ListGroupsRequest{})
+		require.NoError(t, err)
+		require.NoError(t, lg.Err)
+		var listed []string
+		for _, g := range lg.Groups {
+			listed = append(listed, g.Group)
+		}
+		require.Equal(t, groups, listed)
 
-	dg, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"a", "zz"}})
-	require.NoError(t, err)
-	require.Equal(t, "Empty", dg.Groups[0].State)
-	require.NoError(t, dg.Groups[0].Err)
-	require.Equal(t, "Dead", dg.Groups[1].State)
+		dg, err := client.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{"a", "zz"}})
+		require.NoError(t, err)
+		require.Equal(t, "Empty", dg.Groups[0].State)
+		require.NoError(t, dg.Groups[0].Err)
+		require.Equal(t, "Dead", dg.Groups[1].State)
 
-	del, err := client.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{"a", "zz"}})
-	require.NoError(t, err)
-	require.NoError(t, del.Results[0].Err)
-	require.ErrorIs(t, del.Results[1].Err, kafka.ErrGroupIDNotFound)
-	lg, err = client.ListGroups(ctx, &transport.ListGroupsRequest{})
-	require.NoError(t, err)
-	require.Len(t, lg.Groups, len(groups)-1)
-	require.Equal(t, map[int32]int64{0: 11}, committedOffsets(t, client, "b", "t"))
+		del, err := client.DeleteGroups(ctx, &transport.DeleteGroupsRequest{Groups: []string{"a", "zz"}})
+		require.NoError(t, err)
+		require.NoError(t, del.Results[0].Err)
+		require.ErrorIs(t, del.Results[1].Err, kafka.ErrGroupIDNotFound)
+		lg, err = client.ListGroups(ctx, &transport.ListGroupsRequest{})
+		require.NoError(t, err)
+		require.Len(t, lg.Groups, len(groups)-1)
+		require.Equal(t, map[int32]int64{0: 11}, committedOffsets(t, client, "b", "t"))
+	})
 }
 
 // commitRetrying commits an offset outside group membership, retrying a

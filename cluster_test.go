@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -177,47 +178,49 @@ func clusterValues(from, to int) []string {
 // order, that the old leader rejoins the ISR, and that every replica ends
 // with the same batches.
 func TestClusterFailover(t *testing.T) {
-	c := newTestCluster(t, 1, 2, 3)
-	ctx := context.Background()
-	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "orders", Partitions: 2, ReplicationFactor: 3,
-		Configs: map[string]string{"min.insync.replicas": "2"}}))
-	client, err := c.net.Client(ctx)
-	require.NoError(t, err)
-	defer client.Close()
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 1, 2, 3)
+		ctx := context.Background()
+		require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "orders", Partitions: 2, ReplicationFactor: 3,
+			Configs: map[string]string{"min.insync.replicas": "2"}}))
+		client, err := c.net.Client(ctx)
+		require.NoError(t, err)
+		defer client.Close()
 
-	acked := produceValues(t, client, "orders", clusterValues(0, 300))
-	old := c.leader("orders", 0)
-	c.stop(old)
-	c.waitFor("a new leader of orders-0", func(s controller.ClusterState) bool {
-		l := s.Topics["orders"].Partitions[0].Leader
-		return l != old && l != replica.NoLeader
-	})
-	more := produceValues(t, client, "orders", clusterValues(300, 600))
-	for p, vs := range more {
-		acked[p] = append(acked[p], vs...)
-	}
+		acked := produceValues(t, client, "orders", clusterValues(0, 300))
+		old := c.leader("orders", 0)
+		c.stop(old)
+		c.waitFor("a new leader of orders-0", func(s controller.ClusterState) bool {
+			l := s.Topics["orders"].Partitions[0].Leader
+			return l != old && l != replica.NoLeader
+		})
+		more := produceValues(t, client, "orders", clusterValues(300, 600))
+		for p, vs := range more {
+			acked[p] = append(acked[p], vs...)
+		}
 
-	got := consumeCluster(t, client, "orders", 600)
-	require.Equal(t, acked, got, "every acknowledged record once, in offset order")
+		got := consumeCluster(t, client, "orders", 600)
+		require.Equal(t, acked, got, "every acknowledged record once, in offset order")
 
-	// The old leader comes back and catches up into the ISR.
-	c.start(old)
-	c.waitFor("the full ISR", func(s controller.ClusterState) bool {
-		for _, p := range s.Topics["orders"].Partitions {
-			if len(p.ISR) != 3 {
-				return false
+		// The old leader comes back and catches up into the ISR.
+		c.start(old)
+		c.waitFor("the full ISR", func(s controller.ClusterState) bool {
+			for _, p := range s.Topics["orders"].Partitions {
+				if len(p.ISR) != 3 {
+					return false
+				}
 			}
+			return true
+		})
+		for p := range int32(2) {
+			var logs [][]uint32
+			for _, id := range []int32{1, 2, 3} {
+				logs = append(logs, batchCRCs(t, c.nodes[id], "orders", p))
+			}
+			require.Equal(t, logs[0], logs[1], "orders-%d: replicas 1 and 2 hold the same batches", p)
+			require.Equal(t, logs[0], logs[2], "orders-%d: replicas 1 and 3 hold the same batches", p)
 		}
-		return true
 	})
-	for p := range int32(2) {
-		var logs [][]uint32
-		for _, id := range []int32{1, 2, 3} {
-			logs = append(logs, batchCRCs(t, c.nodes[id], "orders", p))
-		}
-		require.Equal(t, logs[0], logs[1], "orders-%d: replicas 1 and 2 hold the same batches", p)
-		require.Equal(t, logs[0], logs[2], "orders-%d: replicas 1 and 3 hold the same batches", p)
-	}
 }
 
 // batchCRCs returns the CRC of every batch of a node's replica, once it
@@ -271,50 +274,52 @@ func (c *answerLosingClient) Produce(ctx context.Context, req *transport.Produce
 func TestClusterIdempotentRetryAcrossLeaderChange(t *testing.T) {
 	for _, inFlight := range []int{1, 2, 5} {
 		t.Run(fmt.Sprintf("in-flight=%d", inFlight), func(t *testing.T) {
-			c := newTestCluster(t, 1, 2, 3)
-			ctx := context.Background()
-			require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "pay", Partitions: 1, ReplicationFactor: 3,
-				Configs: map[string]string{"min.insync.replicas": "2"}}))
-			cc, err := c.net.Client(ctx)
-			require.NoError(t, err)
-			defer cc.Close()
-			old := c.leader("pay", 0)
-			oldNode := c.nodes[old]
-			var lostAt sync.Once
-			client := &answerLosingClient{ClusterClient: cc, loseN: 3, lose: func() {
-				lostAt.Do(func() { require.NoError(t, oldNode.Close()) })
-			}}
-			p, err := producer.New(client, producer.MaxInFlight(inFlight), producer.Linger(time.Millisecond),
-				producer.BatchSize(256), producer.RetryBackoff(10*time.Millisecond))
-			require.NoError(t, err)
-			want := clusterValues(0, 400)
-			var wg sync.WaitGroup
-			var failed sync.Map
-			for _, v := range want {
-				wg.Add(1)
-				p.Produce(ctx, &producer.Record{Topic: "pay", Value: []byte(v)}, func(_ *producer.Record, err error) {
-					defer wg.Done()
-					if err != nil {
-						failed.Store(v, err)
-					}
-				})
-			}
-			wg.Wait()
-			require.NoError(t, p.Close())
-			failed.Range(func(k, v any) bool { t.Errorf("record %s failed: %v", k, v); return true })
-			client.mu.Lock()
-			require.GreaterOrEqual(t, client.calls, 3, "the third request's answer was lost")
-			client.mu.Unlock()
-			delete(c.nodes, old)
-			require.NotEqual(t, old, c.leader("pay", 0), "the leadership moved")
+			synctest.Test(t, func(t *testing.T) {
+				c := newTestCluster(t, 1, 2, 3)
+				ctx := context.Background()
+				require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "pay", Partitions: 1, ReplicationFactor: 3,
+					Configs: map[string]string{"min.insync.replicas": "2"}}))
+				cc, err := c.net.Client(ctx)
+				require.NoError(t, err)
+				defer cc.Close()
+				old := c.leader("pay", 0)
+				oldNode := c.nodes[old]
+				var lostAt sync.Once
+				client := &answerLosingClient{ClusterClient: cc, loseN: 3, lose: func() {
+					lostAt.Do(func() { require.NoError(t, oldNode.Close()) })
+				}}
+				p, err := producer.New(client, producer.MaxInFlight(inFlight), producer.Linger(time.Millisecond),
+					producer.BatchSize(256), producer.RetryBackoff(10*time.Millisecond))
+				require.NoError(t, err)
+				want := clusterValues(0, 400)
+				var wg sync.WaitGroup
+				var failed sync.Map
+				for _, v := range want {
+					wg.Add(1)
+					p.Produce(ctx, &producer.Record{Topic: "pay", Value: []byte(v)}, func(_ *producer.Record, err error) {
+						defer wg.Done()
+						if err != nil {
+							failed.Store(v, err)
+						}
+					})
+				}
+				wg.Wait()
+				require.NoError(t, p.Close())
+				failed.Range(func(k, v any) bool { t.Errorf("record %s failed: %v", k, v); return true })
+				client.mu.Lock()
+				require.GreaterOrEqual(t, client.calls, 3, "the third request's answer was lost")
+				client.mu.Unlock()
+				delete(c.nodes, old)
+				require.NotEqual(t, old, c.leader("pay", 0), "the leadership moved")
 
-			got := consumeCluster(t, cc, "pay", len(want))
-			require.Equal(t, want, got[0], "every record once, in send order")
-			// Nothing more is in the log than what was consumed.
-			n := c.nodes[c.leader("pay", 0)]
-			descs, err := n.DescribeTopics("pay")
-			require.NoError(t, err)
-			require.Equal(t, int64(len(want)), descs[0].Partitions[0].HighWatermark)
+				got := consumeCluster(t, cc, "pay", len(want))
+				require.Equal(t, want, got[0], "every record once, in send order")
+				// Nothing more is in the log than what was consumed.
+				n := c.nodes[c.leader("pay", 0)]
+				descs, err := n.DescribeTopics("pay")
+				require.NoError(t, err)
+				require.Equal(t, int64(len(want)), descs[0].Partitions[0].HighWatermark)
+			})
 		})
 	}
 }
@@ -438,46 +443,48 @@ func TestClusterOverTCP(t *testing.T) {
 // replicas, a node that was down at the time removes its own when it
 // comes back, and the name can be used again.
 func TestClusterDeleteTopic(t *testing.T) {
-	c := newTestCluster(t, 1, 2, 3)
-	ctx := context.Background()
-	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "gone", Partitions: 2, ReplicationFactor: 3}))
-	client, err := c.net.Client(ctx)
-	require.NoError(t, err)
-	defer client.Close()
-	produceValues(t, client, "gone", clusterValues(0, 50))
-	c.stop(3)
-	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
-	for _, id := range []int32{1, 2} {
-		require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
-		require.NotContains(t, c.nodes[id].ListTopics(), "gone")
-		for p := range int32(2) {
-			require.NoDirExists(t, filepath.Join(c.dirs[id], fmt.Sprintf("gone-%d", p)))
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 1, 2, 3)
+		ctx := context.Background()
+		require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "gone", Partitions: 2, ReplicationFactor: 3}))
+		client, err := c.net.Client(ctx)
+		require.NoError(t, err)
+		defer client.Close()
+		produceValues(t, client, "gone", clusterValues(0, 50))
+		c.stop(3)
+		require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+		for _, id := range []int32{1, 2} {
+			require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
+			require.NotContains(t, c.nodes[id].ListTopics(), "gone")
+			for p := range int32(2) {
+				require.NoDirExists(t, filepath.Join(c.dirs[id], fmt.Sprintf("gone-%d", p)))
+			}
 		}
-	}
-	require.DirExists(t, filepath.Join(c.dirs[3], "gone-0"), "node 3 was down")
-	c.start(3)
-	for p := range int32(2) {
-		require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
-	}
-	_, err = partlogtest.Log(c.nodes[1], "gone", 0)
-	require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
+		require.DirExists(t, filepath.Join(c.dirs[3], "gone-0"), "node 3 was down")
+		c.start(3)
+		for p := range int32(2) {
+			require.NoDirExists(t, filepath.Join(c.dirs[3], fmt.Sprintf("gone-%d", p)), "node 3 removes the deleted topic's replicas as it starts")
+		}
+		_, err = partlogtest.Log(c.nodes[1], "gone", 0)
+		require.ErrorIs(t, err, kafka.ErrUnknownTopicOrPartition)
 
-	require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
-	acked := produceValues(t, client, "gone", clusterValues(0, 10))
-	require.Equal(t, clusterValues(0, 10), acked[0], "a new topic of the same name starts empty")
+		require.NoError(t, c.nodes[3].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+		acked := produceValues(t, client, "gone", clusterValues(0, 10))
+		require.Equal(t, clusterValues(0, 10), acked[0], "a new topic of the same name starts empty")
 
-	// Deleted and created again while a node is down (halted, its session
-	// not yet timed out, so the controller still places replicas on it):
-	// the node's old replica must not pass for the new topic's.
-	require.NoError(t, partlogtest.Halt(c.nodes[1]))
-	delete(c.nodes, 1)
-	require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
-	require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
-	acked = produceValues(t, client, "gone", clusterValues(100, 103))
-	c.start(1)
-	c.waitFor("node 1 back in the ISR", func(s controller.ClusterState) bool {
-		return len(s.Topics["gone"].Partitions[0].ISR) == 3
+		// Deleted and created again while a node is down (halted, its session
+		// not yet timed out, so the controller still places replicas on it):
+		// the node's old replica must not pass for the new topic's.
+		require.NoError(t, partlogtest.Halt(c.nodes[1]))
+		delete(c.nodes, 1)
+		require.NoError(t, c.nodes[2].DeleteTopic(ctx, "gone"))
+		require.NoError(t, c.nodes[2].CreateTopic(ctx, partlog.NewTopic{Name: "gone", ReplicationFactor: 3}))
+		acked = produceValues(t, client, "gone", clusterValues(100, 103))
+		c.start(1)
+		c.waitFor("node 1 back in the ISR", func(s controller.ClusterState) bool {
+			return len(s.Topics["gone"].Partitions[0].ISR) == 3
+		})
+		require.Equal(t, batchCRCs(t, c.nodes[2], "gone", 0), batchCRCs(t, c.nodes[1], "gone", 0))
+		require.Equal(t, clusterValues(100, 103), acked[0])
 	})
-	require.Equal(t, batchCRCs(t, c.nodes[2], "gone", 0), batchCRCs(t, c.nodes[1], "gone", 0))
-	require.Equal(t, clusterValues(100, 103), acked[0])
 }

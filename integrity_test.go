@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -353,7 +354,15 @@ func kgoCodec(c record.Compression) kgo.CompressionCodec {
 // slowed by a loaded machine is not fenced, since a leader change is a
 // fault under which acks=1 may lose what it acknowledged (as in Kafka).
 // A failure names any leader change that happened.
-func viaCluster(t *testing.T, r integrityRun, acks kafka.Acks) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
+func viaCluster(t *testing.T, r integrityRun, acks kafka.Acks) (acked, consumed []integrity.Record, disks map[string][]integrity.Record) {
+	// On a virtual clock: the nodes' ticks, heartbeats and fetch waits
+	// pass as fast as the nodes are idle.
+	synctest.Test(t, func(t *testing.T) { acked, consumed, disks = viaClusterInBubble(t, r, acks) })
+	return acked, consumed, disks
+}
+
+// viaClusterInBubble is viaCluster inside its synctest bubble.
+func viaClusterInBubble(t *testing.T, r integrityRun, acks kafka.Acks) ([]integrity.Record, []integrity.Record, map[string][]integrity.Record) {
 	c := newTestClusterSession(t, 10*time.Second, 1, 2, 3)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -3,6 +3,7 @@ package partlog_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,26 +19,28 @@ import (
 // closed node for good, and a ClusterClient could not reach the node
 // again once it led a partition.
 func TestMemNetworkClientReachesRestartedNode(t *testing.T) {
-	c := newTestCluster(t, 1, 2)
-	ctx := context.Background()
-	nc, err := c.net.Connect(ctx, "mem:1")
-	require.NoError(t, err)
-	_, err = nc.Metadata(ctx, &transport.MetadataRequest{})
-	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 1, 2)
+		ctx := context.Background()
+		nc, err := c.net.Connect(ctx, "mem:1")
+		require.NoError(t, err)
+		_, err = nc.Metadata(ctx, &transport.MetadataRequest{})
+		require.NoError(t, err)
 
-	c.stop(1)
-	_, err = nc.Metadata(ctx, &transport.MetadataRequest{})
-	require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is closed")
-	require.True(t, kafka.IsRetriable(err))
-	_, err = c.net.Connect(ctx, "mem:1")
-	require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is not on the network")
+		c.stop(1)
+		_, err = nc.Metadata(ctx, &transport.MetadataRequest{})
+		require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is closed")
+		require.True(t, kafka.IsRetriable(err))
+		_, err = c.net.Connect(ctx, "mem:1")
+		require.ErrorIs(t, err, kafka.ErrNetwork, "node 1 is not on the network")
 
-	c.start(1)
-	resp, err := nc.Metadata(ctx, &transport.MetadataRequest{})
-	require.NoError(t, err, "the client reaches node 1 opened again")
-	var ids []int32
-	for _, b := range resp.Brokers {
-		ids = append(ids, b.NodeID)
-	}
-	require.Contains(t, ids, int32(1), "the answer lists node 1")
+		c.start(1)
+		resp, err := nc.Metadata(ctx, &transport.MetadataRequest{})
+		require.NoError(t, err, "the client reaches node 1 opened again")
+		var ids []int32
+		for _, b := range resp.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		require.Contains(t, ids, int32(1), "the answer lists node 1")
+	})
 }
