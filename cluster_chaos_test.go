@@ -92,12 +92,12 @@ func TestClusterChaos(t *testing.T) {
 				c.net.Isolate(id)
 				t.Logf("isolate %d", id)
 			default:
-				c.net.Heal()
+				c.net.HealAll()
 				t.Logf("heal")
 			}
 			time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // the faults' pace, not a wait for a condition
 		}
-		c.net.Heal()
+		c.net.HealAll()
 		for id := range down {
 			c.start(id)
 		}

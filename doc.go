@@ -99,6 +99,8 @@
 //	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
 //	           producer-id calls; the Client interface a broker answers in
 //	           process, and a TCP server and client in Kafka's wire protocol
+//	memnet     (transport/memnet) the in-memory network between the
+//	           brokers of a cluster in one process, with faults
 //	producer   partitioners, batching, acks, retries, idempotence
 //	group      the group coordinator: membership, generations, offsets in
 //	           __consumer_offsets

@@ -6,6 +6,7 @@ import (
 	"github.com/partlog/partlog/broker"
 	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/transport/memnet"
 )
 
 var (
@@ -130,11 +131,12 @@ func ValidateTopicName(name string) error { return broker.ValidateTopicName(name
 func BrokerConfigName(topicConfig string) (string, bool) { return broker.BrokerConfigName(topicConfig) }
 
 // MemNetwork is the in-memory network between the nodes of a cluster in
-// one process (see JoinCluster), with faults: Disconnect, Isolate, Heal.
-type MemNetwork = broker.MemNetwork
+// one process (see JoinCluster and package memnet), with faults: Cut,
+// Partition, Isolate, Heal, HealAll.
+type MemNetwork = memnet.Network
 
-// NewMemNetwork returns an empty in-memory network.
-func NewMemNetwork() *MemNetwork { return broker.NewMemNetwork() }
+// NewMemNetwork returns an in-memory network with no nodes.
+func NewMemNetwork() *MemNetwork { return memnet.New() }
 
 // MetaPropertiesFileName is the file that names a data directory's node
 // and cluster, as Kafka's meta.properties does.

@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport/memnet"
 )
 
 // A broker hosts the replicas the controller assigns it. The member below
@@ -30,7 +31,7 @@ import (
 // clusterOptions configure a node's part in a cluster.
 type clusterOptions struct {
 	controller     *controller.Controller // in process
-	network        *MemNetwork
+	network        *memnet.Network
 	controllerAddr string // over TCP
 	advertised     string
 	heartbeat      time.Duration
@@ -93,9 +94,9 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		if o.network == nil {
 			return fmt.Errorf("partlog: JoinCluster needs a network")
 		}
-		m.ctl, m.net = o.controller, o.network
+		m.ctl, m.net = o.controller, memPeers{o.network}
 		if o.advertised == "" && n.controller == nil {
-			m.opts.advertised = memAddress(n.meta.NodeID)
+			m.opts.advertised = memnet.Address(n.meta.NodeID)
 		}
 	} else {
 		m.ctl, m.net = controller.Dial(o.controllerAddr), newTCPPeers()
@@ -108,7 +109,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 	}
 	n.member = m
 	if o.network != nil {
-		o.network.attach(n.meta.NodeID, n)
+		o.network.Attach(n.meta.NodeID, n)
 	}
 	epoch, err := m.registerRetrying(ctx)
 	if err != nil {
@@ -416,7 +417,7 @@ func (m *clusterMember) leave(controlled bool) {
 		t.Close()
 	}
 	if m.opts.network != nil {
-		m.opts.network.detach(m.n.meta.NodeID, m.n)
+		m.opts.network.Detach(m.n.meta.NodeID, m.n)
 	}
 	if err := m.checkpointHighWatermarks(); err != nil {
 		m.n.logger.Error("writing the high watermark checkpoint failed", "err", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/topicconfig"
+	"github.com/partlog/partlog/transport/memnet"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -151,7 +152,7 @@ func (n *Broker) startController() error {
 		return err
 	}
 	n.controller = c
-	n.opts.Controller, n.opts.Network = c, NewMemNetwork()
+	n.opts.Controller, n.opts.Network = c, memnet.New()
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport/memnet"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 	Controller *controller.Controller
 	// Network carries replica messages between the brokers of
 	// Controller's cluster in one process.
-	Network *MemNetwork
+	Network *memnet.Network
 	// ControllerAddress is the host:port of the cluster's controller over
 	// TCP; the broker reaches the other members over TCP at the addresses
 	// they registered, and must serve its own with a transport.Server.

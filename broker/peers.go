@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/transport/memnet"
 )
 
 // peerNetwork delivers a batch of replica messages from one node to
@@ -185,80 +185,14 @@ func (o *outbox) close() {
 	o.wg.Wait()
 }
 
-// MemNetwork connects nodes in one process, as a network would, for
-// examples and tests: each node joins it (JoinCluster), and replica
-// messages between them are handed over in memory. Faults can be
-// injected: Disconnect cuts the link between two nodes both ways, Isolate
-// cuts a node off from every other, and Heal restores every link. It is
-// safe for concurrent use.
-type MemNetwork struct {
-	mu    sync.Mutex
-	nodes map[int32]*Broker
-	cut   map[[2]int32]bool
+// memPeers delivers over an in-memory network.
+type memPeers struct{ net *memnet.Network }
+
+func (p memPeers) deliver(ctx context.Context, from, to int32, _ string, msgs []replica.Message) error {
+	return p.net.Send(ctx, from, to, msgs)
 }
 
-// NewMemNetwork returns an empty in-memory network.
-func NewMemNetwork() *MemNetwork {
-	return &MemNetwork{nodes: map[int32]*Broker{}, cut: map[[2]int32]bool{}}
-}
-
-func (m *MemNetwork) attach(id int32, n *Broker) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.nodes[id] = n
-}
-
-func (m *MemNetwork) detach(id int32, n *Broker) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.nodes[id] == n {
-		delete(m.nodes, id)
-	}
-}
-
-// Disconnect cuts the link between nodes a and b, both ways.
-func (m *MemNetwork) Disconnect(a, b int32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cut[[2]int32{a, b}] = true
-	m.cut[[2]int32{b, a}] = true
-}
-
-// Isolate cuts node id off from every other node (not from the
-// controller: see ControllerOptions for how a silent node is fenced).
-func (m *MemNetwork) Isolate(id int32) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cut[[2]int32{id, -1}] = true
-}
-
-// Heal restores every link.
-func (m *MemNetwork) Heal() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.cut)
-}
-
-func (m *MemNetwork) deliver(ctx context.Context, from, to int32, _ string, msgs []replica.Message) error {
-	m.mu.Lock()
-	n := m.nodes[to]
-	cut := m.cut[[2]int32{from, to}] || m.cut[[2]int32{from, -1}] || m.cut[[2]int32{to, -1}]
-	m.mu.Unlock()
-	if n == nil || cut {
-		return fmt.Errorf("%w: node %d is unreachable from %d", kafka.ErrNetwork, to, from)
-	}
-	// The receiver gets its own copy of record bytes, as over a wire.
-	for i := range msgs {
-		if r := msgs[i].FetchResponse; r != nil && len(r.Records) > 0 {
-			c := *r
-			c.Records = append([]byte(nil), r.Records...)
-			msgs[i].FetchResponse = &c
-		}
-	}
-	return n.stepReplicas(ctx, msgs)
-}
-
-func (m *MemNetwork) close() {}
+func (memPeers) close() {}
 
 // tcpPeers delivers replica messages over TCP, to the address each node
 // registered with the controller.
@@ -312,102 +246,4 @@ func (t *tcpPeers) close() {
 		p.client.Close()
 		delete(t.clients, id)
 	}
-}
-
-// memAddress is the address a node on a MemNetwork advertises when it is
-// given none: Metadata answers name it, and Connect resolves it.
-func memAddress(id int32) string { return fmt.Sprintf("mem:%d", id) }
-
-// Connect returns a client of the node at addr ("mem:<node id>"), for a
-// transport.ClusterClient over the nodes of the network
-// (transport.NewClusterClient). Closing the client does not close the
-// node.
-func (m *MemNetwork) Connect(_ context.Context, addr string) (transport.NodeClient, error) {
-	var id int32
-	if _, err := fmt.Sscanf(addr, "mem:%d", &id); err != nil {
-		return nil, fmt.Errorf("%w: %q is not an in-memory address", kafka.ErrNetwork, addr)
-	}
-	c := memClient{m, id}
-	if _, err := c.node(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// memClient is a node's address on the network as a ClusterClient's
-// node. Each call goes to the node on the network at that id now, as a
-// TCP client reconnects to whatever serves its address: a node that
-// closed is unreachable (kafka.ErrNetwork, which a client retries
-// elsewhere), and the node opened again in its place is reached again.
-// Close leaves the node open.
-type memClient struct {
-	net *MemNetwork
-	id  int32
-}
-
-func (memClient) Close() error { return nil }
-
-// node returns the node on the network at the client's id.
-func (c memClient) node() (*Broker, error) {
-	c.net.mu.Lock()
-	n := c.net.nodes[c.id]
-	c.net.mu.Unlock()
-	if n == nil {
-		return nil, fmt.Errorf("%w: node %d is not on the network", kafka.ErrNetwork, c.id)
-	}
-	return n, nil
-}
-
-// unreachable turns the node's ErrClosed into ErrNetwork.
-func unreachable[R any](resp R, err error) (R, error) {
-	if errors.Is(err, ErrClosed) {
-		var zero R
-		return zero, fmt.Errorf("%w: %w", kafka.ErrNetwork, err)
-	}
-	return resp, err
-}
-
-// memCall calls a method of the client's node, which must be on the
-// network and open (its ErrClosed is ErrNetwork here).
-func memCall[Req, Resp any](ctx context.Context, c memClient, req Req, call func(*Broker, context.Context, Req) (Resp, error)) (Resp, error) {
-	n, err := c.node()
-	if err != nil {
-		var zero Resp
-		return zero, err
-	}
-	return unreachable(call(n, ctx, req))
-}
-
-func (c memClient) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	return memCall(ctx, c, req, (*Broker).Metadata)
-}
-
-func (c memClient) Produce(ctx context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
-	return memCall(ctx, c, req, (*Broker).Produce)
-}
-
-func (c memClient) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
-	return memCall(ctx, c, req, (*Broker).Fetch)
-}
-
-func (c memClient) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequest) (*transport.ListOffsetsResponse, error) {
-	return memCall(ctx, c, req, (*Broker).ListOffsets)
-}
-
-func (c memClient) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
-	return memCall(ctx, c, req, (*Broker).InitProducerID)
-}
-
-// Client returns a client of the whole cluster on the network, which
-// sends each partition's requests to its leader and follows leadership
-// as it moves, as a Kafka client does: give it to producer.New and
-// consumer.New. Close it when done.
-func (m *MemNetwork) Client(ctx context.Context) (*transport.ClusterClient, error) {
-	m.mu.Lock()
-	var addrs []string
-	for id := range m.nodes {
-		addrs = append(addrs, memAddress(id))
-	}
-	m.mu.Unlock()
-	return transport.NewClusterClient(ctx, addrs, m.Connect)
 }

@@ -297,14 +297,15 @@ func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 	}
 }
 
-// stepReplicas passes replica messages from another node to the replicas
-// they are for. A fetch for a replica the node does not host (yet: it
+// StepReplicas passes replica messages from another node to the replicas
+// they are for (see memnet.Endpoint); it takes msgs and the bytes they
+// hold. A fetch for a replica the node does not host (yet: it
 // learns of a new topic at its next heartbeat) is answered with
 // NOT_LEADER_OR_FOLLOWER, as Kafka's broker answers, so that the follower
 // fetches again after its FetchBackoff rather than its FetchTimeout; other
 // messages for such replicas are dropped, as the sender's replica
 // recovers.
-func (n *Broker) stepReplicas(ctx context.Context, msgs []replica.Message) error {
+func (n *Broker) StepReplicas(ctx context.Context, msgs []replica.Message) error {
 	if err := n.begin(); err != nil {
 		return err
 	}
@@ -360,7 +361,7 @@ func (n *Broker) HandleInternal(ctx context.Context, key int16, body []byte) ([]
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", kafka.ErrCorruptMessage, err)
 	}
-	return nil, n.stepReplicas(ctx, msgs)
+	return nil, n.StepReplicas(ctx, msgs)
 }
 
 // removeIfOtherTopic removes the directory of partition tp when its
