@@ -66,7 +66,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 		Controller: controller.Options{LeaderImbalanceCheckInterval: time.Duration(ch.rebalance) * opts.TickInterval}})
 	c.Net.AddRule(replicatest.Rule{From: replicatest.Any, To: replicatest.Any, Faults: ch.faults})
 	c.Stabilize()
-	pick := func(ok func(*replicatest.Node) bool) (int32, bool) {
+	pick := func(ok func(*replicatest.Broker) bool) (int32, bool) {
 		var cand []int32
 		for _, id := range ids {
 			if ok(c.Nodes[id]) {
@@ -95,21 +95,21 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 			crash(leader, ch.keepUnsyncedOK && rng.IntN(2) == 0)
 		}
 		if rng.Float64() < ch.crashFollower {
-			if id, ok := pick(func(n *replicatest.Node) bool { return n.Up() && n.ID != c.Leader() }); ok {
+			if id, ok := pick(func(n *replicatest.Broker) bool { return n.Up() && n.ID != c.Leader() }); ok {
 				crash(id, ch.keepUnsyncedOK && rng.IntN(2) == 0)
 			}
 		}
 		if rng.Float64() < ch.wipe {
 			// Never the last ISR member: without eligible leader replicas
 			// (KIP-966) its records would be lost with its disk.
-			if id, ok := pick(func(n *replicatest.Node) bool {
+			if id, ok := pick(func(n *replicatest.Broker) bool {
 				return n.Up() && n.ID != c.Leader() && (len(c.State.ISR) > 1 || !slices.Contains(c.State.ISR, n.ID))
 			}); ok {
 				c.Wipe(id)
 			}
 		}
 		if rng.Float64() < ch.restart {
-			if id, ok := pick(func(n *replicatest.Node) bool { return !n.Up() }); ok {
+			if id, ok := pick(func(n *replicatest.Broker) bool { return !n.Up() }); ok {
 				c.Restart(id)
 			}
 		}
@@ -134,7 +134,7 @@ func runChaos(t *testing.T, seed int64, ticks int, ch chaos) (acked int) {
 			}
 		}
 		if rng.Float64() < ch.elect {
-			if id, ok := pick(func(n *replicatest.Node) bool { return n.Up() && slices.Contains(c.State.ISR, n.ID) }); ok {
+			if id, ok := pick(func(n *replicatest.Broker) bool { return n.Up() && slices.Contains(c.State.ISR, n.ID) }); ok {
 				c.ElectPreferring(id)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 // checkCommitted compares the batches below a newly published high
 // watermark with the committed lineage, extending it when n leads.
-func (c *Cluster) checkCommitted(n *Node, hw int64) {
+func (c *Cluster) checkCommitted(n *Broker, hw int64) {
 	c.T.Helper()
 	if c.Cfg.Unclean == controller.AllowUnclean || c.truncToHW {
 		return // lineages may legitimately fork; tests check what they expect

@@ -62,9 +62,9 @@ type Config struct {
 	OnWriteError func(node int32, err error)
 }
 
-// Node is one node of a Cluster: a filesystem that survives its crashes, and
+// Broker is one broker of a Cluster: a filesystem that survives its crashes, and
 // while it is up, the partition's log and replica over it.
-type Node struct {
+type Broker struct {
 	ID int32
 	// FS is the node's disk.
 	FS *vfs.MemFS
@@ -85,10 +85,10 @@ type Node struct {
 
 // BrokerEpoch returns the broker epoch the controller gave the node's
 // current (or last) incarnation.
-func (n *Node) BrokerEpoch() int64 { return n.brokerEpoch }
+func (n *Broker) BrokerEpoch() int64 { return n.brokerEpoch }
 
 // Up reports whether the node is running.
-func (n *Node) Up() bool { return n.Replica != nil }
+func (n *Broker) Up() bool { return n.Replica != nil }
 
 // Produced is one Produce call and what became of it.
 type Produced struct {
@@ -120,7 +120,7 @@ type Cluster struct {
 	Cfg   Config
 	Net   *Network
 	TP    kafka.TopicPartition
-	Nodes map[int32]*Node
+	Nodes map[int32]*Broker
 	// Controller is the cluster's controller.
 	Controller *controller.Machine
 	// State is the controller's state of the partition, as of its last
@@ -169,7 +169,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	c := &Cluster{
 		T: t, Cfg: cfg, Net: NewNetwork(cfg.Seed),
 		TP:        kafka.TopicPartition{Topic: "sim", Partition: 0},
-		Nodes:     map[int32]*Node{},
+		Nodes:     map[int32]*Broker{},
 		Committed: map[int64]Batch{},
 		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x636c7573746572)), // "cluster"
 		truncToHW: cfg.TruncateToHighWatermark != nil,
@@ -199,7 +199,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	}
 	c.Controller = ctrl
 	for _, id := range cfg.Replicas {
-		n := &Node{ID: id, FS: vfs.NewMem()}
+		n := &Broker{ID: id, FS: vfs.NewMem()}
 		c.Nodes[id] = n
 		c.register(n)
 		c.open(n)
@@ -221,7 +221,7 @@ func (c *Cluster) Fatalf(format string, args ...any) {
 }
 
 // open opens a node's log and replica on its disk.
-func (c *Cluster) open(n *Node) {
+func (c *Cluster) open(n *Broker) {
 	c.T.Helper()
 	l, err := log.Open("/data/"+c.TP.String(), log.Options{FS: n.FS, SegmentBytes: c.Cfg.SegmentBytes, MaxIndexBytes: 4096})
 	if err != nil {
@@ -250,7 +250,7 @@ func (c *Cluster) tracef(format string, args ...any) {
 
 // register registers node n with the controller, which fences its previous
 // incarnation, and keeps the broker epoch it hands out.
-func (c *Cluster) register(n *Node) {
+func (c *Cluster) register(n *Broker) {
 	c.T.Helper()
 	epoch, err := c.Controller.RegisterNode(n.ID)
 	if err != nil {
@@ -531,7 +531,7 @@ func (c *Cluster) Stabilize() {
 
 // handleReady is the driver: it carries out one Ready, in the order the
 // replica package documents.
-func (c *Cluster) handleReady(n *Node) {
+func (c *Cluster) handleReady(n *Broker) {
 	c.T.Helper()
 	rd := n.Replica.Ready()
 	if rd.Truncate != nil {
