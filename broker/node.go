@@ -407,8 +407,9 @@ type TopicDescription struct {
 	ReplicationFactor int16
 	// Configs holds the topic's overrides; Effective every config in
 	// force, defaults included.
-	Configs    map[string]string
-	Effective  map[string]string
+	Configs   map[string]string
+	Effective map[string]string
+	// Partitions describes each partition, by partition number.
 	Partitions []PartitionDescription
 }
 

@@ -30,20 +30,30 @@ type TopicConfig struct {
 // Update is a command for one node: Apply State to its replica of
 // TopicPartition, or, with Deleted, stop and delete that replica.
 type Update struct {
-	Node           int32
+	// Node is the node the command is for.
+	Node int32
+	// TopicPartition is the replica it concerns.
 	TopicPartition kafka.TopicPartition
-	State          replica.LeaderAndISR
-	Deleted        bool
+	// State is the partition's leader, ISR and epochs to apply.
+	State replica.LeaderAndISR
+	// Deleted says the topic is gone: stop the replica and delete its
+	// data.
+	Deleted bool
 }
 
 // NodeState is what the controller records of a node.
 type NodeState struct {
+	// BrokerEpoch is the epoch of the node's current registration.
 	BrokerEpoch int64
-	Fenced      bool
+	// Fenced says the node may lead nothing and is out of every ISR: its
+	// session expired, it shut down, or it has not heartbeat since it
+	// registered.
+	Fenced bool
 }
 
 // TopicState is what the controller records of a topic.
 type TopicState struct {
+	// Unclean is the topic's unclean.leader.election.enable.
 	Unclean Unclean
 	// ID and Configs are the topic's TopicConfig.ID and Configs; Configs
 	// is nil when there are none.
@@ -55,7 +65,9 @@ type TopicState struct {
 
 // ClusterState is the whole metadata: what a Machine persists.
 type ClusterState struct {
-	Nodes  map[int32]NodeState
+	// Nodes holds every registered node, by node id.
+	Nodes map[int32]NodeState
+	// Topics holds every topic, by name.
 	Topics map[string]TopicState
 }
 

@@ -78,6 +78,7 @@ const maxMetadataList = 1 << 12
 // records in order. The fields Type names are set;
 // the others are zero.
 type Record struct {
+	// Type says which change the record is, and so which fields are set.
 	Type RecordType
 	// Node and BrokerEpoch: RegisterNode, FenceNode and UnfenceNode.
 	Node        int32

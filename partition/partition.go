@@ -305,7 +305,9 @@ func (p *Partition) Stop(ch chan<- struct{}) {
 type FetchResult struct {
 	// Records are whole batches; the first may begin before the offset
 	// asked for.
-	Records        []byte
+	Records []byte
+	// HighWatermark and LogStartOffset are the partition's when it was
+	// read.
 	HighWatermark  int64
 	LogStartOffset int64
 }

@@ -35,7 +35,9 @@ type BatchMetadata struct {
 // and its last batches. It is rebuilt from the log's batch headers, which
 // carry all of it.
 type ProducerStateEntry struct {
-	ProducerID    int64
+	// ProducerID is the producer's id.
+	ProducerID int64
+	// ProducerEpoch is the producer's current epoch.
 	ProducerEpoch int16
 	// Batches are the producer's last batches in this epoch, oldest
 	// first, at most BatchesPerProducer.

@@ -60,6 +60,7 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 // producer's last batches, already in the log: Batch is the original,
 // whose offsets answer the retry once the high watermark passes them.
 type DuplicateError struct {
+	// Batch is the original batch the retry duplicates.
 	Batch BatchMetadata
 }
 

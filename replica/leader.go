@@ -53,7 +53,9 @@ type waitingAppend struct {
 // Proposal is an append Propose accepted: its offsets, and the ID its
 // Completion will carry (zero for acks=0, which completes at once).
 type Proposal struct {
-	ID                     uint64
+	// ID names the proposal in its Completion.
+	ID uint64
+	// BaseOffset and LastOffset are the offsets the batch was given.
 	BaseOffset, LastOffset int64
 }
 

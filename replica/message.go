@@ -45,7 +45,9 @@ func (t MessageType) String() string {
 //
 // Exactly the payload that Type names is set.
 type Message struct {
-	Type     MessageType
+	// Type says which of the payloads below is set.
+	Type MessageType
+	// From and To are the sending and receiving nodes' ids.
 	From, To int32
 	// Seq pairs an answer with its request: an answer carries the Seq of
 	// the request it answers, and a follower ignores answers to fetches it
@@ -53,9 +55,14 @@ type Message struct {
 	// sent before it restarted: see Options.BrokerEpoch).
 	Seq uint64
 
-	Fetch         *kafka.ReplicaFetchPartition
+	// Fetch is a follower's fetch of one partition (MsgFetch).
+	Fetch *kafka.ReplicaFetchPartition
+	// FetchResponse is the leader's answer to a Fetch (MsgFetchResponse).
 	FetchResponse *kafka.ReplicaFetchPartitionResponse
-	EpochRequest  *kafka.OffsetForLeaderEpochPartition
+	// EpochRequest asks where the leader's log ends for an epoch
+	// (OffsetForLeaderEpoch), before a follower truncates.
+	EpochRequest *kafka.OffsetForLeaderEpochPartition
+	// EpochResponse answers an EpochRequest.
 	EpochResponse *kafka.OffsetForLeaderEpochPartitionResponse
 }
 

@@ -52,17 +52,23 @@ type Ready struct {
 // Truncation removes the end of the log, or with Fully every record, the
 // log then starting empty at Offset.
 type Truncation struct {
+	// Offset is where the log ends after the truncation (or, with Fully,
+	// where it starts).
 	Offset int64
-	Fully  bool
+	// Fully says remove every record, not only those at and above Offset.
+	Fully bool
 }
 
 // ISRChange is a leader's request to a controller to set the ISR, valid
 // only in LeaderEpoch and PartitionEpoch (the controller refuses it when
 // the partition moved on; see Replica.RejectISRChange).
 type ISRChange struct {
+	// LeaderEpoch and PartitionEpoch are the partition's epochs the
+	// change is made in.
 	LeaderEpoch    int32
 	PartitionEpoch int32
-	ISR            []int32
+	// ISR is the proposed in-sync replica set.
+	ISR []int32
 	// BrokerEpochs holds, for each member of ISR, the broker epoch of the
 	// fetches by which the leader judged it in sync (its own for the
 	// leader; -1 when unknown). A controller refuses the change when a

@@ -81,8 +81,11 @@ func (s LeaderAndISR) Clone() LeaderAndISR {
 
 // Status is a replica's state, for tests, metrics and tools.
 type Status struct {
-	ID    int32
-	Role  Role
+	// ID is the replica's node id.
+	ID int32
+	// Role is leader, follower or none.
+	Role Role
+	// State is the leader, ISR and epochs the replica last applied.
 	State LeaderAndISR
 	// HighWatermark is the replica's high watermark.
 	HighWatermark int64

@@ -62,9 +62,10 @@ type Config struct {
 	OnWriteError func(node int32, err error)
 }
 
-// Broker is one broker of a Cluster: a filesystem that survives its crashes, and
-// while it is up, the partition's log and replica over it.
+// Broker is one broker of a Cluster: a filesystem that survives its
+// crashes, and while it is up, the partition's log and replica over it.
 type Broker struct {
+	// ID is the broker's node id.
 	ID int32
 	// FS is the node's disk.
 	FS *vfs.MemFS
@@ -92,9 +93,13 @@ func (n *Broker) Up() bool { return n.Replica != nil }
 
 // Produced is one Produce call and what became of it.
 type Produced struct {
-	Token  int
-	Node   int32
-	Acks   kafka.Acks
+	// Token is the call's index in Cluster.Produced.
+	Token int
+	// Node is the node the records were proposed to.
+	Node int32
+	// Acks is the acks the produce waited for.
+	Acks kafka.Acks
+	// Values are the records' values, in order.
 	Values []string
 	// Done is set once a Completion came; Err is its error. A produce whose
 	// node crashed first stays not Done: its fate is unknown.
@@ -112,14 +117,19 @@ func (p *Produced) Acked() bool { return p.Done && p.Err == nil }
 // Cluster is the replicas of one partition on nodes joined by a Network,
 // under a controller.Machine that registers the nodes, fences them by
 // session timeout, elects leaders from the ISR and commits the ISR changes
-// leaders propose; the cluster applies the updates it issues. It checks, as it runs, that no replica's
-// high watermark goes backwards and that every batch a leader committed is
+// leaders propose; the cluster applies the updates it issues. It checks,
+// as it runs, that no replica's high watermark goes backwards and that every batch a leader committed is
 // the same on every replica that reports it committed; Check adds the rest.
 type Cluster struct {
-	T     testing.TB
-	Cfg   Config
-	Net   *Network
-	TP    kafka.TopicPartition
+	// T fails the test when a check does not hold.
+	T testing.TB
+	// Cfg is the configuration the cluster was made with.
+	Cfg Config
+	// Net carries the replicas' messages.
+	Net *Network
+	// TP is the partition the cluster replicates.
+	TP kafka.TopicPartition
+	// Nodes holds the brokers, by node id.
 	Nodes map[int32]*Broker
 	// Controller is the cluster's controller.
 	Controller *controller.Machine
@@ -154,10 +164,14 @@ type pendingAlter struct {
 
 // Batch is one batch of a log, as the checks compare them.
 type Batch struct {
+	// BaseOffset and LastOffset are the batch's first and last offsets.
 	BaseOffset, LastOffset int64
-	Epoch                  int32
-	CRC                    uint32
-	Values                 []string
+	// Epoch is the batch's partition leader epoch.
+	Epoch int32
+	// CRC is the batch's CRC-32C.
+	CRC uint32
+	// Values are the records' values.
+	Values []string
 }
 
 // NewCluster starts the controller and a node for each replica, registers

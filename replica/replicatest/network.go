@@ -35,9 +35,12 @@ type Faults struct {
 // (-1, or 0 for Type) matches all. The last rule that matches a message
 // decides its faults.
 type Rule struct {
+	// From and To match the sending and receiving nodes.
 	From, To int32
-	Type     replica.MessageType
-	Faults   Faults
+	// Type matches the message type.
+	Type replica.MessageType
+	// Faults are what befalls a matching message.
+	Faults Faults
 }
 
 // Verdict is what a Network's filter does with a message.
