@@ -24,7 +24,7 @@
 //   - member.go: registration, heartbeats, reconciling hosted replicas
 //     with the controller's metadata; replica_host.go: one hosted replica
 //     and its replica.Node; peers.go: the outbox that carries replica
-//     messages to other brokers (TCP, or the in-memory MemNetwork).
+//     messages to other brokers (TCP, or an in-memory memnet.Network).
 //   - handlers.go, replica_requests.go, admin.go, admin_partitions.go,
 //     producer_ids.go: the Kafka requests.
 //   - group.go, group_placement.go: hosting the group coordinators.
