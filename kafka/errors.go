@@ -105,6 +105,41 @@ var (
 	ErrIneligibleReplica = &Error{107, "INELIGIBLE_REPLICA", false, "a replica added to the ISR is not eligible"}
 )
 
+// The transaction coordinator's errors (KIP-98, KIP-890), and those of the
+// partitions it writes transaction markers to.
+var (
+	// ErrInvalidTxnState answers a request that the transaction's state
+	// does not allow, such as committing a transaction that is being
+	// aborted (Kafka's INVALID_TXN_STATE).
+	ErrInvalidTxnState = &Error{48, "INVALID_TXN_STATE", false, "the transaction's state does not allow this request"}
+	// ErrInvalidProducerIDMapping answers a request whose producer id is
+	// not the one its transactional id has (Kafka's
+	// INVALID_PRODUCER_ID_MAPPING).
+	ErrInvalidProducerIDMapping = &Error{49, "INVALID_PRODUCER_ID_MAPPING", false, "the producer id is not the one the transactional id has"}
+	// ErrInvalidTransactionTimeout answers an InitProducerId whose
+	// transaction timeout is not positive or above
+	// transaction.max.timeout.ms (Kafka's INVALID_TRANSACTION_TIMEOUT).
+	ErrInvalidTransactionTimeout = &Error{50, "INVALID_TRANSACTION_TIMEOUT", false, "transaction timeout outside (0, transaction.max.timeout.ms]"}
+	// ErrConcurrentTransactions answers a request made while the
+	// coordinator is still changing the transaction's state: it is being
+	// written to the transaction log, or its markers are being written
+	// (Kafka's CONCURRENT_TRANSACTIONS). The producer retries.
+	ErrConcurrentTransactions = &Error{51, "CONCURRENT_TRANSACTIONS", true, "the transaction is changing state; retry"}
+	// ErrTransactionCoordinatorFenced answers a WriteTxnMarkers from a
+	// coordinator whose epoch is older than one the partition has seen
+	// for the producer (Kafka's TRANSACTION_COORDINATOR_FENCED).
+	ErrTransactionCoordinatorFenced = &Error{52, "TRANSACTION_COORDINATOR_FENCED", false, "a newer transaction coordinator wrote markers for this producer"}
+	// ErrTransactionalIDNotFound answers a question about a transactional
+	// id the coordinator has no state for (Kafka's
+	// TRANSACTIONAL_ID_NOT_FOUND).
+	ErrTransactionalIDNotFound = &Error{105, "TRANSACTIONAL_ID_NOT_FOUND", false, "the coordinator has no state for the transactional id"}
+	// ErrTransactionAbortable answers a transactional write to a
+	// partition that the producer's ongoing transaction does not include
+	// (KIP-890): the producer must abort the transaction (Kafka's
+	// TRANSACTION_ABORTABLE).
+	ErrTransactionAbortable = &Error{120, "TRANSACTION_ABORTABLE", false, "the transaction cannot go on; abort it"}
+)
+
 // ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
 // older than one the receiver has seen from it: the node restarted since
 // (Kafka's STALE_BROKER_EPOCH).
@@ -133,6 +168,8 @@ func init() {
 		ErrNonEmptyGroup, ErrGroupIDNotFound, ErrMemberIDRequired, ErrGroupMaxSizeReached,
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
 		ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
+		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
+		ErrTransactionCoordinatorFenced, ErrTransactionalIDNotFound, ErrTransactionAbortable,
 	} {
 		errorsByCode[e.Code] = e
 	}

@@ -1,0 +1,440 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
+)
+
+// The requests a producer sends its transaction coordinator. Each carries
+// an ID the caller chooses; its Answer, in a later Ready (the same call's,
+// when it is answered at once), carries the ID back. Version is the
+// request's version in Kafka's protocol: versions that do not know
+// kafka.ErrProducerFenced get kafka.ErrInvalidProducerEpoch instead, as
+// Kafka answers them (InitProducerId below 4; AddPartitionsToTxn,
+// AddOffsetsToTxn and EndTxn below 2).
+
+// InitProducerIDRequest is InitProducerId with a transactional id: it
+// binds the id to a producer id and a new epoch, which fences every older
+// instance of the producer and aborts its open transaction.
+type InitProducerIDRequest struct {
+	// ID names the request to its Answer.
+	ID uint64
+	// Version is the request's version in Kafka's protocol.
+	Version int16
+	// TransactionalID is the producer's transactional.id: not empty (an
+	// idempotent producer's InitProducerId is the caller's), and at most
+	// 32767 bytes, as Kafka's strings.
+	TransactionalID string
+	// TransactionTimeoutMs is the producer's transaction.timeout.ms: it
+	// must be positive and at most Options.TransactionMaxTimeout.
+	TransactionTimeoutMs int32
+	// ProducerID and ProducerEpoch are the id and epoch the producer has
+	// had so far, to resume after an error (KIP-360, version 3 and up),
+	// or -1 and -1 for a producer that is starting.
+	ProducerID int64
+	// ProducerEpoch is the epoch that goes with ProducerID, or -1.
+	ProducerEpoch int16
+}
+
+// AddPartitionsRequest is AddPartitionsToTxn: it adds partitions to the
+// producer's transaction, starting the transaction if none is open.
+type AddPartitionsRequest struct {
+	// ID names the request to its Answer.
+	ID uint64
+	// Version is the request's version in Kafka's protocol.
+	Version int16
+	// TransactionalID, ProducerID and ProducerEpoch name the producer.
+	TransactionalID string
+	// ProducerID is the producer's id.
+	ProducerID int64
+	// ProducerEpoch is the producer's epoch.
+	ProducerEpoch int16
+	// Partitions are the partitions to add.
+	Partitions []kafka.TopicPartition
+	// TransactionVersion is what the client speaks: TV2 when a partition
+	// leader adds a partition on behalf of a TV2 producer
+	// (AddPartitionsToTxn version 5 from a broker), TV0 otherwise.
+	TransactionVersion TransactionVersion
+}
+
+// AddOffsetsRequest is AddOffsetsToTxn: it adds the partition of
+// __consumer_offsets that holds GroupID to the producer's transaction, so
+// that offsets committed in it (TxnOffsetCommit) get its marker.
+type AddOffsetsRequest struct {
+	// ID names the request to its Answer.
+	ID uint64
+	// Version is the request's version in Kafka's protocol.
+	Version int16
+	// TransactionalID names the producer, with ProducerID and
+	// ProducerEpoch.
+	TransactionalID string
+	// ProducerID is the producer's id.
+	ProducerID int64
+	// ProducerEpoch is the producer's epoch.
+	ProducerEpoch int16
+	// GroupID is the consumer group whose offsets the transaction commits.
+	GroupID string
+	// TransactionVersion is what the client speaks, as in
+	// AddPartitionsRequest.
+	TransactionVersion TransactionVersion
+}
+
+// EndTxnRequest is EndTxn: it commits or aborts the producer's
+// transaction. Its Answer comes once the outcome is durable (the Prepare
+// record), before the markers are written; a retry meanwhile gets
+// kafka.ErrConcurrentTransactions, and after them the same outcome.
+type EndTxnRequest struct {
+	// ID names the request to its Answer.
+	ID uint64
+	// Version is the request's version in Kafka's protocol.
+	Version int16
+	// TransactionalID names the producer, with ProducerID and
+	// ProducerEpoch.
+	TransactionalID string
+	// ProducerID is the producer's id.
+	ProducerID int64
+	// ProducerEpoch is the producer's epoch.
+	ProducerEpoch int16
+	// Result is Commit or Abort.
+	Result Result
+	// TransactionVersion is what the client speaks: TV2 (the epoch is
+	// bumped at the end of every transaction, KIP-890 part 2) when it
+	// sends EndTxn version 5 or later, TV0 otherwise — Kafka's rule.
+	TransactionVersion TransactionVersion
+}
+
+// Answer answers a request.
+type Answer struct {
+	// Request is the request's ID.
+	Request uint64
+	// Err is nil, or a Kafka error (errors.Is with kafka's sentinels).
+	Err error
+	// ProducerID and ProducerEpoch answer InitProducerId, and EndTxn
+	// (version 5 answers them: the id and epoch the producer has once the
+	// transaction completes); -1 otherwise and on errors.
+	ProducerID int64
+	// ProducerEpoch is the epoch that goes with ProducerID, or -1.
+	ProducerEpoch int16
+}
+
+// api names a request, for its answer.
+type api uint8
+
+const (
+	apiInitProducerID api = iota
+	apiAddPartitions
+	apiAddOffsets
+	apiEndTxn
+)
+
+// reply is what answering a request needs.
+type reply struct {
+	id      uint64
+	api     api
+	version int16
+}
+
+// knowsProducerFenced reports whether a request's version knows
+// PRODUCER_FENCED (KIP-588).
+func (r *reply) knowsProducerFenced() bool {
+	if r.api == apiInitProducerID {
+		return r.version >= 4
+	}
+	return r.version >= 2
+}
+
+// answer queues the answer to r.
+func (c *Coordinator) answer(r *reply, err error, producerID int64, epoch int16) {
+	if err != nil {
+		if errors.Is(err, kafka.ErrProducerFenced) && !r.knowsProducerFenced() {
+			err = fmt.Errorf("%w: %v", kafka.ErrInvalidProducerEpoch, err)
+		}
+		producerID, epoch = noProducerID, noProducerEpoch
+	}
+	c.ready.Answers = append(c.ready.Answers, Answer{Request: r.id, Err: err, ProducerID: producerID, ProducerEpoch: epoch})
+}
+
+// InitProducerID handles InitProducerId for a transactional id (Kafka's
+// handleInitProducerId). A new id gets a producer id and epoch 0; a known
+// one the next epoch, or a new producer id at epoch 0 when its epoch ran
+// out. An open transaction is aborted first, with the epoch bumped to
+// fence its producer, and the request answered
+// kafka.ErrConcurrentTransactions: the producer retries and then gets the
+// epoch after that. nowMs is the caller's clock, in ms.
+func (c *Coordinator) InitProducerID(req InitProducerIDRequest, nowMs int64) {
+	r := &reply{req.ID, apiInitProducerID, req.Version}
+	fail := func(err error) { c.answer(r, err, noProducerID, noProducerEpoch) }
+	id, resume := req.TransactionalID, req.ProducerID != noProducerID
+	switch {
+	case resume != (req.ProducerEpoch != noProducerEpoch):
+		fail(fmt.Errorf("%w: producer id %d with epoch %d", kafka.ErrInvalidRequest, req.ProducerID, req.ProducerEpoch))
+		return
+	case id == "" || len(id) > math.MaxInt16:
+		fail(fmt.Errorf("%w: transactional id of %d bytes", kafka.ErrInvalidRequest, len(id)))
+		return
+	case req.TransactionTimeoutMs <= 0 || int64(req.TransactionTimeoutMs) > c.opts.TransactionMaxTimeout.Milliseconds():
+		fail(fmt.Errorf("%w: %d ms, the most is %d", kafka.ErrInvalidTransactionTimeout, req.TransactionTimeoutMs, c.opts.TransactionMaxTimeout.Milliseconds()))
+		return
+	}
+	p, m, err := c.lookup(id)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if m == nil {
+		pid, err := c.ids.NextProducerID()
+		if err != nil {
+			fail(err)
+			return
+		}
+		m = &txnMeta{id: id, partition: p, cur: txnState{
+			producerID: pid, prevProducerID: noProducerID, nextProducerID: noProducerID,
+			epoch: noProducerEpoch, lastEpoch: noProducerEpoch, timeoutMs: req.TransactionTimeoutMs,
+			state: Empty, startMs: -1, updateMs: nowMs,
+		}}
+		p.txns[id] = m
+	}
+	s := &m.cur
+	if c.opts.fencePrepared && s.state.prepared() && m.pending == nil {
+		m.phase = nil // the broken coordinator forgets the decided outcome
+		c.begin(m, kindFence, s.prepared(Abort, s.tv, true, noProducerID, nowMs), r, nowMs)
+		return
+	}
+	switch {
+	case m.busy():
+		fail(fmt.Errorf("%w: %q is changing state", kafka.ErrConcurrentTransactions, id))
+		return
+	case resume && s.epoch != noProducerEpoch && req.ProducerID != s.producerID &&
+		!(req.ProducerID == s.prevProducerID && exhausted(req.ProducerEpoch)):
+		fail(fmt.Errorf("%w: %q has producer id %d, not %d", kafka.ErrProducerFenced, id, s.producerID, req.ProducerID))
+		return
+	}
+	switch s.state {
+	case PrepareCommit, PrepareAbort:
+		fail(fmt.Errorf("%w: %q is in %s", kafka.ErrConcurrentTransactions, id, s.state))
+	case Ongoing:
+		c.begin(m, kindFence, s.prepared(Abort, s.tv, true, noProducerID, nowMs), r, nowMs)
+	default: // Empty, CompleteCommit, CompleteAbort
+		next, err := c.reinitialize(s, resume, req.ProducerEpoch, req.TransactionTimeoutMs, nowMs)
+		if err != nil {
+			fail(fmt.Errorf("%w (transactional id %q)", err, id))
+			return
+		}
+		c.begin(m, kindInit, next, r, nowMs)
+	}
+}
+
+// reinitialize returns the state InitProducerId moves s to, when no
+// transaction is open (Kafka's prepareIncrementProducerEpoch and
+// prepareProducerIdRotation). resume says the producer named its epoch,
+// expected.
+func (c *Coordinator) reinitialize(s *txnState, resume bool, expected int16, timeoutMs int32, nowMs int64) (txnState, error) {
+	switch {
+	case exhausted(s.epoch) && (!resume || expected == s.epoch):
+		lastEpoch := noProducerEpoch
+		if resume {
+			lastEpoch = s.epoch
+		}
+		if c.opts.reuseProducerID {
+			return s.reinitialized(s.producerID, 0, lastEpoch, timeoutMs, nowMs), nil
+		}
+		pid, err := c.ids.NextProducerID()
+		if err != nil {
+			return txnState{}, err
+		}
+		return s.reinitialized(pid, 0, lastEpoch, timeoutMs, nowMs), nil
+	case !resume:
+		return s.reinitialized(s.producerID, s.epoch+1, noProducerEpoch, timeoutMs, nowMs), nil
+	case s.epoch == noProducerEpoch || expected == s.epoch:
+		return s.reinitialized(s.producerID, s.epoch+1, s.epoch, timeoutMs, nowMs), nil
+	case expected == s.lastEpoch:
+		// A retry of an InitProducerId that succeeded: answer the same
+		// epoch again.
+		return s.reinitialized(s.producerID, s.epoch, s.lastEpoch, timeoutMs, nowMs), nil
+	}
+	return txnState{}, fmt.Errorf("%w: epoch %d is neither the current %d nor the previous %d", kafka.ErrProducerFenced, expected, s.epoch, s.lastEpoch)
+}
+
+// AddPartitions handles AddPartitionsToTxn (Kafka's
+// handleAddPartitionsToTransaction). nowMs is the caller's clock, in ms.
+func (c *Coordinator) AddPartitions(req AddPartitionsRequest, nowMs int64) {
+	r := &reply{req.ID, apiAddPartitions, req.Version}
+	c.addPartitions(r, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Partitions, req.TransactionVersion, nowMs)
+}
+
+// AddOffsets handles AddOffsetsToTxn: it adds the partition of
+// __consumer_offsets that holds the group, out of
+// Options.OffsetsPartitions. nowMs is the caller's clock, in ms.
+func (c *Coordinator) AddOffsets(req AddOffsetsRequest, nowMs int64) {
+	r := &reply{req.ID, apiAddOffsets, req.Version}
+	tp := kafka.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.GroupID, c.opts.OffsetsPartitions)}
+	c.addPartitions(r, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []kafka.TopicPartition{tp}, req.TransactionVersion, nowMs)
+}
+
+func (c *Coordinator) addPartitions(r *reply, id string, producerID int64, epoch int16, tps []kafka.TopicPartition, tv TransactionVersion, nowMs int64) {
+	if id == "" {
+		c.answer(r, fmt.Errorf("%w: empty transactional id", kafka.ErrInvalidRequest), noProducerID, noProducerEpoch)
+		return
+	}
+	m, err := c.producer(id, producerID, epoch)
+	switch {
+	case err != nil:
+	case m.busy() || m.cur.state.prepared():
+		err = fmt.Errorf("%w: %q is changing state", kafka.ErrConcurrentTransactions, id)
+	case m.cur.state == Ongoing && includesAll(&m.cur, tps):
+	default:
+		c.begin(m, kindAdd, m.cur.withPartitions(tps, tv, nowMs), r, nowMs)
+		return
+	}
+	c.answer(r, err, noProducerID, noProducerEpoch)
+}
+
+// includesAll reports whether every partition of tps is in s.
+func includesAll(s *txnState, tps []kafka.TopicPartition) bool {
+	for _, tp := range tps {
+		if !s.includes(tp) {
+			return false
+		}
+	}
+	return true
+}
+
+// producer returns id's state when the request's producer id and epoch
+// are its current ones, or the error Kafka answers.
+func (c *Coordinator) producer(id string, producerID int64, epoch int16) (*txnMeta, error) {
+	_, m, err := c.lookup(id)
+	switch {
+	case err != nil:
+		return nil, err
+	case m == nil || !m.durable:
+		return nil, fmt.Errorf("%w: %q has no producer id", kafka.ErrInvalidProducerIDMapping, id)
+	case producerID != m.cur.producerID:
+		return nil, c.wrongProducerID(m, producerID, epoch)
+	case epoch != m.cur.epoch:
+		return nil, fmt.Errorf("%w: %q has epoch %d, not %d", kafka.ErrProducerFenced, id, m.cur.epoch, epoch)
+	}
+	return m, nil
+}
+
+// wrongProducerID returns the error for a request whose producer id is
+// not id's: kafka.ErrInvalidProducerIDMapping, or, for the producer id a
+// TV2 transaction moves to once it completes (EndTxn answered it),
+// kafka.ErrConcurrentTransactions until it does.
+func (c *Coordinator) wrongProducerID(m *txnMeta, producerID int64, epoch int16) error {
+	if producerID == m.cur.nextProducerID && epoch == 0 {
+		return fmt.Errorf("%w: %q moves to producer id %d once its transaction completes", kafka.ErrConcurrentTransactions, m.id, producerID)
+	}
+	return fmt.Errorf("%w: %q has producer id %d, not %d", kafka.ErrInvalidProducerIDMapping, m.id, m.cur.producerID, producerID)
+}
+
+// EndTxn handles EndTxn (Kafka's handleEndTransaction). nowMs is the
+// caller's clock, in ms.
+func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) {
+	r := &reply{req.ID, apiEndTxn, req.Version}
+	id := req.TransactionalID
+	fail := func(err error) { c.answer(r, err, noProducerID, noProducerEpoch) }
+	if id == "" {
+		fail(fmt.Errorf("%w: empty transactional id", kafka.ErrInvalidRequest))
+		return
+	}
+	_, m, err := c.lookup(id)
+	if err == nil && (m == nil || !m.durable) {
+		err = fmt.Errorf("%w: %q has no producer id", kafka.ErrInvalidProducerIDMapping, id)
+	}
+	if err == nil {
+		err = c.checkEnd(m, &req)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	s := &m.cur
+	switch s.state {
+	case Ongoing:
+		next := noProducerID
+		if s.needsNextProducerID(req.TransactionVersion) {
+			if next, err = c.ids.NextProducerID(); err != nil {
+				fail(err)
+				return
+			}
+		}
+		c.begin(m, kindEnd, s.prepared(req.Result, req.TransactionVersion, false, next, nowMs), r, nowMs)
+	case CompleteCommit, CompleteAbort:
+		if resultOf(s.state) != req.Result {
+			fail(fmt.Errorf("%w: %q is %s; it cannot %s", kafka.ErrInvalidTxnState, id, s.state, req.Result))
+			return
+		}
+		c.answer(r, nil, s.producerID, s.epoch) // a retry: the outcome stands
+	case PrepareCommit, PrepareAbort:
+		fail(fmt.Errorf("%w: %q is in %s", kafka.ErrConcurrentTransactions, id, s.state))
+	default: // Empty
+		fail(fmt.Errorf("%w: %q has no open transaction to %s", kafka.ErrInvalidTxnState, id, req.Result))
+	}
+}
+
+// checkEnd returns the error Kafka answers an EndTxn with before looking at
+// the state, or nil. Under TV2 the epoch moved when the transaction ended,
+// so a retry of its EndTxn carries the epoch before: one less than the
+// current, or, after an epoch overflow, the exhausted epoch of the
+// previous producer id.
+func (c *Coordinator) checkEnd(m *txnMeta, req *EndTxnRequest) error {
+	s := &m.cur
+	tv2 := s.tv.bumpsEpoch()
+	retryOnOverflow := tv2 && req.ProducerID == s.prevProducerID && req.ProducerEpoch == math.MaxInt16-1 && s.epoch == 0
+	retryOnBump := tv2 && int32(s.epoch) == int32(req.ProducerEpoch)+1
+	valid := req.ProducerEpoch == s.epoch
+	if tv2 && s.state.prepared() {
+		valid = retryOnBump
+	} else if tv2 && s.state.completed() {
+		valid = retryOnBump || retryOnOverflow
+	}
+	switch {
+	case req.ProducerID != s.producerID && !retryOnOverflow:
+		return c.wrongProducerID(m, req.ProducerID, req.ProducerEpoch)
+	case !valid:
+		return fmt.Errorf("%w: %q has epoch %d; EndTxn came with %d", kafka.ErrProducerFenced, m.id, s.epoch, req.ProducerEpoch)
+	case m.busy():
+		return fmt.Errorf("%w: %q is changing state", kafka.ErrConcurrentTransactions, m.id)
+	}
+	return nil
+}
+
+// PartitionResult is the answer for one partition.
+type PartitionResult struct {
+	// Partition is the partition asked about.
+	Partition kafka.TopicPartition
+	// Err is nil, or a Kafka error.
+	Err error
+}
+
+// VerifyPartitions answers a partition leader that is about to accept a
+// transactional write (KIP-890 part 1; Kafka's AddPartitionsToTxn version 4
+// with VerifyOnly): is producerID, at epoch, the producer of
+// transactionalID, in a transaction that includes each partition? A
+// partition that is included gets nil, one that is not
+// kafka.ErrTransactionAbortable; and all get kafka.ErrProducerFenced when
+// the epoch is not the current one, kafka.ErrInvalidProducerIDMapping when
+// the producer id is not the id's, kafka.ErrConcurrentTransactions while the
+// transaction's outcome is being written, kafka.ErrNotCoordinator when the
+// id's partition is not loaded here. It changes nothing and queues nothing.
+func (c *Coordinator) VerifyPartitions(transactionalID string, producerID int64, epoch int16, partitions []kafka.TopicPartition) []PartitionResult {
+	var m *txnMeta
+	var err error
+	if transactionalID == "" {
+		err = fmt.Errorf("%w: empty transactional id", kafka.ErrInvalidRequest)
+	} else if m, err = c.producer(transactionalID, producerID, epoch); err == nil && m.cur.state.prepared() {
+		err = fmt.Errorf("%w: %q is in %s", kafka.ErrConcurrentTransactions, transactionalID, m.cur.state)
+	}
+	out := make([]PartitionResult, len(partitions))
+	for i, tp := range partitions {
+		out[i] = PartitionResult{Partition: tp, Err: err}
+		if err == nil && !m.cur.includes(tp) {
+			out[i].Err = fmt.Errorf("%w: %s is not in the transaction of %q", kafka.ErrTransactionAbortable, tp, transactionalID)
+		}
+	}
+	return out
+}
