@@ -102,6 +102,8 @@
 //	memnet     (transport/memnet) the in-memory network between the
 //	           brokers of a cluster in one process, with faults
 //	producer   partitioners, batching, acks, retries, idempotence
+//	txn        the transaction coordinator as a state machine (not yet
+//	           wired into the broker)
 //	group      the group coordinator: membership, generations, offsets in
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
