@@ -85,23 +85,6 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-func TestPartitionForMatchesKafka(t *testing.T) {
-	// Java: "lzl".hashCode() == 107678; "hello".hashCode() == 99162322;
-	// "polygenelubricants".hashCode() == Integer.MIN_VALUE, which
-	// Utils.abs takes to 0; "Aa" and "BB" collide at 2112.
-	require.Equal(t, int32(107678), javaHashCode("lzl"))
-	require.Equal(t, int32(99162322), javaHashCode("hello"))
-	require.Equal(t, int32(-1<<31), javaHashCode("polygenelubricants"))
-	require.Equal(t, javaHashCode("Aa"), javaHashCode("BB"))
-	require.Equal(t, int32(107678%50), PartitionFor("lzl", 50))
-	require.Equal(t, int32(99162322%50), PartitionFor("hello", 50))
-	require.Equal(t, int32(0), PartitionFor("polygenelubricants", 50))
-	// A negative hash: "billing-consumers".
-	h := javaHashCode("zzzzzzzz")
-	require.Less(t, h, int32(0))
-	require.Equal(t, (-h)%7, PartitionFor("zzzzzzzz", 7))
-}
-
 // FuzzDecodeKey: decoding never panics, and what decodes encodes back to
 // the same key.
 func FuzzDecodeKey(f *testing.F) {

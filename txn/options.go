@@ -6,22 +6,20 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/partlog/partlog/group"
+	"github.com/partlog/partlog/kafka"
 )
 
 // StateTopic is the internal topic that holds the coordinator's state.
-const StateTopic = "__transaction_state"
+const StateTopic = kafka.TransactionStateTopic
 
 // DefaultStatePartitions is Kafka's transaction.state.log.num.partitions.
 const DefaultStatePartitions = 50
 
 // PartitionFor returns the partition of __transaction_state, out of n,
-// that holds a transactional id, and so which node coordinates it:
-// abs(hashCode(id)) % n with Java's String.hashCode and Kafka's Utils.abs,
-// the rule __consumer_offsets uses for a group, so that an id lands where
-// Kafka would put it.
+// that holds a transactional id, and so which node coordinates it, as
+// Kafka places it (kafka.CoordinatorPartition).
 func PartitionFor(transactionalID string, n int32) int32 {
-	return group.PartitionFor(transactionalID, n)
+	return kafka.CoordinatorPartition(transactionalID, n)
 }
 
 var (
@@ -105,7 +103,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.StatePartitions = DefaultStatePartitions
 	}
 	if o.OffsetsPartitions == 0 {
-		o.OffsetsPartitions = group.DefaultOffsetsTopicPartitions
+		o.OffsetsPartitions = kafka.DefaultCoordinatorPartitions
 	}
 	if o.TransactionMaxTimeout == 0 {
 		o.TransactionMaxTimeout = defaultTransactionMaxTimeout

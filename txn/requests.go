@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 )
 
@@ -271,7 +270,7 @@ func (c *Coordinator) AddPartitions(req AddPartitionsRequest, nowMs int64) {
 // Options.OffsetsPartitions. nowMs is the caller's clock, in ms.
 func (c *Coordinator) AddOffsets(req AddOffsetsRequest, nowMs int64) {
 	r := &reply{req.ID, apiAddOffsets, req.Version}
-	tp := kafka.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(req.GroupID, c.opts.OffsetsPartitions)}
+	tp := kafka.TopicPartition{Topic: kafka.OffsetsTopic, Partition: kafka.CoordinatorPartition(req.GroupID, c.opts.OffsetsPartitions)}
 	c.addPartitions(r, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []kafka.TopicPartition{tp}, req.TransactionVersion, nowMs)
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 )
 
@@ -301,7 +300,7 @@ func TestAddPartitionsErrors(t *testing.T) {
 	h.c.AddOffsets(AddOffsetsRequest{ID: id, Version: 3, TransactionalID: "a", ProducerID: p.pid, ProducerEpoch: p.epoch, GroupID: "lzl"}, h.now)
 	h.finishAppend(nil)
 	require.NoError(t, h.answer(id).Err)
-	require.Equal(t, []kafka.TopicPartition{{Topic: group.OffsetsTopic, Partition: 107678 % 50}}, h.state("a").Partitions)
+	require.Equal(t, []kafka.TopicPartition{{Topic: kafka.OffsetsTopic, Partition: 107678 % 50}}, h.state("a").Partitions)
 	id = h.nextReq()
 	h.c.AddOffsets(AddOffsetsRequest{ID: id, Version: 1, TransactionalID: "a", ProducerID: p.pid, ProducerEpoch: 3, GroupID: "lzl"}, h.now)
 	require.ErrorIs(t, h.answer(id).Err, kafka.ErrInvalidProducerEpoch)
