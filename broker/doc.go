@@ -27,7 +27,9 @@
 //     messages to other brokers (TCP, or an in-memory memnet.Network).
 //   - handlers.go, replica_requests.go, admin.go, admin_partitions.go,
 //     producer_ids.go: the Kafka requests.
-//   - group.go, group_placement.go: hosting the group coordinators.
+//   - group.go, group_placement.go: hosting the group coordinator on the
+//     partitions it leads (coordinator_partitions.go, the same for every
+//     coordinator).
 //   - cleaner.go: the log cleaner of compacted topics; migrate.go: opening
 //     a directory written before a node on its own was a cluster of one.
 package broker

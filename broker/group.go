@@ -32,13 +32,14 @@ type groupHost struct {
 
 	mu    sync.Mutex
 	coord *group.Coordinator
-	// cluster is the partitions of __consumer_offsets the node leads.
-	cluster *clusterGroups
+	// offsets are the partitions of __consumer_offsets the node leads.
+	offsets *coordinatorPartitions
 }
 
 // startGroups starts the ticks of the group coordinator.
 func (n *Broker) startGroups() {
 	n.groups = &groupHost{n: n}
+	n.groups.offsets = newCoordinatorPartitions(n, group.OffsetsTopic, groupState{n.groups})
 	n.runEvery(groupTickInterval, func() {
 		if c := n.groups.loadedCoordinator(); c != nil {
 			c.Tick()

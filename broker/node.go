@@ -107,7 +107,7 @@ func Open(dir string, o Options) (*Broker, error) {
 	err = n.joinCluster(ctx)
 	if err == nil {
 		// Groups are answered once loaded: a node opened is ready.
-		err = n.groups.clusterGroups().awaitLoads(ctx)
+		err = n.groups.offsets.awaitLoads(ctx)
 	}
 	cancel()
 	if err != nil {

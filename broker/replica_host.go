@@ -66,7 +66,7 @@ func (h *replicaHost) leads(id int32) bool {
 // directory.
 func (m *clusterMember) remove(h *replicaHost) {
 	m.n.logger.Info("removing a replica", "partition", h.tp.String())
-	m.offsetsRemoved(h)
+	m.coordinatorRemoved(h)
 	m.stopReplica(h)
 	h.p.Close()
 	if err := m.n.logs.Remove(h.tp); err != nil {
@@ -199,7 +199,7 @@ func (m *clusterMember) recoverReplica(h *replicaHost, rn *replica.Node, err err
 			m.offline[h.tp] = err
 		}
 		m.mu.Unlock()
-		m.offsetsRemoved(h)
+		m.coordinatorRemoved(h)
 		h.p.Close()
 		return
 	}
@@ -271,7 +271,7 @@ func (m *clusterMember) apply(ctx context.Context, h *replicaHost, s replica.Lea
 	h.mu.Lock()
 	h.state = s
 	h.mu.Unlock()
-	m.offsetsLeadership(h, s)
+	m.coordinatorLeadership(h, s)
 	return nil
 }
 
