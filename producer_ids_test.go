@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,20 +82,57 @@ func readAll(t *testing.T, fsys vfs.FS, name string) string {
 	return string(data)
 }
 
-// TestInitProducerIDErrors: a transactional id is refused until
-// transactions exist, a damaged id file fails clearly (and the node hands
-// out nothing it cannot persist), and a closed node answers ErrClosed.
+// TestTransactionalInitProducerID: a transactional id is bound to one
+// producer id, and every InitProducerId for it bumps the epoch — which
+// fences the instance before — across a restart of the node too: the
+// coordinator's state is in __transaction_state.
+func TestTransactionalInitProducerID(t *testing.T) {
+	fsys := vfs.NewMem()
+	ctx := context.Background()
+	init := func(n *partlog.Node, id string) (int64, int16) {
+		t.Helper()
+		req := &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: time.Minute, ProducerID: -1, ProducerEpoch: -1}
+		for {
+			resp, err := n.Client().InitProducerID(ctx, req)
+			require.NoError(t, err)
+			if errors.Is(resp.Err, kafka.ErrCoordinatorLoadInProgress) || errors.Is(resp.Err, kafka.ErrConcurrentTransactions) {
+				continue // the first block of producer ids is being fetched
+			}
+			require.NoError(t, resp.Err)
+			return resp.ProducerID, resp.ProducerEpoch
+		}
+	}
+	n := openNode(t, fsys)
+	pid, epoch := init(n, "tx")
+	require.Equal(t, int16(0), epoch)
+	again, epoch := init(n, "tx")
+	require.Equal(t, pid, again, "the id keeps its producer id")
+	require.Equal(t, int16(1), epoch, "a new instance fences the old one")
+	other, _ := init(n, "other")
+	require.NotEqual(t, pid, other)
+	require.NoError(t, n.Close())
+
+	n = openNode(t, fsys)
+	defer n.Close()
+	again, epoch = init(n, "tx")
+	require.Equal(t, pid, again, "the binding survives a restart")
+	require.Equal(t, int16(2), epoch)
+	resp, err := n.Client().InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: 100 * time.Hour, ProducerID: -1, ProducerEpoch: -1})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Err, kafka.ErrInvalidTransactionTimeout, "above transaction.max.timeout.ms")
+}
+
+// TestInitProducerIDErrors: a damaged id file fails clearly (and the node
+// hands out nothing it cannot persist), and a closed node answers
+// ErrClosed.
 func TestInitProducerIDErrors(t *testing.T) {
 	fsys := vfs.NewMem()
 	n := openNode(t, fsys)
-	resp, err := n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{TransactionalID: "tx", ProducerID: -1, ProducerEpoch: -1})
-	require.NoError(t, err)
-	require.ErrorIs(t, resp.Err, kafka.ErrInvalidRequest)
 	require.NoError(t, n.Close())
 
 	require.NoError(t, vfs.WriteFileAtomic(fsys, "/data/"+partlog.ProducerIDsFileName, []byte("version=0\nnext.producer.id=oops\n")))
 	n = openNode(t, fsys)
-	resp, err = n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+	resp, err := n.Client().InitProducerID(context.Background(), &transport.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Err, kafka.ErrKafkaStorage)
 	require.ErrorContains(t, resp.Err, "bad next.producer.id")

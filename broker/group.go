@@ -2,12 +2,10 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/partlog/partlog/group"
-	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -115,11 +113,6 @@ func startAndWait[Req, Resp any](ctx context.Context, n *Broker, c *group.Coordi
 		return zero, ctx.Err()
 	}
 }
-
-// errNoTransactions answers FindCoordinator for a transactional id until
-// transactions exist: not retriable, so that a client fails at once with
-// the reason rather than retrying COORDINATOR_NOT_AVAILABLE for a minute.
-var errNoTransactions = fmt.Errorf("%w: partlog does not support transactions yet (FindCoordinator for a transactional id)", kafka.ErrUnsupportedVersion)
 
 // FindCoordinator names the coordinator of a group: the leader of the
 // group's partition of __consumer_offsets, which it creates first if need

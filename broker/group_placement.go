@@ -65,14 +65,18 @@ func (g groupState) unload(p int32) {
 	}
 }
 
-// offsetsTopicConfigs are the configs of __consumer_offsets, and
-// offsetsTopicPartitions its partition count, when the node creates it.
+// offsetsTopicConfigs returns the partition count and configs of
+// __consumer_offsets when the node creates it.
 func (n *Broker) offsetsTopicConfigs() (int32, map[string]string) {
-	partitions := n.opts.Groups.Partitions
-	if partitions <= 0 {
-		partitions = group.DefaultOffsetsTopicPartitions
+	return n.offsetsTopicPartitions(), map[string]string{topicconfig.CleanupPolicy: "compact", topicconfig.SegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}
+}
+
+// offsetsTopicPartitions is offsets.topic.num.partitions.
+func (n *Broker) offsetsTopicPartitions() int32 {
+	if p := n.opts.Groups.Partitions; p > 0 {
+		return p
 	}
-	return partitions, map[string]string{topicconfig.CleanupPolicy: "compact", topicconfig.SegmentBytes: strconv.Itoa(offsetsTopicSegmentBytes)}
+	return group.DefaultOffsetsTopicPartitions
 }
 
 // coordinatorOf returns the coordinator for a request about groupID: the
@@ -122,8 +126,11 @@ func (n *Broker) findCoordinator(ctx context.Context, req *transport.FindCoordin
 	}
 	defer n.end()
 	resp := &transport.FindCoordinatorResponse{NodeID: -1, Port: -1}
+	if req.KeyType == transport.CoordinatorTransaction {
+		return n.findTxnCoordinator(ctx, req.Key), nil
+	}
 	if req.KeyType != transport.CoordinatorGroup {
-		resp.Err = errNoTransactions
+		resp.Err = fmt.Errorf("%w: coordinator key type %d", kafka.ErrInvalidRequest, req.KeyType)
 		return resp, nil
 	}
 	partitions, configs := n.offsetsTopicConfigs()

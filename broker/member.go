@@ -432,16 +432,47 @@ func (m *clusterMember) leave(controlled bool) {
 func (m *clusterMember) producerID(ctx context.Context) (int64, error) {
 	m.pidMu.Lock()
 	defer m.pidMu.Unlock()
-	if m.pidNext >= m.pidEnd {
-		start, end, err := m.ctl.ProducerIDs(ctx, m.n.meta.NodeID)
-		if err != nil {
-			return -1, err
-		}
-		m.pidNext, m.pidEnd = start, end
+	if err := m.reserveProducerIDsLocked(ctx); err != nil {
+		return -1, err
 	}
 	id := m.pidNext
 	m.pidNext++
 	return id, nil
+}
+
+// tryProducerID hands out the next producer id of the node's block, if it
+// has one left, without waiting for the controller.
+func (m *clusterMember) tryProducerID() (int64, bool) {
+	if !m.pidMu.TryLock() {
+		return -1, false // a block is being fetched
+	}
+	defer m.pidMu.Unlock()
+	if m.pidNext >= m.pidEnd {
+		return -1, false
+	}
+	id := m.pidNext
+	m.pidNext++
+	return id, true
+}
+
+// reserveProducerIDs fetches the node's next block of producer ids from
+// the controller, unless it has ids left.
+func (m *clusterMember) reserveProducerIDs(ctx context.Context) error {
+	m.pidMu.Lock()
+	defer m.pidMu.Unlock()
+	return m.reserveProducerIDsLocked(ctx)
+}
+
+func (m *clusterMember) reserveProducerIDsLocked(ctx context.Context) error {
+	if m.pidNext < m.pidEnd {
+		return nil
+	}
+	start, end, err := m.ctl.ProducerIDs(ctx, m.n.meta.NodeID)
+	if err != nil {
+		return err
+	}
+	m.pidNext, m.pidEnd = start, end
+	return nil
 }
 
 // goUnlessLeaving runs f on a goroutine that leave waits for, unless the

@@ -57,6 +57,7 @@ type Broker struct {
 	meta   metaProperties
 	logs   *log.Dir
 	groups *groupHost
+	txns   *txnHost
 	member *clusterMember
 	// controller is the in-process controller of a node on its own, which
 	// the node closes; nil for a member of a cluster whose controller runs
@@ -103,11 +104,20 @@ func Open(dir string, o Options) (*Broker, error) {
 		}
 	}
 	n.startGroups()
+	if err := n.startTxns(); err != nil {
+		logs.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = n.joinCluster(ctx)
 	if err == nil {
-		// Groups are answered once loaded: a node opened is ready.
-		err = n.groups.offsets.awaitLoads(ctx)
+		// Groups and transactions are answered once loaded: a node
+		// opened is ready.
+		for _, cp := range n.coordinatorTopics() {
+			if err = cp.awaitLoads(ctx); err != nil {
+				break
+			}
+		}
 	}
 	cancel()
 	if err != nil {
@@ -291,6 +301,7 @@ func (n *Broker) close(controlled bool) error {
 		}
 	}
 	n.stopGroups()
+	n.txns.stopTxns()
 	n.requests.Lock()
 	defer n.requests.Unlock()
 	close(n.stop)

@@ -2,9 +2,7 @@ package broker
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -12,11 +10,11 @@ import (
 var _ transport.ProducerIDClient = (*Broker)(nil)
 
 // InitProducerID hands out a new producer id with epoch 0, from a block
-// the controller reserved for this node, for an
-// idempotent producer (an empty TransactionalID). Transactional ids are not
-// supported yet: they are answered with kafka.ErrInvalidRequest. A
-// failure to persist the id block is kafka.ErrKafkaStorage, and the
-// id space running out (after 2^63 ids) ErrUnknownServerError.
+// the controller reserved for this node, for an idempotent producer (an
+// empty TransactionalID). A failure to persist the id block is
+// kafka.ErrKafkaStorage, and the id space running out (after 2^63 ids)
+// ErrUnknownServerError. For a transactional id, the id's transaction
+// coordinator answers (kafka.ErrNotCoordinator on another node).
 func (n *Broker) InitProducerID(ctx context.Context, req *transport.InitProducerIDRequest) (*transport.InitProducerIDResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
@@ -24,8 +22,7 @@ func (n *Broker) InitProducerID(ctx context.Context, req *transport.InitProducer
 	defer n.end()
 	resp := &transport.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
 	if req.TransactionalID != "" {
-		resp.Err = fmt.Errorf("%w: transactional id %q: transactions are not supported yet", kafka.ErrInvalidRequest, req.TransactionalID)
-		return resp, nil
+		return n.initTransactionalProducer(ctx, req), nil
 	}
 	id, err := n.member.producerID(ctx)
 	if err != nil {

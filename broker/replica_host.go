@@ -62,6 +62,13 @@ func (h *replicaHost) leads(id int32) bool {
 	return h.state.Leader == id
 }
 
+// leadsIn reports whether node id leads the replica in leader epoch epoch.
+func (h *replicaHost) leadsIn(id, epoch int32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state.Leader == id && h.state.LeaderEpoch == epoch
+}
+
 // remove stops a replica the node no longer hosts and deletes its
 // directory.
 func (m *clusterMember) remove(h *replicaHost) {
