@@ -57,6 +57,17 @@ func (n *Broker) stopGroups() {
 // end, in offset order, skipping control batches, until fn says no more
 // or fails. The records' keys and values are valid only during the call.
 func eachRecord(l *log.Log, end int64, fn func(r record.Record) (more bool, err error)) error {
+	return eachBatchRecord(l, end, func(h *record.Header, r record.Record) (bool, error) {
+		if h.Attributes.IsControl() {
+			return true, nil
+		}
+		return fn(r)
+	})
+}
+
+// eachBatchRecord is eachRecord with each record's batch header, control
+// batches included.
+func eachBatchRecord(l *log.Log, end int64, fn func(h *record.Header, r record.Record) (more bool, err error)) error {
 	for off := l.LogStartOffset(); off < end; {
 		data, err := l.Read(nil, off, end, 1<<20)
 		if err != nil {
@@ -74,14 +85,12 @@ func eachRecord(l *log.Log, end int64, fn func(r record.Record) (more bool, err 
 			if err != nil {
 				return err
 			}
-			if !h.Attributes.IsControl() {
-				for _, r := range b.Records {
-					if r.Offset < off {
-						continue
-					}
-					if more, err := fn(r); err != nil || !more {
-						return err
-					}
+			for _, r := range b.Records {
+				if r.Offset < off {
+					continue
+				}
+				if more, err := fn(&h, r); err != nil || !more {
+					return err
 				}
 			}
 			off = h.NextOffset()
@@ -91,10 +100,26 @@ func eachRecord(l *log.Log, end int64, fn func(r record.Record) (more bool, err 
 	return nil
 }
 
-// replay yields the records of l below end as the group coordinator's.
+// replay yields the records of l below end as the group coordinator's:
+// the offsets and group metadata, those of transactions with their
+// producer, and the transactions' COMMIT and ABORT markers.
 func replay(l *log.Log, end int64, yield func(group.Record) bool) error {
-	return eachRecord(l, end, func(r record.Record) (bool, error) {
-		return yield(group.Record{Key: r.Key, Value: r.Value}), nil
+	return eachBatchRecord(l, end, func(h *record.Header, r record.Record) (bool, error) {
+		if !h.Attributes.IsControl() {
+			return yield(group.Record{Key: r.Key, Value: r.Value,
+				Transactional: h.Attributes.IsTransactional(), ProducerID: h.ProducerID}), nil
+		}
+		c, err := record.ParseControlRecord(r)
+		if err != nil {
+			return false, err
+		}
+		switch c.Type {
+		case record.ControlCommit:
+			return yield(group.Record{ProducerID: h.ProducerID, Marker: group.CommitMarker}), nil
+		case record.ControlAbort:
+			return yield(group.Record{ProducerID: h.ProducerID, Marker: group.AbortMarker}), nil
+		}
+		return true, nil
 	})
 }
 

@@ -103,13 +103,27 @@ func (n *Broker) coordinatorOf(ctx context.Context, groupID string) (*group.Coor
 type replicatedOffsetsLog struct{ n *Broker }
 
 func (o replicatedOffsetsLog) Append(p int32, recs []group.Record) error {
+	return o.append(p, record.DefaultBatchOptions(), recs)
+}
+
+// AppendTransactional writes recs as a transactional batch of the
+// producer's, with no sequence: the coordinator writes it, as Kafka's
+// does, and the producer's own sequence numbers stay its data batches'.
+func (o replicatedOffsetsLog) AppendTransactional(p int32, producerID int64, producerEpoch int16, recs []group.Record) error {
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = producerID, producerEpoch, record.NoSequence, true
+	return o.append(p, opts, recs)
+}
+
+// append writes recs to partition p as one batch of opts, acks=all.
+func (o replicatedOffsetsLog) append(p int32, opts record.BatchOptions, recs []group.Record) error {
 	n := o.n
 	tp := kafka.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
 	h := n.member.replica(tp)
 	if h == nil || !h.leads(n.meta.NodeID) {
 		return fmt.Errorf("%w: node %d does not lead %s", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp)
 	}
-	b := record.NewBuilder(record.DefaultBatchOptions())
+	b := record.NewBuilder(opts)
 	now := n.opts.Now().UnixMilli()
 	for _, r := range recs {
 		b.Append(record.Record{Timestamp: now, Key: r.Key, Value: r.Value})

@@ -19,6 +19,15 @@ type Record struct {
 	// Key and Value are the record's key and value (Key.Encode and an
 	// OffsetValue or GroupValue's Encode); Value is nil for a tombstone.
 	Key, Value []byte
+	// Transactional says the record is in a transactional batch of
+	// ProducerID's: its offset stays pending until the transaction's
+	// marker.
+	Transactional bool
+	// ProducerID is the producer of a transactional record or marker.
+	ProducerID int64
+	// Marker, when not NoMarker, makes the record ProducerID's transaction
+	// marker (a control record; Key and Value are not used).
+	Marker Marker
 }
 
 // Log is where the coordinator keeps its state: the partitions of
@@ -27,6 +36,9 @@ type Log interface {
 	// Append writes recs, in order, to a partition of __consumer_offsets
 	// and returns once they are as durable as an acks=all produce.
 	Append(partition int32, recs []Record) error
+	// AppendTransactional is Append as one transactional batch of the
+	// producer's (producerID, producerEpoch), in its open transaction.
+	AppendTransactional(partition int32, producerID int64, producerEpoch int16, recs []Record) error
 }
 
 // Coordinator is Kafka's group coordinator for the partitions of
@@ -52,12 +64,16 @@ type Coordinator struct {
 	// lock only around them, not while its records are written, so that
 	// the commits of different groups share fsyncs.
 	commitLocks map[string]*sync.Mutex
+	// pending holds the offsets of open transactions, by partition of
+	// __consumer_offsets, then producer id (txn_offsets.go).
+	pending map[int32]map[int64]pendingTxn
 }
 
 // New returns a coordinator that writes to log. Load replays what log holds
 // before requests come in.
 func New(log Log, opts Options) *Coordinator {
-	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*sync.Mutex{}}
+	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*sync.Mutex{},
+		pending: map[int32]map[int64]pendingTxn{}}
 }
 
 // Partitions returns the number of partitions of __consumer_offsets.
@@ -802,6 +818,11 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 	}
 	var bad error
 	err := recs(func(r Record) bool {
+		switch r.Marker {
+		case CommitMarker, AbortMarker:
+			c.completeTxnLocked(partition, r.ProducerID, r.Marker == CommitMarker)
+			return true
+		}
 		k, err := DecodeKey(r.Key)
 		if err != nil {
 			bad = err
@@ -857,6 +878,10 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 		if err != nil {
 			bad = err
 			return false
+		}
+		if r.Transactional {
+			c.addPendingLocked(partition, r.ProducerID, k.Group, tp, v)
+			return true
 		}
 		groupOf(k.Group).offsets[tp] = v
 		return true

@@ -19,6 +19,10 @@ type memLog struct {
 	fail  error
 }
 
+func (l *memLog) AppendTransactional(p int32, producerID int64, _ int16, recs []Record) error {
+	return l.Append(p, recs) // the records say they are transactional
+}
+
 func (l *memLog) Append(p int32, recs []Record) error {
 	if l.fail != nil {
 		return l.fail

@@ -11,6 +11,10 @@ import (
 // memLog keeps __consumer_offsets in memory.
 type memLog map[int32][]group.Record
 
+func (l memLog) AppendTransactional(p int32, _ int64, _ int16, recs []group.Record) error {
+	return l.Append(p, recs)
+}
+
 func (l memLog) Append(p int32, recs []group.Record) error {
 	l[p] = append(l[p], recs...)
 	return nil

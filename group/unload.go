@@ -25,4 +25,5 @@ func (c *Coordinator) Unload(partition int32) {
 		}
 		delete(c.groups, id)
 	}
+	delete(c.pending, partition)
 }

@@ -1,0 +1,91 @@
+package group
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog/kafka"
+)
+
+// txnCommit commits offset off of t-part for group g in producer pid's
+// transaction, from outside group membership.
+func (h *harness) txnCommit(g string, pid int64, part int32, off int64) error {
+	return h.c.TxnCommit(TxnCommit{Group: g, ProducerID: pid, ProducerEpoch: 0, GenerationID: -1,
+		Offsets: []TxnOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: part}, Offset: off, LeaderEpoch: -1}}})
+}
+
+// load replays what the log holds into a new coordinator.
+func (h *harness) load() *Coordinator {
+	c := h.open()
+	for p, recs := range h.log.parts {
+		require.NoError(h.t, c.Load(p, func(yield func(Record) bool) error {
+			for _, r := range recs {
+				if !yield(r) {
+					break
+				}
+			}
+			return nil
+		}))
+	}
+	return c
+}
+
+// TestTxnOffsetsVisibleOnCommit: offsets committed in a transaction are
+// written at once but read only once the transaction commits; an aborted
+// transaction's offsets are never read. Meanwhile the partition is
+// unstable (UNSTABLE_OFFSET_COMMIT for require_stable fetches).
+func TestTxnOffsetsVisibleOnCommit(t *testing.T) {
+	h := newHarness(t)
+	tp0 := kafka.TopicPartition{Topic: "t", Partition: 0}
+	require.NoError(t, h.commit("g", "", -1, "t", 0, 5))
+	require.NoError(t, h.txnCommit("g", 7, 0, 10))
+	require.Len(t, h.log.parts[PartitionFor("g", 5)], 2, "written before the transaction ends")
+	require.Equal(t, int64(5), h.committed("g", "t", 0), "pending, not committed")
+	require.True(t, h.c.Unstable("g", tp0))
+
+	h.c.CompleteTxn(PartitionFor("g", 5), 7, true)
+	require.Equal(t, int64(10), h.committed("g", "t", 0))
+	require.False(t, h.c.Unstable("g", tp0))
+
+	require.NoError(t, h.txnCommit("g", 8, 0, 20))
+	h.c.CompleteTxn(PartitionFor("g", 5), 8, false)
+	require.Equal(t, int64(10), h.committed("g", "t", 0), "an aborted transaction's offset is dropped")
+	require.False(t, h.c.Unstable("g", tp0))
+}
+
+// TestTxnOffsetsReplay: a reload keeps a committed transaction's offsets,
+// drops an aborted one's, and keeps an open one's pending.
+func TestTxnOffsetsReplay(t *testing.T) {
+	h := newHarness(t)
+	p := PartitionFor("g", 5)
+	require.NoError(t, h.txnCommit("g", 7, 0, 10))
+	require.NoError(t, h.txnCommit("g", 8, 1, 11))
+	require.NoError(t, h.txnCommit("g", 9, 2, 12))
+	h.log.parts[p] = append(h.log.parts[p],
+		Record{ProducerID: 7, Marker: CommitMarker},
+		Record{ProducerID: 8, Marker: AbortMarker})
+	c := h.load()
+	h.c = c
+	require.Equal(t, int64(10), h.committed("g", "t", 0), "committed")
+	require.Equal(t, int64(-1), h.committed("g", "t", 1), "aborted")
+	require.Equal(t, int64(-1), h.committed("g", "t", 2), "still open")
+	require.True(t, c.Unstable("g", kafka.TopicPartition{Topic: "t", Partition: 2}))
+	c.CompleteTxn(p, 9, true)
+	require.Equal(t, int64(12), h.committed("g", "t", 2))
+}
+
+// TestTxnOffsetCommitFencing: KIP-447 — a member's transactional commit
+// is fenced by its group generation and member id, as a plain commit is.
+func TestTxnOffsetCommitFencing(t *testing.T) {
+	h := newHarness(t)
+	h.twoMembers("g")
+	commit := func(member string, gen int32) error {
+		return h.c.TxnCommit(TxnCommit{Group: "g", ProducerID: 7, MemberID: member, GenerationID: gen,
+			Offsets: []TxnOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: 3, LeaderEpoch: -1}}})
+	}
+	require.ErrorIs(t, commit("c-2", 1), kafka.ErrIllegalGeneration, "a zombie of the last generation")
+	require.ErrorIs(t, commit("c-9", 2), kafka.ErrUnknownMemberID)
+	require.NoError(t, commit("c-2", 2))
+	require.ErrorIs(t, h.c.TxnCommit(TxnCommit{Group: "nobody", ProducerID: 7, MemberID: "m", GenerationID: 3}), kafka.ErrIllegalGeneration)
+}
