@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/partlog/partlog/kafka"
 )
@@ -336,6 +337,26 @@ func (c *Coordinator) Describe(transactionalID string) (Status, error) {
 	if m == nil || !m.durable {
 		return Status{}, fmt.Errorf("%w: %q", kafka.ErrTransactionalIDNotFound, transactionalID)
 	}
+	return c.status(p, m), nil
+}
+
+// List returns what the coordinator knows of every transactional id of
+// the partitions loaded here, sorted by id (Kafka's ListTransactions).
+func (c *Coordinator) List() []Status {
+	var out []Status
+	for _, p := range c.partitions {
+		for _, m := range p.txns {
+			if m.durable {
+				out = append(out, c.status(p, m))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.TransactionalID, b.TransactionalID) })
+	return out
+}
+
+// status is the Status of m, in partition p.
+func (c *Coordinator) status(p *statePartition, m *txnMeta) Status {
 	s := &m.cur
 	return Status{
 		TransactionalID:       m.id,
@@ -349,5 +370,5 @@ func (c *Coordinator) Describe(transactionalID string) (Status, error) {
 		Partitions:            slices.Clone(s.partitions),
 		TransactionVersion:    s.tv,
 		CoordinatorEpoch:      p.coordinatorEpoch,
-	}, nil
+	}
 }

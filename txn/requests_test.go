@@ -418,3 +418,22 @@ func TestOptions(t *testing.T) {
 	_, err = c.Describe("a")
 	require.ErrorIs(t, err, kafka.ErrNotCoordinator)
 }
+
+// TestList lists every id of the loaded partitions, sorted, as Describe
+// describes each; an id whose first record is not yet durable is not
+// listed.
+func TestList(t *testing.T) {
+	h := newHarness(t, Options{})
+	b := h.newProducer("b", TV2)
+	a := h.newProducer("a", TV2)
+	require.NoError(t, b.add("t-0").Err)
+	h.c.InitProducerID(InitProducerIDRequest{ID: h.nextReq(), Version: 5, TransactionalID: "c", TransactionTimeoutMs: 60_000,
+		ProducerID: -1, ProducerEpoch: -1}, h.now)
+	h.drain()
+	list := h.c.List()
+	require.Len(t, list, 2, "c's record is not durable yet")
+	require.Equal(t, []string{"a", "b"}, []string{list[0].TransactionalID, list[1].TransactionalID})
+	require.Equal(t, a.pid, list[0].ProducerID)
+	require.Equal(t, Ongoing, list[1].State)
+	require.Equal(t, h.state("b"), list[1])
+}
