@@ -224,16 +224,11 @@ func (s txnState) load(rh *replicaHost, epoch int32, end int64, _ int32) (int, e
 	if err != nil {
 		return 0, err
 	}
-	errc := make(chan error, 1)
-	if !s.h.post(func() { errc <- s.h.c.Load(rh.tp.Partition, epoch, recs, s.h.now()) }) {
-		return 0, ErrClosed
+	loadErr, err := onLoop(s.h, func() error { return s.h.c.Load(rh.tp.Partition, epoch, recs, s.h.now()) })
+	if err != nil {
+		return 0, err
 	}
-	select {
-	case err := <-errc:
-		return len(recs), err
-	case <-s.h.done:
-		return 0, ErrClosed
-	}
+	return len(recs), loadErr
 }
 
 func (s txnState) unload(p int32) {
@@ -259,3 +254,38 @@ func (t txnIDs) NextProducerID() (int64, error) {
 	})
 	return -1, fmt.Errorf("%w: fetching producer ids", kafka.ErrCoordinatorLoadInProgress)
 }
+
+// onLoop runs f on the coordinator's loop and returns its result, or
+// ErrClosed when the loop has stopped.
+func onLoop[T any](h *txnHost, f func() T) (T, error) {
+	ch := make(chan T, 1)
+	var zero T
+	if !h.post(func() { ch <- f() }) {
+		return zero, ErrClosed
+	}
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-h.done:
+		return zero, ErrClosed
+	}
+}
+
+// describe returns the coordinator's Status of transactional id id.
+func (h *txnHost) describe(id string) (txn.Status, error) {
+	type described struct {
+		s   txn.Status
+		err error
+	}
+	d, err := onLoop(h, func() described {
+		s, err := h.c.Describe(id)
+		return described{s, err}
+	})
+	if err != nil {
+		return txn.Status{}, err
+	}
+	return d.s, d.err
+}
+
+// list returns the coordinator's Status of every id it has loaded.
+func (h *txnHost) list() ([]txn.Status, error) { return onLoop(h, h.c.List) }
