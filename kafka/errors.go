@@ -138,6 +138,13 @@ var (
 	// (KIP-890): the producer must abort the transaction (Kafka's
 	// TRANSACTION_ABORTABLE).
 	ErrTransactionAbortable = &Error{120, "TRANSACTION_ABORTABLE", false, "the transaction cannot go on; abort it"}
+	// ErrOperationNotAttempted answers the parts of a batched request
+	// that the node did not try because another part failed: an
+	// AddPartitionsToTxn answers it for every partition that is fine when
+	// one is not, such as an unknown topic's (Kafka's
+	// OPERATION_NOT_ATTEMPTED). The producer fixes the failed part and
+	// sends the whole request again.
+	ErrOperationNotAttempted = &Error{55, "OPERATION_NOT_ATTEMPTED", false, "not tried, because another part of the request failed"}
 )
 
 // ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
@@ -169,7 +176,7 @@ func init() {
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
 		ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
 		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
-		ErrTransactionCoordinatorFenced, ErrTransactionalIDNotFound, ErrTransactionAbortable,
+		ErrTransactionCoordinatorFenced, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
 	} {
 		errorsByCode[e.Code] = e
 	}

@@ -20,9 +20,10 @@ import (
 // partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) or cannot be
 // reached. Such partitions come back with their retriable error, which a
 // producer or consumer retries after its backoff, by then at the new
-// leader. It also gets producer ids (from any node), and sends each
+// leader. It also gets producer ids (from any node), sends each
 // consumer group's requests to the group's coordinator (see
-// FindCoordinator).
+// FindCoordinator), and each transaction's to the transaction
+// coordinator of its transactional id (see TxnClient).
 //
 // ClusterClient is safe for concurrent use.
 type ClusterClient struct {
@@ -35,7 +36,7 @@ type ClusterClient struct {
 	addrs   map[int32]string      // node id -> host:port, from Metadata
 	nodes   map[string]NodeClient // by address
 	leaders map[string][]int32    // topic -> leader of each partition, -1 for none
-	coords  map[string]string     // group id -> address of its coordinator
+	coords  map[coordKey]string   // group or transactional id -> address of its coordinator
 }
 
 // NodeClient is what a ClusterClient needs of one node: a TCPClient, or a
@@ -513,8 +514,14 @@ func (c *ClusterClient) DeleteRecords(ctx context.Context, req *DeleteRecordsReq
 	return out, nil
 }
 
-// InitProducerID gets a producer id from any node.
+// InitProducerID gets a producer id from any node, or, for a
+// transactional id, from its transaction coordinator (see TxnClient).
 func (c *ClusterClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
+	if req.TransactionalID != "" {
+		return toCoordinator(ctx, c, txnKey(req.TransactionalID),
+			func(n NodeClient) (*InitProducerIDResponse, error) { return n.InitProducerID(ctx, req) },
+			func(r *InitProducerIDResponse) []error { return []error{r.Err} })
+	}
 	var resp *InitProducerIDResponse
 	err := c.anyNode(ctx, func(n NodeClient) error {
 		var err error

@@ -22,7 +22,8 @@ import (
 // consumer does), and the retry asks FindCoordinator again.
 var _ GroupClient = (*ClusterClient)(nil)
 
-// FindCoordinator asks any node which node coordinates a group.
+// FindCoordinator asks any node which node coordinates a group or a
+// transactional id.
 func (c *ClusterClient) FindCoordinator(ctx context.Context, req *FindCoordinatorRequest) (*FindCoordinatorResponse, error) {
 	var resp *FindCoordinatorResponse
 	err := c.anyNode(ctx, func(n NodeClient) error {
@@ -36,14 +37,32 @@ func (c *ClusterClient) FindCoordinator(ctx context.Context, req *FindCoordinato
 	return resp, nil
 }
 
-// coordinator returns the client of a group's coordinator and its
+// coordKey names what a coordinator coordinates: a group, or a
+// transactional id.
+type coordKey struct {
+	typ CoordinatorType
+	key string
+}
+
+func groupKey(group string) coordKey { return coordKey{CoordinatorGroup, group} }
+func txnKey(id string) coordKey      { return coordKey{CoordinatorTransaction, id} }
+
+// String names the key in errors: group "g", transactional id "tx".
+func (k coordKey) String() string {
+	if k.typ == CoordinatorTransaction {
+		return fmt.Sprintf("transactional id %q", k.key)
+	}
+	return fmt.Sprintf("group %q", k.key)
+}
+
+// coordinator returns the client of the coordinator of k and its
 // address, asking FindCoordinator when the client knows none.
-func (c *ClusterClient) coordinator(ctx context.Context, group string) (NodeClient, string, error) {
+func (c *ClusterClient) coordinator(ctx context.Context, k coordKey) (NodeClient, string, error) {
 	c.mu.Lock()
-	addr, ok := c.coords[group]
+	addr, ok := c.coords[k]
 	c.mu.Unlock()
 	if !ok {
-		resp, err := c.FindCoordinator(ctx, &FindCoordinatorRequest{Key: group, KeyType: CoordinatorGroup})
+		resp, err := c.FindCoordinator(ctx, &FindCoordinatorRequest{Key: k.key, KeyType: k.typ})
 		if err != nil {
 			return nil, "", err
 		}
@@ -58,80 +77,80 @@ func (c *ClusterClient) coordinator(ctx context.Context, group string) (NodeClie
 		}
 		if addr != "" {
 			if c.coords == nil {
-				c.coords = map[string]string{}
+				c.coords = map[coordKey]string{}
 			}
-			c.coords[group] = addr
+			c.coords[k] = addr
 		}
 		c.mu.Unlock()
 		if addr == "" {
-			return nil, "", fmt.Errorf("%w: the coordinator of group %q is node %d, whose address the client does not know",
-				kafka.ErrCoordinatorNotAvailable, group, resp.NodeID)
+			return nil, "", fmt.Errorf("%w: the coordinator of %s is node %d, whose address the client does not know",
+				kafka.ErrCoordinatorNotAvailable, k, resp.NodeID)
 		}
 	}
 	n, err := c.node(ctx, addr)
 	if err != nil {
-		c.forgetCoordinator(group, addr)
+		c.forgetCoordinator(k, addr)
 		return nil, "", err
 	}
 	return n, addr, nil
 }
 
-// forgetCoordinator forgets that the node at addr coordinates group.
-func (c *ClusterClient) forgetCoordinator(group, addr string) {
+// forgetCoordinator forgets that the node at addr coordinates k.
+func (c *ClusterClient) forgetCoordinator(k coordKey, addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.coords[group] == addr {
-		delete(c.coords, group)
+	if c.coords[k] == addr {
+		delete(c.coords, k)
 	}
 }
 
-// coordinatorMoved reports whether err says that the group's coordinator
-// is not (or not yet) where the client thought.
+// coordinatorMoved reports whether err says that a coordinator is not (or
+// not yet) where the client thought.
 func coordinatorMoved(err error) bool {
 	return errors.Is(err, kafka.ErrNotCoordinator) || errors.Is(err, kafka.ErrCoordinatorNotAvailable) || errors.Is(err, kafka.ErrCoordinatorLoadInProgress)
 }
 
-// toCoordinator sends a group's request to its coordinator with call, and
+// toCoordinator sends a request to the coordinator of k with call, and
 // forgets the coordinator when the call fails or an error of the answer
 // (errs) says it moved.
-func toCoordinator[R any](ctx context.Context, c *ClusterClient, group string, call func(NodeClient) (R, error), errs func(R) []error) (R, error) {
+func toCoordinator[R any](ctx context.Context, c *ClusterClient, k coordKey, call func(NodeClient) (R, error), errs func(R) []error) (R, error) {
 	var zero R
-	n, addr, err := c.coordinator(ctx, group)
+	n, addr, err := c.coordinator(ctx, k)
 	if err != nil {
 		return zero, err
 	}
 	r, err := call(n)
 	if err != nil {
-		c.forgetCoordinator(group, addr)
+		c.forgetCoordinator(k, addr)
 		return zero, err
 	}
 	if slices.ContainsFunc(errs(r), coordinatorMoved) {
-		c.forgetCoordinator(group, addr)
+		c.forgetCoordinator(k, addr)
 	}
 	return r, nil
 }
 
 // JoinGroup sends a JoinGroup to the group's coordinator.
 func (c *ClusterClient) JoinGroup(ctx context.Context, req *JoinGroupRequest) (*JoinGroupResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*JoinGroupResponse, error) { return n.JoinGroup(ctx, req) },
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*JoinGroupResponse, error) { return n.JoinGroup(ctx, req) },
 		func(r *JoinGroupResponse) []error { return []error{r.Err} })
 }
 
 // SyncGroup sends a SyncGroup to the group's coordinator.
 func (c *ClusterClient) SyncGroup(ctx context.Context, req *SyncGroupRequest) (*SyncGroupResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*SyncGroupResponse, error) { return n.SyncGroup(ctx, req) },
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*SyncGroupResponse, error) { return n.SyncGroup(ctx, req) },
 		func(r *SyncGroupResponse) []error { return []error{r.Err} })
 }
 
 // Heartbeat sends a Heartbeat to the group's coordinator.
 func (c *ClusterClient) Heartbeat(ctx context.Context, req *HeartbeatRequest) (*HeartbeatResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*HeartbeatResponse, error) { return n.Heartbeat(ctx, req) },
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*HeartbeatResponse, error) { return n.Heartbeat(ctx, req) },
 		func(r *HeartbeatResponse) []error { return []error{r.Err} })
 }
 
 // LeaveGroup sends a LeaveGroup to the group's coordinator.
 func (c *ClusterClient) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*LeaveGroupResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*LeaveGroupResponse, error) { return n.LeaveGroup(ctx, req) },
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*LeaveGroupResponse, error) { return n.LeaveGroup(ctx, req) },
 		func(r *LeaveGroupResponse) []error {
 			errs := []error{r.Err}
 			for _, m := range r.Members {
@@ -143,21 +162,24 @@ func (c *ClusterClient) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) 
 
 // OffsetCommit sends an OffsetCommit to the group's coordinator.
 func (c *ClusterClient) OffsetCommit(ctx context.Context, req *OffsetCommitRequest) (*OffsetCommitResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*OffsetCommitResponse, error) { return n.OffsetCommit(ctx, req) },
-		func(r *OffsetCommitResponse) []error {
-			var errs []error
-			for _, t := range r.Topics {
-				for _, p := range t.Partitions {
-					errs = append(errs, p.Err)
-				}
-			}
-			return errs
-		})
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*OffsetCommitResponse, error) { return n.OffsetCommit(ctx, req) },
+		func(r *OffsetCommitResponse) []error { return commitErrors(r.Topics) })
+}
+
+// commitErrors returns the partitions' errors of a commit's answer.
+func commitErrors(topics []OffsetCommitTopicResponse) []error {
+	var errs []error
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			errs = append(errs, p.Err)
+		}
+	}
+	return errs
 }
 
 // OffsetFetch sends an OffsetFetch to the group's coordinator.
 func (c *ClusterClient) OffsetFetch(ctx context.Context, req *OffsetFetchRequest) (*OffsetFetchResponse, error) {
-	return toCoordinator(ctx, c, req.Group, func(n NodeClient) (*OffsetFetchResponse, error) { return n.OffsetFetch(ctx, req) },
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*OffsetFetchResponse, error) { return n.OffsetFetch(ctx, req) },
 		func(r *OffsetFetchResponse) []error {
 			errs := []error{r.Err}
 			for _, t := range r.Topics {
@@ -169,13 +191,13 @@ func (c *ClusterClient) OffsetFetch(ctx context.Context, req *OffsetFetchRequest
 		})
 }
 
-// byCoordinator finds the coordinator of each group, and returns the
-// groups by coordinator address, with the error of each group whose
+// byCoordinator finds the coordinator of each key of a type, and returns
+// the keys by coordinator address, with the error of each key whose
 // coordinator it could not find.
-func (c *ClusterClient) byCoordinator(ctx context.Context, groups []string) (map[string][]string, map[string]error) {
+func (c *ClusterClient) byCoordinator(ctx context.Context, typ CoordinatorType, keys []string) (map[string][]string, map[string]error) {
 	by, failed := map[string][]string{}, map[string]error{}
-	for _, g := range groups {
-		if _, addr, err := c.coordinator(ctx, g); err != nil {
+	for _, g := range keys {
+		if _, addr, err := c.coordinator(ctx, coordKey{typ, g}); err != nil {
 			failed[g] = err
 		} else {
 			by[addr] = append(by[addr], g)
@@ -188,7 +210,7 @@ func (c *ClusterClient) byCoordinator(ctx context.Context, groups []string) (map
 // whose coordinator could not be found or reached is described with the
 // error, in state Dead.
 func (c *ClusterClient) DescribeGroups(ctx context.Context, req *DescribeGroupsRequest) (*DescribeGroupsResponse, error) {
-	groups, err := perCoordinator(ctx, c, req.Groups,
+	groups, err := perCoordinator(ctx, c, CoordinatorGroup, req.Groups,
 		func(ctx context.Context, n NodeClient, groups []string) ([]DescribedGroup, error) {
 			r, err := n.DescribeGroups(ctx, &DescribeGroupsRequest{Groups: groups})
 			if err != nil {
@@ -208,7 +230,7 @@ func (c *ClusterClient) DescribeGroups(ctx context.Context, req *DescribeGroupsR
 
 // DeleteGroups asks each group's coordinator to delete it.
 func (c *ClusterClient) DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) (*DeleteGroupsResponse, error) {
-	results, err := perCoordinator(ctx, c, req.Groups,
+	results, err := perCoordinator(ctx, c, CoordinatorGroup, req.Groups,
 		func(ctx context.Context, n NodeClient, groups []string) ([]DeletedGroup, error) {
 			r, err := n.DeleteGroups(ctx, &DeleteGroupsRequest{Groups: groups})
 			if err != nil {
@@ -224,14 +246,15 @@ func (c *ClusterClient) DeleteGroups(ctx context.Context, req *DeleteGroupsReque
 	return &DeleteGroupsResponse{Results: results}, nil
 }
 
-// perCoordinator sends each group's part of a request to the group's
-// coordinator and answers group by group, in the order of groups: the
-// coordinator's answer, or failed with why there is none. A coordinator
-// that answers that it no longer coordinates a group is forgotten.
-func perCoordinator[A any](ctx context.Context, c *ClusterClient, groups []string,
+// perCoordinator sends each key's part of a request to the key's
+// coordinator (keys are group ids or transactional ids, as typ says) and
+// answers key by key, in the order of keys: the coordinator's answer, or
+// failed with why there is none. A coordinator that answers that it no
+// longer coordinates a key is forgotten.
+func perCoordinator[A any](ctx context.Context, c *ClusterClient, typ CoordinatorType, keys []string,
 	send func(context.Context, NodeClient, []string) ([]A, error),
-	about func(A) (group string, err error), failed func(group string, err error) A) ([]A, error) {
-	by, errOf := c.byCoordinator(ctx, groups)
+	about func(A) (key string, err error), failed func(key string, err error) A) ([]A, error) {
+	by, errOf := c.byCoordinator(ctx, typ, keys)
 	resps, errs := fanOut(ctx, c, mapKeys(by), func(ctx context.Context, n NodeClient, addr string) ([]A, error) {
 		return send(ctx, n, by[addr])
 	})
@@ -247,19 +270,20 @@ func perCoordinator[A any](ctx context.Context, c *ClusterClient, groups []strin
 			g, err := about(a)
 			answers[g] = a
 			if coordinatorMoved(err) {
-				c.forgetCoordinator(g, addr)
+				c.forgetCoordinator(coordKey{typ, g}, addr)
 			}
 		}
 	}
-	out := make([]A, 0, len(groups))
-	for _, g := range groups {
+	out := make([]A, 0, len(keys))
+	for _, g := range keys {
 		a, ok := answers[g]
 		if !ok {
+			k := coordKey{typ, g}
 			err := errOf[g]
 			if err == nil {
-				err = fmt.Errorf("%w: the coordinator did not answer for group %q", kafka.ErrNetwork, g)
+				err = fmt.Errorf("%w: the coordinator did not answer for %s", kafka.ErrNetwork, k)
 			}
-			c.forgetCoordinators(g)
+			c.forgetCoordinators(k)
 			a = failed(g, err)
 		}
 		out = append(out, a)
@@ -267,21 +291,42 @@ func perCoordinator[A any](ctx context.Context, c *ClusterClient, groups []strin
 	return out, nil
 }
 
-// forgetCoordinators forgets the coordinator of group, wherever it was.
-func (c *ClusterClient) forgetCoordinators(group string) {
+// forgetCoordinators forgets the coordinator of k, wherever it was.
+func (c *ClusterClient) forgetCoordinators(k coordKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.coords, group)
+	delete(c.coords, k)
 }
 
 // ListGroups asks every node for the groups it coordinates and merges the
 // answers, sorted by group id. When a node cannot be reached or fails, the
 // groups of the others are answered, with Err set to that node's error.
 func (c *ClusterClient) ListGroups(ctx context.Context, req *ListGroupsRequest) (*ListGroupsResponse, error) {
-	// Learn the nodes first: one the client does not know may coordinate
-	// groups.
-	if _, err := c.Metadata(ctx, &MetadataRequest{Topics: []string{}}); err != nil {
+	answers, err := everyNode(ctx, c, func(ctx context.Context, n NodeClient) (*ListGroupsResponse, error) {
+		return n.ListGroups(ctx, req)
+	}, func(r *ListGroupsResponse) error { return r.Err })
+	if err != nil {
 		return nil, err
+	}
+	return &ListGroupsResponse{Err: answers.err, Groups: mergeListed(answers.resps,
+		func(r *ListGroupsResponse) []ListedGroup { return r.Groups }, func(g ListedGroup) string { return g.Group })}, nil
+}
+
+// nodeAnswers are the answers of everyNode.
+type nodeAnswers[R any] struct {
+	resps []R   // the answers of the nodes that gave one, in address order
+	err   error // the first node's error, its call's or its answer's
+}
+
+// everyNode learns the cluster's nodes (one the client does not know may
+// coordinate groups or transactions) and calls each at once. It returns
+// their answers, and the first error of a node that failed or whose answer
+// has an error (answerErr), wrapped with the node's address; an error of
+// its own only when it learnt no nodes or ctx ended.
+func everyNode[R any](ctx context.Context, c *ClusterClient, call func(context.Context, NodeClient) (R, error), answerErr func(R) error) (nodeAnswers[R], error) {
+	var out nodeAnswers[R]
+	if _, err := c.Metadata(ctx, &MetadataRequest{Topics: []string{}}); err != nil {
+		return out, err
 	}
 	c.mu.Lock()
 	var addrs []string
@@ -290,32 +335,40 @@ func (c *ClusterClient) ListGroups(ctx context.Context, req *ListGroupsRequest) 
 	}
 	c.mu.Unlock()
 	slices.Sort(addrs)
-	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, _ string) (*ListGroupsResponse, error) {
-		return n.ListGroups(ctx, req)
-	})
+	resps, errs := fanOut(ctx, c, addrs, func(ctx context.Context, n NodeClient, _ string) (R, error) { return call(ctx, n) })
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return out, err
 	}
-	out := &ListGroupsResponse{}
-	seen := map[string]bool{}
 	for _, addr := range addrs {
-		r := resps[addr]
-		if r == nil {
-			out.Err = cmp.Or(out.Err, fmt.Errorf("node %s: %w", addr, errs[addr]))
+		r, ok := resps[addr]
+		if !ok {
+			out.err = cmp.Or(out.err, fmt.Errorf("node %s: %w", addr, errs[addr]))
 			continue
 		}
-		if r.Err != nil {
-			out.Err = cmp.Or(out.Err, fmt.Errorf("node %s: %w", addr, r.Err))
+		if err := answerErr(r); err != nil {
+			out.err = cmp.Or(out.err, fmt.Errorf("node %s: %w", addr, err))
 		}
-		for _, g := range r.Groups {
-			if !seen[g.Group] { // a coordinator that just lost the group may list it too
-				seen[g.Group] = true
-				out.Groups = append(out.Groups, g)
+		out.resps = append(out.resps, r)
+	}
+	return out, nil
+}
+
+// mergeListed merges what nodes listed, the items of each answer: each
+// key once (a coordinator that just lost a group or transactional id may
+// list it too), sorted by key.
+func mergeListed[R, A any](resps []R, items func(R) []A, key func(A) string) []A {
+	var out []A
+	seen := map[string]bool{}
+	for _, r := range resps {
+		for _, a := range items(r) {
+			if k := key(a); !seen[k] {
+				seen[k] = true
+				out = append(out, a)
 			}
 		}
 	}
-	slices.SortFunc(out.Groups, func(a, b ListedGroup) int { return strings.Compare(a.Group, b.Group) })
-	return out, nil
+	slices.SortFunc(out, func(a, b A) int { return strings.Compare(key(a), key(b)) })
+	return out
 }
 
 // mapKeys returns the keys of m.

@@ -4,7 +4,10 @@
 // which clients send them. Consumer groups use the optional GroupClient
 // interface (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 // OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, FindCoordinator), found by a type
-// assertion on a Client.
+// assertion on a Client; transactions the optional TxnClient
+// (InitProducerId and FindCoordinator with a transactional id,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+// WriteTxnMarkers, DescribeTransactions, ListTransactions).
 //
 // A Node in the same process implements Client directly: a request is a Go
 // value handed over and answered with no encoding. Between processes the
@@ -17,10 +20,11 @@
 // Fetch and ListOffsets; and use its consumer groups (FindCoordinator,
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 // DescribeGroups, ListGroups, DeleteGroups), its producer ids
-// (InitProducerId, for idempotent producers) and its admin APIs
-// (CreateTopics, DeleteTopics, DescribeConfigs). A server advertises an
-// optional API in ApiVersions only when its handler implements the
-// interface.
+// (InitProducerId, for idempotent producers), its transactions (the
+// TxnClient APIs, with transactional Produce and read_committed Fetch) and
+// its admin APIs (CreateTopics, DeleteTopics, DescribeConfigs). A server
+// advertises an optional API in ApiVersions only when its handler
+// implements the interface.
 //
 // Nodes also call each other under two API keys of partlog's own, outside
 // Kafka's key space: APIReplicaMessages and APIController, whose bodies

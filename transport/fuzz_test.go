@@ -40,6 +40,26 @@ func FuzzServerRequest(f *testing.F) {
 		deleteGroupsToWire(&DeleteGroupsRequest{Groups: []string{"g"}}, 3),
 		initProducerIDToWire(&InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, 5),
 		initProducerIDToWire(&InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute}, 0),
+		produceToWire(&ProduceRequest{TransactionalID: "tx", Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t", Partitions: []ProducePartition{{Records: []byte("batch")}}}}}, 9),
+		addPartitionsToTxnToWire(&AddPartitionsToTxnRequest{Transactions: []AddPartitionsToTxnTransaction{{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2,
+			Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 1}, {Topic: "u"}}}}}, 3),
+		addPartitionsToTxnToWire(&AddPartitionsToTxnRequest{Transactions: []AddPartitionsToTxnTransaction{
+			{TransactionalID: "a", ProducerID: 1, VerifyOnly: true, Partitions: []kafka.TopicPartition{{Topic: "t"}}},
+			{TransactionalID: "b", ProducerID: 2, Partitions: []kafka.TopicPartition{{Topic: "u", Partition: 3}}}}}, 5),
+		addPartitionsToTxnToWire(&AddPartitionsToTxnRequest{Transactions: []AddPartitionsToTxnTransaction{{TransactionalID: "tx"}}}, 0),
+		addOffsetsToTxnToWire(&AddOffsetsToTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2, Group: "g"}, 4),
+		endTxnToWire(&EndTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2, Result: TxnCommit}, 5),
+		endTxnToWire(&EndTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2}, 0),
+		writeTxnMarkersToWire(&WriteTxnMarkersRequest{Markers: []TxnMarker{{ProducerID: 7, ProducerEpoch: 3, Result: TxnCommit, CoordinatorEpoch: 4,
+			TransactionVersion: 2, Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 1}}}}}, 2),
+		writeTxnMarkersToWire(&WriteTxnMarkersRequest{Markers: []TxnMarker{{ProducerID: 7, Partitions: []kafka.TopicPartition{{Topic: "t"}}}}}, 0),
+		txnOffsetCommitToWire(&TxnOffsetCommitRequest{TransactionalID: "tx", Group: "g", ProducerID: 7, GenerationID: 4, MemberID: "m", GroupInstanceID: "i",
+			Topics: []OffsetCommitTopic{{Topic: "t", Partitions: []OffsetCommitPartition{{Offset: 5, LeaderEpoch: 1, Metadata: "x"}}}}}, 5),
+		txnOffsetCommitToWire(&TxnOffsetCommitRequest{TransactionalID: "tx", Group: "g", GenerationID: -1}, 0),
+		describeTransactionsToWire(&DescribeTransactionsRequest{TransactionalIDs: []string{"tx", "ty"}}, 0),
+		listTransactionsToWire(&ListTransactionsRequest{StateFilters: []string{"Ongoing"}, ProducerIDFilters: []int64{7}, MinDuration: time.Minute,
+			TransactionalIDPattern: "tx.*"}, 2),
+		listTransactionsToWire(&ListTransactionsRequest{}, 0),
 		&internalRequest{key: APIReplicaMessages, body: []byte("replica messages")},
 		&internalRequest{key: APIController},
 	}
@@ -103,6 +123,21 @@ func FuzzServerRequest(f *testing.F) {
 			deleteGroupsFromWire(req)
 		case *kmsg.InitProducerIDRequest:
 			initProducerIDFromWire(req)
+		case *kmsg.AddPartitionsToTxnRequest:
+			r := addPartitionsToTxnFromWire(req)
+			addPartitionsToTxnResponseToWire(r, &AddPartitionsToTxnResponse{Err: kafka.ErrCoordinatorLoadInProgress}, h.apiVersion).AppendTo(nil)
+		case *kmsg.AddOffsetsToTxnRequest:
+			addOffsetsToTxnFromWire(req)
+		case *kmsg.EndTxnRequest:
+			endTxnFromWire(req)
+		case *kmsg.WriteTxnMarkersRequest:
+			writeTxnMarkersFromWire(req)
+		case *kmsg.TxnOffsetCommitRequest:
+			txnOffsetCommitFromWire(req)
+		case *kmsg.DescribeTransactionsRequest:
+			describeTransactionsFromWire(req)
+		case *kmsg.ListTransactionsRequest:
+			listTransactionsFromWire(req)
 		}
 	})
 }

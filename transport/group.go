@@ -38,14 +38,16 @@ const (
 	CoordinatorTransaction CoordinatorType = 1
 )
 
-// FindCoordinatorRequest asks which node coordinates a group (Kafka's
-// FindCoordinator).
+// FindCoordinatorRequest asks which node coordinates a group or a
+// transactional id (Kafka's FindCoordinator).
 type FindCoordinatorRequest struct {
 	// Key is the key looked up (Kafka's key): a group id, or a
 	// transactional id.
 	Key string
-	// KeyType is key_type: what Key names. A partlog node coordinates
-	// groups only, and answers CoordinatorTransaction with an error.
+	// KeyType is key_type: what Key names; the zero value,
+	// CoordinatorGroup, is a group id. A node that coordinates no
+	// transactions (it is not a TxnClient) answers CoordinatorTransaction
+	// with an error.
 	KeyType CoordinatorType
 }
 
@@ -56,7 +58,8 @@ type FindCoordinatorResponse struct {
 	// leader for the group's partition, ...).
 	Err error
 	// NodeID is the coordinator's node id: the leader of the group's
-	// partition of __consumer_offsets; -1 with Err.
+	// partition of __consumer_offsets, or of the transactional id's of
+	// __transaction_state; -1 with Err.
 	NodeID int32
 	// Host is the coordinator's host name or IP address; "" with Err. A
 	// Server fills Host and Port in for a handler that leaves them empty.
@@ -348,6 +351,12 @@ type OffsetFetchRequest struct {
 	// Topics names the partitions asked for; nil means every partition
 	// the group has an offset for.
 	Topics []OffsetFetchTopic
+	// RequireStable is require_stable (KIP-447, version 7 and up): a
+	// partition with offsets pending in an open transaction
+	// (TxnOffsetCommit) is answered kafka.ErrUnstableOffsetCommit, which
+	// the consumer retries, rather than with the offset committed before.
+	// Kafka's consumers set it.
+	RequireStable bool
 }
 
 // OffsetFetchTopic names partitions of one topic.

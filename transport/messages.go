@@ -17,6 +17,11 @@ import (
 // once Produce has returned, and the caller may then reuse the slices —
 // a retry re-encodes its header first.
 type ProduceRequest struct {
+	// TransactionalID is transactional_id: the producer's
+	// transactional.id when the batches belong to its transaction, else
+	// empty. A Server takes a transactional produce only for a handler
+	// that is a TxnClient.
+	TransactionalID string
 	// Acks is Kafka's acks: how many replicas must have each batch before
 	// the leader answers. kafka.AcksLeader (1) waits for the leader's log,
 	// kafka.AcksAll (-1) for every in-sync replica, with at least
@@ -110,8 +115,11 @@ type FetchRequest struct {
 	// fetch.max.bytes; zero or less means 50 MiB.
 	MaxBytes int32
 	// Isolation is isolation_level: kafka.ReadCommitted reads only up to
-	// the last stable offset. partlog has no transactions, so its last
-	// stable offset is the high watermark and both levels read the same.
+	// the last stable offset, and the answer lists the aborted
+	// transactions among the records it returns
+	// (FetchPartitionResponse.AbortedTransactions). Without transactions
+	// the last stable offset is the high watermark, and both levels read
+	// the same.
 	Isolation kafka.IsolationLevel
 	// Topics names the partitions to read and where, topic by topic.
 	Topics []FetchTopic
@@ -196,12 +204,16 @@ type FetchPartitionResponse struct {
 	HighWatermark int64
 	// LastStableOffset is last_stable_offset: the offset below which
 	// every transaction is decided, at or below HighWatermark, or -1 when
-	// HighWatermark is. partlog has no transactions, so it is the high
-	// watermark.
+	// HighWatermark is; the high watermark when no transaction is open.
 	LastStableOffset int64
 	// LogStartOffset is log_start_offset (KIP-107): the first offset the
 	// partition holds, or -1 when HighWatermark is.
 	LogStartOffset int64
+	// AbortedTransactions is aborted_transactions: for a read_committed
+	// fetch, the aborted transactions whose records may be among Records,
+	// which the consumer drops; nil (null on the wire) for a
+	// read_uncommitted one.
+	AbortedTransactions []AbortedTransaction
 	// Records holds whole record batches, as the log stores them (see
 	// above); empty when there are none to read, and unset when File
 	// holds them.
@@ -218,7 +230,7 @@ type ListOffsetsRequest struct {
 	ReplicaID int32
 	// Isolation is isolation_level: with kafka.ReadCommitted,
 	// kafka.LatestTimestamp names the last stable offset rather than the
-	// high watermark. partlog has no transactions, so they are the same.
+	// high watermark (the same while no transaction is open).
 	Isolation kafka.IsolationLevel
 	// Topics names the partitions asked about, topic by topic.
 	Topics []ListOffsetsTopic

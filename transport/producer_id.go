@@ -20,9 +20,18 @@ type ProducerIDClient interface {
 // An idempotent producer sends it with an empty TransactionalID and
 // ProducerID -1: it gets a producer id no other producer of the cluster
 // has had or will have, with epoch 0. A transactional producer names its
-// transactional id, and the coordinator of that id answers (not yet
-// supported: the node answers kafka.ErrInvalidRequest).
+// transactional id, and the coordinator of that id (FindCoordinator with
+// CoordinatorTransaction) answers: it binds the id to a producer id and a
+// new epoch, which fences the producer's older instances. A node that
+// coordinates no transactions answers it with an error.
 type InitProducerIDRequest struct {
+	// Version is the version of Kafka's InitProducerId the request
+	// travels in: a coordinator answers versions below 4, which do not
+	// know kafka.ErrProducerFenced, with kafka.ErrInvalidProducerEpoch
+	// instead. A Server sets it from the request; a TCPClient sends the
+	// newest version both sides speak, up to Version when it is above
+	// zero (see TxnClient).
+	Version int16
 	// TransactionalID is the producer's transactional.id, or "" for an
 	// idempotent producer without transactions.
 	TransactionalID string

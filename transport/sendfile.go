@@ -55,7 +55,7 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 			if version >= 5 {
 				dst = binary.BigEndian.AppendUint64(dst, uint64(p.LogStartOffset))
 			}
-			dst = appendNullLen(dst, flexible) // aborted transactions: null
+			dst = appendAbortedTransactions(dst, p.AbortedTransactions, flexible)
 			if version >= 11 {
 				dst = binary.BigEndian.AppendUint32(dst, 0xffffffff) // preferred read replica: -1
 			}
@@ -83,6 +83,24 @@ func appendFetchFrame(dst []byte, correlationID int32, r *FetchResponse, version
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(int64(len(dst)-start-4)+fileBytes))
 	return dst, pieces
+}
+
+// appendAbortedTransactions appends a partition's aborted_transactions:
+// null for nil (a read_uncommitted answer), else each producer id and
+// first offset.
+func appendAbortedTransactions(dst []byte, aborted []AbortedTransaction, flexible bool) []byte {
+	if aborted == nil {
+		return appendNullLen(dst, flexible)
+	}
+	dst = appendLen(dst, len(aborted), flexible)
+	for _, a := range aborted {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.ProducerID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.FirstOffset))
+		if flexible {
+			dst = append(dst, 0) // aborted transaction tags
+		}
+	}
+	return dst
 }
 
 // appendLen appends the length of an array or of bytes: a compact

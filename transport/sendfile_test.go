@@ -46,6 +46,14 @@ func randomFetchResponse(rng *rand.Rand) *FetchResponse {
 			case 1:
 				p.Err = kafka.ErrOffsetOutOfRange
 			}
+			switch rng.IntN(3) { // read_uncommitted (null), none aborted, some aborted
+			case 1:
+				p.AbortedTransactions = []AbortedTransaction{}
+			case 2:
+				for range 1 + rng.IntN(3) {
+					p.AbortedTransactions = append(p.AbortedTransactions, AbortedTransaction{ProducerID: rng.Int64N(1e6), FirstOffset: rng.Int64N(1e9)})
+				}
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		r.Topics = append(r.Topics, t)

@@ -58,14 +58,15 @@ const (
 	connGroup
 	connReplica    // APIReplicaMessages
 	connController // APIController
+	connMarkers    // WriteTxnMarkers, which wait for replication
 	connKinds
 )
 
 // TCPClient sends requests to one node over TCP in Kafka's wire protocol:
 // to a partlog Server, or to a Kafka broker. It implements Client,
-// AdminClient, GroupClient and ProducerIDClient, so a producer (idempotent
-// or not) or a consumer (in a group or not) in another process than the
-// node uses it as it would the node itself. A call the node does not
+// AdminClient, GroupClient, ProducerIDClient and TxnClient, so a producer
+// (idempotent, transactional or neither) or a consumer (in a group or not)
+// in another process than the node uses it as it would the node itself. A call the node does not
 // speak fails with kafka.ErrUnsupportedVersion.
 //
 // Requests are pipelined: many may be in flight on a connection, and are
@@ -242,13 +243,19 @@ func (c *TCPClient) send(ctx context.Context, kind int, req kmsg.Request) (kmsg.
 // speaks of API key, on a connection of the given kind, and translates the
 // answer back.
 func roundTrip[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx context.Context, c *TCPClient, kind int, key int16, req Req, toWire func(Req, int16) W, fromWire func(WR) Resp) (Resp, error) {
-	var none Resp
 	v, err := c.version(key)
 	if err != nil {
+		var none Resp
 		return none, err
 	}
+	return roundTripIn(ctx, c, kind, v, req, toWire, fromWire)
+}
+
+// roundTripIn is roundTrip in version v.
+func roundTripIn[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx context.Context, c *TCPClient, kind int, v int16, req Req, toWire func(Req, int16) W, fromWire func(WR) Resp) (Resp, error) {
 	resp, err := c.send(ctx, kind, toWire(req, v))
 	if err != nil {
+		var none Resp
 		return none, err
 	}
 	return fromWire(resp.(WR)), nil
@@ -537,4 +544,5 @@ var (
 	_ EpochClient      = (*TCPClient)(nil)
 	_ GroupClient      = (*TCPClient)(nil)
 	_ ProducerIDClient = (*TCPClient)(nil)
+	_ TxnClient        = (*TCPClient)(nil)
 )

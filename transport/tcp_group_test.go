@@ -244,7 +244,7 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	require.Equal(t, &DeleteGroupsResponse{Results: []DeletedGroup{{Group: "g", Err: withMessage(kafka.ErrNonEmptyGroup, nonEmpty)}, {Group: "h"}}}, del)
 	require.ErrorIs(t, del.Results[0].Err, kafka.ErrNonEmptyGroup)
 
-	init := &InitProducerIDRequest{TransactionalID: "tx", TransactionTimeout: time.Minute, ProducerID: 12, ProducerEpoch: 1}
+	init := &InitProducerIDRequest{Version: 5, TransactionalID: "tx", TransactionTimeout: time.Minute, ProducerID: 12, ProducerEpoch: 1}
 	ir, err := c.InitProducerID(ctx, init)
 	require.NoError(t, err)
 	require.Equal(t, init, f.last())
@@ -252,7 +252,10 @@ func TestTCPGroupRoundTrip(t *testing.T) {
 	f.set("InitProducerID", &InitProducerIDResponse{Err: kafka.ErrKafkaStorage, ProducerID: -1, ProducerEpoch: -1})
 	ir, err = c.InitProducerID(ctx, &InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
 	require.NoError(t, err)
-	require.Equal(t, &InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, f.last())
+	require.Equal(t, &InitProducerIDRequest{Version: 5, ProducerID: -1, ProducerEpoch: -1}, f.last(), "the newest version both speak")
+	_, err = c.InitProducerID(ctx, &InitProducerIDRequest{Version: 3, ProducerID: -1, ProducerEpoch: -1})
+	require.NoError(t, err)
+	require.Equal(t, &InitProducerIDRequest{Version: 3, ProducerID: -1, ProducerEpoch: -1}, f.last(), "Version caps the version sent")
 	require.Equal(t, f.resp["InitProducerID"], ir)
 	require.True(t, kafka.IsRetriable(ir.Err))
 }

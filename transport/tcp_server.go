@@ -60,7 +60,8 @@ var ErrServerClosed = errors.New("transport: server closed")
 // Metadata, Produce, Fetch and ListOffsets, in the versions that carry
 // RecordBatch v2; and, for a handler that implements the optional
 // interface, the admin APIs (AdminClient), the group coordinator's
-// (GroupClient), InitProducerId (ProducerIDClient) and partlog's own
+// (GroupClient), InitProducerId (ProducerIDClient), the transaction
+// coordinator's and transaction markers (TxnClient) and partlog's own
 // calls between nodes (InternalHandler).
 //
 // As a Kafka broker does, it handles the requests of one connection one
@@ -313,7 +314,7 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	ctx, version := s.ctx, h.apiVersion
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
-		if req.TransactionID != nil {
+		if req.TransactionID != nil && !isTxnClient(s.handler) {
 			return nil, fmt.Errorf("%w: transactional produce is not supported", kafka.ErrInvalidRequest)
 		}
 		resp, err := s.handler.Produce(ctx, produceFromWire(req))
@@ -341,8 +342,16 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 		fillAddresses(resp, p.advertised)
 		return metadataResponseToWire(resp, version), nil
 	}
+	if fc, ok := s.handler.(coordinatorFinder); ok {
+		if req, ok := req.(*kmsg.FindCoordinatorRequest); ok {
+			return findCoordinator(ctx, fc, req, version, p)
+		}
+	}
 	if gc, ok := s.handler.(GroupClient); ok && isGroupRequest(req) {
 		return s.dispatchGroup(ctx, gc, req, h, p)
+	}
+	if tc, ok := s.handler.(TxnClient); ok && isTxnRequest(req) {
+		return dispatchTxn(ctx, tc, req, version)
 	}
 	if pc, ok := s.handler.(ProducerIDClient); ok {
 		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
@@ -424,6 +433,49 @@ func (s *Server) dispatchAdmin(ctx context.Context, h AdminClient, req kmsg.Requ
 		return answerWith(ctx, h.ElectLeaders, electLeadersFromWire(req), electLeadersResponseToWire, version)
 	case *kmsg.DescribeProducersRequest:
 		return answerWith(ctx, h.DescribeProducers, describeProducersFromWire(req), describeProducersResponseToWire, version)
+	}
+	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// isTxnRequest reports whether req is one of TxnClient's own.
+func isTxnRequest(req kmsg.Request) bool {
+	switch req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest, *kmsg.WriteTxnMarkersRequest,
+		*kmsg.TxnOffsetCommitRequest, *kmsg.DescribeTransactionsRequest, *kmsg.ListTransactionsRequest:
+		return true
+	}
+	return false
+}
+
+// dispatchTxn calls a TxnClient handler for one decoded request in the
+// given version. FindCoordinator and InitProducerId, which TxnClient
+// shares with GroupClient and ProducerIDClient, are answered with theirs,
+// and a transactional Produce as any Produce.
+//
+// A WriteTxnMarkers waits until its markers are replicated, and an EndTxn
+// until the outcome is durable; the connection answers nothing else
+// meanwhile, as a Kafka broker does.
+func dispatchTxn(ctx context.Context, tc TxnClient, req kmsg.Request, version int16) (kmsg.Response, error) {
+	switch req := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		r := addPartitionsToTxnFromWire(req)
+		resp, err := tc.AddPartitionsToTxn(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return addPartitionsToTxnResponseToWire(r, resp, version), nil
+	case *kmsg.AddOffsetsToTxnRequest:
+		return answerWith(ctx, tc.AddOffsetsToTxn, addOffsetsToTxnFromWire(req), addOffsetsToTxnResponseToWire, version)
+	case *kmsg.EndTxnRequest:
+		return answerWith(ctx, tc.EndTxn, endTxnFromWire(req), endTxnResponseToWire, version)
+	case *kmsg.WriteTxnMarkersRequest:
+		return answerWith(ctx, tc.WriteTxnMarkers, writeTxnMarkersFromWire(req), writeTxnMarkersResponseToWire, version)
+	case *kmsg.TxnOffsetCommitRequest:
+		return answerWith(ctx, tc.TxnOffsetCommit, txnOffsetCommitFromWire(req), txnOffsetCommitResponseToWire, version)
+	case *kmsg.DescribeTransactionsRequest:
+		return answerWith(ctx, tc.DescribeTransactions, describeTransactionsFromWire(req), describeTransactionsResponseToWire, version)
+	case *kmsg.ListTransactionsRequest:
+		return answerWith(ctx, tc.ListTransactions, listTransactionsFromWire(req), listTransactionsResponseToWire, version)
 	}
 	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
 }

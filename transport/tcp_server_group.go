@@ -1,7 +1,8 @@
 package transport
 
 // tcp_server_group.go answers the group coordinator's requests for a
-// handler that is a GroupClient.
+// handler that is a GroupClient, and FindCoordinator for one that is a
+// GroupClient or a TxnClient.
 
 import (
 	"context"
@@ -11,10 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// isGroupRequest reports whether req is one of GroupClient's.
+// isGroupRequest reports whether req is one of GroupClient's, but for
+// FindCoordinator, which TxnClient shares.
 func isGroupRequest(req kmsg.Request) bool {
 	switch req.(type) {
-	case *kmsg.FindCoordinatorRequest, *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
+	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest, *kmsg.HeartbeatRequest,
 		*kmsg.LeaveGroupRequest, *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest, *kmsg.DescribeGroupsRequest,
 		*kmsg.ListGroupsRequest, *kmsg.DeleteGroupsRequest:
 		return true
@@ -31,21 +33,6 @@ func isGroupRequest(req kmsg.Request) bool {
 func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Request, h requestHeader, p peer) (kmsg.Response, error) {
 	version := h.apiVersion
 	switch req := req.(type) {
-	case *kmsg.FindCoordinatorRequest:
-		reqs := findCoordinatorFromWire(req)
-		if len(reqs) == 0 {
-			return nil, fmt.Errorf("%w: FindCoordinator names no key", kafka.ErrInvalidRequest)
-		}
-		resps := make([]*FindCoordinatorResponse, len(reqs))
-		for i, r := range reqs {
-			resp, err := gc.FindCoordinator(ctx, r)
-			if err != nil {
-				return nil, err
-			}
-			fillCoordinator(resp, p.advertised)
-			resps[i] = resp
-		}
-		return findCoordinatorResponseToWire(reqs, resps, version), nil
 	case *kmsg.JoinGroupRequest:
 		r := joinGroupFromWire(req)
 		r.ClientID, r.ClientHost = deref(h.clientID), p.clientHost
@@ -60,16 +47,9 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 		return answerWith(ctx, gc.OffsetCommit, offsetCommitFromWire(req), offsetCommitResponseToWire, version)
 	case *kmsg.OffsetFetchRequest:
 		reqs := offsetFetchFromWire(req)
-		if len(reqs) == 0 {
-			return nil, fmt.Errorf("%w: OffsetFetch names no group", kafka.ErrInvalidRequest)
-		}
-		resps := make([]*OffsetFetchResponse, len(reqs))
-		for i, r := range reqs {
-			resp, err := gc.OffsetFetch(ctx, r)
-			if err != nil {
-				return nil, err
-			}
-			resps[i] = resp
+		resps, err := askEach(ctx, "OffsetFetch names no group", reqs, gc.OffsetFetch)
+		if err != nil {
+			return nil, err
 		}
 		return offsetFetchResponseToWire(reqs, resps, version), nil
 	case *kmsg.DescribeGroupsRequest:
@@ -80,6 +60,45 @@ func (s *Server) dispatchGroup(ctx context.Context, gc GroupClient, req kmsg.Req
 		return answerWith(ctx, gc.DeleteGroups, deleteGroupsFromWire(req), deleteGroupsResponseToWire, version)
 	}
 	return nil, fmt.Errorf("%w: %s is not supported", kafka.ErrInvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// coordinatorFinder answers FindCoordinator: GroupClient and TxnClient
+// share the method.
+type coordinatorFinder interface {
+	FindCoordinator(ctx context.Context, req *FindCoordinatorRequest) (*FindCoordinatorResponse, error)
+}
+
+// findCoordinator answers a FindCoordinator from the client at p, asking
+// the handler once for each key (many from version 4).
+func findCoordinator(ctx context.Context, fc coordinatorFinder, req *kmsg.FindCoordinatorRequest, version int16, p peer) (kmsg.Response, error) {
+	reqs := findCoordinatorFromWire(req)
+	resps, err := askEach(ctx, "FindCoordinator names no key", reqs, fc.FindCoordinator)
+	if err != nil {
+		return nil, err
+	}
+	for _, resp := range resps {
+		fillCoordinator(resp, p.advertised)
+	}
+	return findCoordinatorResponseToWire(reqs, resps, version), nil
+}
+
+// askEach asks call about each of reqs, in order, and returns the answers,
+// or the first error: a Kafka request batched over keys (FindCoordinator,
+// OffsetFetch) that partlog's handlers take one at a time. No reqs is a
+// malformed request, which none says why.
+func askEach[Req, Resp any](ctx context.Context, none string, reqs []Req, call func(context.Context, Req) (Resp, error)) ([]Resp, error) {
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%w: %s", kafka.ErrInvalidRequest, none)
+	}
+	resps := make([]Resp, len(reqs))
+	for i, r := range reqs {
+		resp, err := call(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		resps[i] = resp
+	}
+	return resps, nil
 }
 
 // fillCoordinator gives a FindCoordinator answer that names a coordinator

@@ -47,6 +47,11 @@ var supportedAPIs = []apiRange{
 	{key: 21, min: 0, max: 2}, // DeleteRecords
 	{key: 22, min: 0, max: 5}, // InitProducerId
 	{key: 23, min: 2, max: 4}, // OffsetForLeaderEpoch (v2 brings the current leader epoch)
+	{key: 24, min: 0, max: 5}, // AddPartitionsToTxn (v4+ batched, from brokers)
+	{key: 25, min: 0, max: 4}, // AddOffsetsToTxn
+	{key: 26, min: 0, max: 5}, // EndTxn (v5: transaction version 2)
+	{key: 27, min: 0, max: 2}, // WriteTxnMarkers
+	{key: 28, min: 0, max: 5}, // TxnOffsetCommit (v6 names topics by id)
 	{key: 32, min: 1, max: 4}, // DescribeConfigs
 	{key: 33, min: 0, max: 2}, // AlterConfigs
 	{key: 35, min: 0, max: 4}, // DescribeLogDirs
@@ -56,6 +61,8 @@ var supportedAPIs = []apiRange{
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
 	{key: 60, min: 0, max: 1}, // DescribeCluster
 	{key: 61, min: 0, max: 0}, // DescribeProducers
+	{key: 65, min: 0, max: 0}, // DescribeTransactions
+	{key: 66, min: 0, max: 2}, // ListTransactions
 
 	{key: APIReplicaMessages, min: 0, max: 0}, // partlog's own: internal.go
 	{key: APIController, min: 0, max: 0},
@@ -64,12 +71,14 @@ var supportedAPIs = []apiRange{
 // optionalAPIs are the APIs a server answers only when its handler
 // implements an optional interface: the predicate says whether it does.
 var optionalAPIs = map[int16]func(Client) bool{
-	8: isGroupClient, 9: isGroupClient, 10: isGroupClient, 11: isGroupClient, 12: isGroupClient,
+	8: isGroupClient, 9: isGroupClient, 11: isGroupClient, 12: isGroupClient,
 	13: isGroupClient, 14: isGroupClient, 15: isGroupClient, 16: isGroupClient, 42: isGroupClient,
 	19: isAdminClient, 20: isAdminClient, 21: isAdminClient, 32: isAdminClient, 33: isAdminClient,
 	35: isAdminClient, 37: isAdminClient, 43: isAdminClient, 44: isAdminClient, 61: isAdminClient,
 	23: isEpochClient,
 	22: isProducerIDClient,
+	24: isTxnClient, 25: isTxnClient, 26: isTxnClient, 27: isTxnClient, 28: isTxnClient, 65: isTxnClient, 66: isTxnClient,
+	10: isCoordinatorFinder,
 
 	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler,
 }
@@ -78,6 +87,11 @@ func isAdminClient(h Client) bool      { _, ok := h.(AdminClient); return ok }
 func isEpochClient(h Client) bool      { _, ok := h.(EpochClient); return ok }
 func isGroupClient(h Client) bool      { _, ok := h.(GroupClient); return ok }
 func isProducerIDClient(h Client) bool { _, ok := h.(ProducerIDClient); return ok }
+func isTxnClient(h Client) bool        { _, ok := h.(TxnClient); return ok }
+
+// isCoordinatorFinder reports whether h answers FindCoordinator: a
+// GroupClient, for groups, or a TxnClient, for transactional ids.
+func isCoordinatorFinder(h Client) bool { return isGroupClient(h) || isTxnClient(h) }
 
 // apisFor returns the APIs a server with handler h answers.
 func apisFor(h Client) []apiRange {
@@ -239,6 +253,26 @@ func each[S, D any](s []S, f func(S) D) []D {
 	return d
 }
 
+// topicsToWire translates the topics of a request or an answer, whose
+// partitions are P, to a wire message's: part translates a partition,
+// newTopic makes a topic of its name and partitions. Nil stays nil, as in
+// each.
+func topicsToWire[T topicOf[P], P, WT, WP any](topics []T, part func(P) WP, newTopic func(string, []WP) WT) []WT {
+	return each(topics, func(t T) WT {
+		tp := topicParts[P](t)
+		return newTopic(tp.Topic, each(tp.Partitions, part))
+	})
+}
+
+// topicsFromWire is topicsToWire the other way: parts gives a wire topic's
+// name and partitions.
+func topicsFromWire[T topicOf[P], P, WT, WP any](ws []WT, parts func(WT) (string, []WP), part func(WP) P) []T {
+	return each(ws, func(wt WT) T {
+		name, wps := parts(wt)
+		return T(topicParts[P]{Topic: name, Partitions: each(wps, part)})
+	})
+}
+
 // orEmpty returns s, or an empty slice for nil: Kafka's arrays and bytes
 // here are not nullable. The data requests and answers read from the wire
 // (Produce, Fetch, ListOffsets) hold empty lists, never nil ones, too.
@@ -253,7 +287,7 @@ func orEmpty[T any](s []T) []T {
 
 func produceToWire(r *ProduceRequest, version int16) *kmsg.ProduceRequest {
 	w := versioned(kmsg.NewPtrProduceRequest(), version)
-	w.Acks, w.TimeoutMillis = int16(r.Acks), millis(r.Timeout)
+	w.TransactionID, w.Acks, w.TimeoutMillis = nullable(r.TransactionalID), int16(r.Acks), millis(r.Timeout)
 	w.Topics = each(r.Topics, func(t ProduceTopic) kmsg.ProduceRequestTopic {
 		return kmsg.ProduceRequestTopic{Topic: t.Topic,
 			Partitions: each(t.Partitions, func(p ProducePartition) kmsg.ProduceRequestTopicPartition {
@@ -264,7 +298,7 @@ func produceToWire(r *ProduceRequest, version int16) *kmsg.ProduceRequest {
 }
 
 func produceFromWire(w *kmsg.ProduceRequest) *ProduceRequest {
-	return &ProduceRequest{Acks: kafka.Acks(w.Acks), Timeout: fromMillis(w.TimeoutMillis),
+	return &ProduceRequest{TransactionalID: deref(w.TransactionID), Acks: kafka.Acks(w.Acks), Timeout: fromMillis(w.TimeoutMillis),
 		Topics: each(orEmpty(w.Topics), func(wt kmsg.ProduceRequestTopic) ProduceTopic {
 			return ProduceTopic{Topic: wt.Topic,
 				Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ProduceRequestTopicPartition) ProducePartition {
@@ -342,6 +376,9 @@ func fetchResponseToWire(r *FetchResponse, version int16) *kmsg.FetchResponse {
 				wp := kmsg.NewFetchResponseTopicPartition()
 				wp.Partition, wp.ErrorCode = p.Partition, kafka.CodeOf(p.Err)
 				wp.HighWatermark, wp.LastStableOffset, wp.LogStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
+				wp.AbortedTransactions = each(p.AbortedTransactions, func(a AbortedTransaction) kmsg.FetchResponseTopicPartitionAbortedTransaction {
+					return kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+				})
 				// Empty, not null: librdkafka fails to parse a null records
 				// field, and Kafka sends an empty one.
 				wp.RecordBatches = orEmpty(p.Records)
@@ -360,7 +397,10 @@ func fetchResponseFromWire(w *kmsg.FetchResponse) *FetchResponse {
 					err = kafka.ErrorForCode(w.ErrorCode)
 				}
 				return FetchPartitionResponse{Partition: wp.Partition, Err: err, HighWatermark: wp.HighWatermark,
-					LastStableOffset: wp.LastStableOffset, LogStartOffset: wp.LogStartOffset, Records: wp.RecordBatches}
+					LastStableOffset: wp.LastStableOffset, LogStartOffset: wp.LogStartOffset, Records: wp.RecordBatches,
+					AbortedTransactions: each(wp.AbortedTransactions, func(a kmsg.FetchResponseTopicPartitionAbortedTransaction) AbortedTransaction {
+						return AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+					})}
 			})}
 	})}
 }

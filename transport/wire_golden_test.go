@@ -226,7 +226,7 @@ var goldenAPIs = []struct {
 	run func(g *golden, v int16)
 }{
 	{0, func(g *golden, v int16) {
-		reqTrip(g, &ProduceRequest{Acks: kafka.AcksAll, Timeout: 1500 * time.Millisecond, Topics: []ProduceTopic{
+		reqTrip(g, &ProduceRequest{TransactionalID: "tx", Acks: kafka.AcksAll, Timeout: 1500 * time.Millisecond, Topics: []ProduceTopic{
 			{Topic: "t", Partitions: []ProducePartition{{Partition: 1, Records: []byte("b1")}, {Partition: 0, Records: []byte("b0")}}},
 			{Topic: "u", Partitions: []ProducePartition{{Partition: 3}}},
 			{Topic: "empty"},
@@ -253,9 +253,10 @@ var goldenAPIs = []struct {
 		reqTrip(g, &FetchRequest{ReplicaID: -1}, v, fetchToWire, fetchFromWire)
 		respTrip(g, &FetchResponse{Topics: []FetchTopicResponse{
 			{Topic: "t", Partitions: []FetchPartitionResponse{
-				{Partition: 0, HighWatermark: 10, LastStableOffset: 9, LogStartOffset: 1, Records: []byte("batches")},
+				{Partition: 0, HighWatermark: 10, LastStableOffset: 9, LogStartOffset: 1, Records: []byte("batches"),
+					AbortedTransactions: []AbortedTransaction{{ProducerID: 7, FirstOffset: 2}, {ProducerID: 8, FirstOffset: 5}}},
 				{Partition: 2, Err: fmt.Errorf("%w: at 99", kafka.ErrOffsetOutOfRange), HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1},
-				{Partition: 3, Records: []byte{}},
+				{Partition: 3, Records: []byte{}, AbortedTransactions: []AbortedTransaction{}},
 			}},
 			{Topic: "none"},
 		}}, v, fetchResponseToWire, fetchResponseFromWire)
@@ -315,7 +316,7 @@ var goldenAPIs = []struct {
 		respTrip(g, &OffsetCommitResponse{}, v, offsetCommitResponseToWire, offsetCommitResponseFromWire)
 	}},
 	{9, func(g *golden, v int16) {
-		reqTrip(g, &OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}, {Topic: "u"}}}, v,
+		reqTrip(g, &OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{{Topic: "t", Partitions: []int32{0, 1}}, {Topic: "u"}}, RequireStable: true}, v,
 			offsetFetchToWire, offsetFetchFromWire)
 		reqTrip(g, &OffsetFetchRequest{Group: "g", Topics: []OffsetFetchTopic{}}, v, offsetFetchToWire, offsetFetchFromWire)
 		reqTrip(g, &OffsetFetchRequest{Group: "g"}, v, offsetFetchToWire, offsetFetchFromWire)
@@ -478,6 +479,85 @@ var goldenAPIs = []struct {
 		}}, v, offsetsForLeaderEpochResponseToWire, offsetsForLeaderEpochResponseFromWire)
 		respTrip(g, &kafka.OffsetsForLeaderEpochResponse{}, v, offsetsForLeaderEpochResponseToWire, offsetsForLeaderEpochResponseFromWire)
 	}},
+	{24, func(g *golden, v int16) {
+		one := &AddPartitionsToTxnRequest{Transactions: []AddPartitionsToTxnTransaction{{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2,
+			Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 1}, {Topic: "u", Partition: 0}, {Topic: "t", Partition: 0}}}}}
+		batch := &AddPartitionsToTxnRequest{Transactions: []AddPartitionsToTxnTransaction{
+			{TransactionalID: "a", ProducerID: 1, ProducerEpoch: 0, VerifyOnly: true, Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 2}}},
+			{TransactionalID: "b", ProducerID: 2, ProducerEpoch: 5, Partitions: []kafka.TopicPartition{{Topic: "u", Partition: 1}}},
+		}}
+		for _, r := range []*AddPartitionsToTxnRequest{one, batch, {}} {
+			reqTrip(g, r, v, addPartitionsToTxnToWire, addPartitionsToTxnFromWire)
+		}
+		for _, resp := range []*AddPartitionsToTxnResponse{
+			{Transactions: []AddPartitionsToTxnResult{{TransactionalID: "tx", Partitions: []TxnPartitionResult{
+				{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 1}},
+				{TopicPartition: kafka.TopicPartition{Topic: "u", Partition: 0}, Err: fmt.Errorf("%w: u", kafka.ErrUnknownTopicOrPartition)},
+				{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Err: kafka.ErrOperationNotAttempted},
+			}}}},
+			{Err: fmt.Errorf("%w: loading", kafka.ErrCoordinatorLoadInProgress)},
+			{},
+		} {
+			respTrip(g, resp, v, func(r *AddPartitionsToTxnResponse, v int16) *kmsg.AddPartitionsToTxnResponse {
+				return addPartitionsToTxnResponseToWire(one, r, v)
+			}, func(w *kmsg.AddPartitionsToTxnResponse) *AddPartitionsToTxnResponse {
+				return addPartitionsToTxnResponseFromWire(one, w)
+			})
+		}
+		w := kmsg.NewPtrAddPartitionsToTxnRequest()
+		if v < 4 {
+			w.TransactionalID, w.ProducerID, w.ProducerEpoch = "tx", 7, 2
+			w.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+		} else {
+			wt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			wt.TransactionalID, wt.ProducerID, wt.ProducerEpoch, wt.VerifyOnly = "tx", 7, 2, true
+			wt.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+			w.Transactions = append(w.Transactions, wt)
+		}
+		reqFrom(g, w, v, addPartitionsToTxnFromWire)
+	}},
+	{25, func(g *golden, v int16) {
+		reqTrip(g, &AddOffsetsToTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2, Group: "g"}, v, addOffsetsToTxnToWire, addOffsetsToTxnFromWire)
+		respTrip(g, &AddOffsetsToTxnResponse{}, v, addOffsetsToTxnResponseToWire, addOffsetsToTxnResponseFromWire)
+		respTrip(g, &AddOffsetsToTxnResponse{Err: fmt.Errorf("%w: epoch 3", kafka.ErrProducerFenced)}, v, addOffsetsToTxnResponseToWire, addOffsetsToTxnResponseFromWire)
+	}},
+	{26, func(g *golden, v int16) {
+		reqTrip(g, &EndTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2, Result: TxnCommit}, v, endTxnToWire, endTxnFromWire)
+		reqTrip(g, &EndTxnRequest{TransactionalID: "tx", ProducerID: 7, ProducerEpoch: 2, Result: TxnAbort}, v, endTxnToWire, endTxnFromWire)
+		respTrip(g, &EndTxnResponse{ProducerID: 7, ProducerEpoch: 3}, v, endTxnResponseToWire, endTxnResponseFromWire)
+		respTrip(g, &EndTxnResponse{Err: fmt.Errorf("%w: aborting", kafka.ErrInvalidTxnState), ProducerID: -1, ProducerEpoch: -1}, v,
+			endTxnResponseToWire, endTxnResponseFromWire)
+	}},
+	{27, func(g *golden, v int16) {
+		reqTrip(g, &WriteTxnMarkersRequest{Markers: []TxnMarker{
+			{ProducerID: 7, ProducerEpoch: 3, Result: TxnCommit, CoordinatorEpoch: 4, TransactionVersion: 2,
+				Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 1}, {Topic: "u", Partition: 0}, {Topic: "t", Partition: 0}}},
+			{ProducerID: 8, ProducerEpoch: 0, Result: TxnAbort, CoordinatorEpoch: 4, Partitions: []kafka.TopicPartition{{Topic: "__consumer_offsets", Partition: 12}}},
+		}}, v, writeTxnMarkersToWire, writeTxnMarkersFromWire)
+		reqTrip(g, &WriteTxnMarkersRequest{}, v, writeTxnMarkersToWire, writeTxnMarkersFromWire)
+		respTrip(g, &WriteTxnMarkersResponse{Markers: []TxnMarkerResult{
+			{ProducerID: 7, Partitions: []TxnPartitionResult{
+				{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 1}},
+				{TopicPartition: kafka.TopicPartition{Topic: "u", Partition: 0}, Err: fmt.Errorf("%w: moved", kafka.ErrNotLeaderOrFollower)},
+				{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Err: kafka.ErrTransactionCoordinatorFenced},
+			}},
+			{ProducerID: 8, Partitions: []TxnPartitionResult{{TopicPartition: kafka.TopicPartition{Topic: "__consumer_offsets", Partition: 12}}}},
+		}}, v, writeTxnMarkersResponseToWire, writeTxnMarkersResponseFromWire)
+		respTrip(g, &WriteTxnMarkersResponse{}, v, writeTxnMarkersResponseToWire, writeTxnMarkersResponseFromWire)
+	}},
+	{28, func(g *golden, v int16) {
+		reqTrip(g, &TxnOffsetCommitRequest{TransactionalID: "tx", Group: "g", ProducerID: 7, ProducerEpoch: 2,
+			GenerationID: 4, MemberID: "m", GroupInstanceID: "i", Topics: []OffsetCommitTopic{
+				{Topic: "t", Partitions: []OffsetCommitPartition{{Partition: 0, Offset: 42, LeaderEpoch: 3, Metadata: "meta"}, {Partition: 2, LeaderEpoch: -1}}},
+				{Topic: "empty"},
+			}}, v, txnOffsetCommitToWire, txnOffsetCommitFromWire)
+		reqTrip(g, &TxnOffsetCommitRequest{TransactionalID: "tx", Group: "g", ProducerID: 7, GenerationID: NoGeneration}, v, txnOffsetCommitToWire, txnOffsetCommitFromWire)
+		respTrip(g, &TxnOffsetCommitResponse{Topics: []OffsetCommitTopicResponse{
+			{Topic: "t", Partitions: []OffsetCommitPartitionResponse{{Partition: 0}, {Partition: 2, Err: fmt.Errorf("%w: m", kafka.ErrUnknownMemberID)}}},
+			{Topic: "none"},
+		}}, v, txnOffsetCommitResponseToWire, txnOffsetCommitResponseFromWire)
+		respTrip(g, &TxnOffsetCommitResponse{}, v, txnOffsetCommitResponseToWire, txnOffsetCommitResponseFromWire)
+	}},
 	{32, func(g *golden, v int16) {
 		req := &DescribeConfigsRequest{Resources: []ConfigResource{{Type: ConfigTopic, Name: "t"}, {Type: ConfigBroker, Name: "1"}, {Type: ConfigTopic, Name: "gone"}}}
 		reqTrip(g, req, v, describeConfigsToWire, describeConfigsFromWire)
@@ -605,5 +685,25 @@ var goldenAPIs = []struct {
 			{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}},
 		}}, v, describeProducersResponseToWire, describeProducersResponseFromWire)
 		respTrip(g, &DescribeProducersResponse{}, v, describeProducersResponseToWire, describeProducersResponseFromWire)
+	}},
+	{65, func(g *golden, v int16) {
+		reqTrip(g, &DescribeTransactionsRequest{TransactionalIDs: []string{"tx", "gone"}}, v, describeTransactionsToWire, describeTransactionsFromWire)
+		reqTrip(g, &DescribeTransactionsRequest{}, v, describeTransactionsToWire, describeTransactionsFromWire)
+		respTrip(g, &DescribeTransactionsResponse{Transactions: []DescribedTransaction{
+			{TransactionalID: "tx", State: "Ongoing", TransactionTimeout: time.Minute, StartTimestamp: 1000, ProducerID: 7, ProducerEpoch: 2,
+				Partitions: []kafka.TopicPartition{{Topic: "t", Partition: 1}, {Topic: "u", Partition: 0}, {Topic: "t", Partition: 0}}},
+			{Err: fmt.Errorf("%w: gone", kafka.ErrTransactionalIDNotFound), TransactionalID: "gone", StartTimestamp: -1, ProducerID: -1, ProducerEpoch: -1},
+		}}, v, describeTransactionsResponseToWire, describeTransactionsResponseFromWire)
+		respTrip(g, &DescribeTransactionsResponse{}, v, describeTransactionsResponseToWire, describeTransactionsResponseFromWire)
+	}},
+	{66, func(g *golden, v int16) {
+		reqTrip(g, &ListTransactionsRequest{StateFilters: []string{"Ongoing", "PrepareCommit"}, ProducerIDFilters: []int64{7, 8},
+			MinDuration: 90 * time.Second, TransactionalIDPattern: "tx-.*"}, v, listTransactionsToWire, listTransactionsFromWire)
+		reqTrip(g, &ListTransactionsRequest{}, v, listTransactionsToWire, listTransactionsFromWire)
+		respTrip(g, &ListTransactionsResponse{UnknownStateFilters: []string{"Bogus"}, Transactions: []ListedTransaction{
+			{TransactionalID: "tx", ProducerID: 7, State: "Ongoing"}, {TransactionalID: "ty", ProducerID: 8, State: "CompleteCommit"}}},
+			v, listTransactionsResponseToWire, listTransactionsResponseFromWire)
+		respTrip(g, &ListTransactionsResponse{Err: fmt.Errorf("%w: loading", kafka.ErrCoordinatorLoadInProgress)}, v,
+			listTransactionsResponseToWire, listTransactionsResponseFromWire)
 	}},
 }

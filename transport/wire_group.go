@@ -271,55 +271,56 @@ func offsetCommitToWire(r *OffsetCommitRequest, version int16) *kmsg.OffsetCommi
 	w := versioned(kmsg.NewPtrOffsetCommitRequest(), version)
 	w.Group, w.Generation, w.MemberID, w.InstanceID = r.Group, r.GenerationID, r.MemberID, nullable(r.GroupInstanceID)
 	w.RetentionTimeMillis = -1 // the broker's offsets.retention.minutes
-	w.Topics = each(r.Topics, func(t OffsetCommitTopic) kmsg.OffsetCommitRequestTopic {
-		return kmsg.OffsetCommitRequestTopic{Topic: t.Topic,
-			Partitions: each(t.Partitions, func(p OffsetCommitPartition) kmsg.OffsetCommitRequestTopicPartition {
-				wp := kmsg.NewOffsetCommitRequestTopicPartition()
-				wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
-				return wp
-			})}
+	w.Topics = topicsToWire(r.Topics, func(p OffsetCommitPartition) kmsg.OffsetCommitRequestTopicPartition {
+		wp := kmsg.NewOffsetCommitRequestTopicPartition()
+		wp.Partition, wp.Offset, wp.LeaderEpoch, wp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, kmsg.StringPtr(p.Metadata)
+		return wp
+	}, func(topic string, wps []kmsg.OffsetCommitRequestTopicPartition) kmsg.OffsetCommitRequestTopic {
+		return kmsg.OffsetCommitRequestTopic{Topic: topic, Partitions: wps}
 	})
 	return w
 }
 
 func offsetCommitFromWire(w *kmsg.OffsetCommitRequest) *OffsetCommitRequest {
 	return &OffsetCommitRequest{Group: w.Group, GenerationID: w.Generation, MemberID: w.MemberID, GroupInstanceID: deref(w.InstanceID),
-		Topics: each(w.Topics, func(wt kmsg.OffsetCommitRequestTopic) OffsetCommitTopic {
-			return OffsetCommitTopic{Topic: wt.Topic,
-				Partitions: each(wt.Partitions, func(wp kmsg.OffsetCommitRequestTopicPartition) OffsetCommitPartition {
-					p := OffsetCommitPartition{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata)}
-					if w.Version < 6 {
-						p.LeaderEpoch = -1
-					}
-					return p
-				})}
-		})}
+		Topics: topicsFromWire[OffsetCommitTopic](w.Topics,
+			func(wt kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
+				return wt.Topic, wt.Partitions
+			},
+			func(wp kmsg.OffsetCommitRequestTopicPartition) OffsetCommitPartition {
+				p := OffsetCommitPartition{Partition: wp.Partition, Offset: wp.Offset, LeaderEpoch: wp.LeaderEpoch, Metadata: deref(wp.Metadata)}
+				if w.Version < 6 {
+					p.LeaderEpoch = -1
+				}
+				return p
+			})}
 }
 
 func offsetCommitResponseToWire(r *OffsetCommitResponse, version int16) *kmsg.OffsetCommitResponse {
 	w := versioned(kmsg.NewPtrOffsetCommitResponse(), version)
-	w.Topics = each(r.Topics, func(t OffsetCommitTopicResponse) kmsg.OffsetCommitResponseTopic {
-		return kmsg.OffsetCommitResponseTopic{Topic: t.Topic,
-			Partitions: each(t.Partitions, func(p OffsetCommitPartitionResponse) kmsg.OffsetCommitResponseTopicPartition {
-				return kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kafka.CodeOf(p.Err)}
-			})}
+	w.Topics = topicsToWire(r.Topics, func(p OffsetCommitPartitionResponse) kmsg.OffsetCommitResponseTopicPartition {
+		return kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kafka.CodeOf(p.Err)}
+	}, func(topic string, wps []kmsg.OffsetCommitResponseTopicPartition) kmsg.OffsetCommitResponseTopic {
+		return kmsg.OffsetCommitResponseTopic{Topic: topic, Partitions: wps}
 	})
 	return w
 }
 
 func offsetCommitResponseFromWire(w *kmsg.OffsetCommitResponse) *OffsetCommitResponse {
-	return &OffsetCommitResponse{Topics: each(w.Topics, func(wt kmsg.OffsetCommitResponseTopic) OffsetCommitTopicResponse {
-		return OffsetCommitTopicResponse{Topic: wt.Topic,
-			Partitions: each(wt.Partitions, func(wp kmsg.OffsetCommitResponseTopicPartition) OffsetCommitPartitionResponse {
-				return OffsetCommitPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode)}
-			})}
-	})}
+	return &OffsetCommitResponse{Topics: topicsFromWire[OffsetCommitTopicResponse](w.Topics,
+		func(wt kmsg.OffsetCommitResponseTopic) (string, []kmsg.OffsetCommitResponseTopicPartition) {
+			return wt.Topic, wt.Partitions
+		},
+		func(wp kmsg.OffsetCommitResponseTopicPartition) OffsetCommitPartitionResponse {
+			return OffsetCommitPartitionResponse{Partition: wp.Partition, Err: kafka.ErrorForCode(wp.ErrorCode)}
+		})}
 }
 
 // OffsetFetch.
 
 func offsetFetchToWire(r *OffsetFetchRequest, version int16) *kmsg.OffsetFetchRequest {
 	w := versioned(kmsg.NewPtrOffsetFetchRequest(), version)
+	w.RequireStable = r.RequireStable
 	if version >= 8 {
 		g := kmsg.NewOffsetFetchRequestGroup()
 		g.Group = r.Group
@@ -336,17 +337,20 @@ func offsetFetchToWire(r *OffsetFetchRequest, version int16) *kmsg.OffsetFetchRe
 	return w
 }
 
-// offsetFetchFromWire returns one request for each group asked about.
+// offsetFetchFromWire returns one request for each group asked about;
+// from version 8 on, RequireStable holds for every group.
 func offsetFetchFromWire(w *kmsg.OffsetFetchRequest) []*OffsetFetchRequest {
 	if w.Version < 8 {
-		return []*OffsetFetchRequest{{Group: w.Group, Topics: each(w.Topics, func(wt kmsg.OffsetFetchRequestTopic) OffsetFetchTopic {
-			return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
-		})}}
+		return []*OffsetFetchRequest{{Group: w.Group, RequireStable: w.RequireStable,
+			Topics: each(w.Topics, func(wt kmsg.OffsetFetchRequestTopic) OffsetFetchTopic {
+				return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
+			})}}
 	}
 	return each(orEmpty(w.Groups), func(g kmsg.OffsetFetchRequestGroup) *OffsetFetchRequest {
-		return &OffsetFetchRequest{Group: g.Group, Topics: each(g.Topics, func(wt kmsg.OffsetFetchRequestGroupTopic) OffsetFetchTopic {
-			return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
-		})}
+		return &OffsetFetchRequest{Group: g.Group, RequireStable: w.RequireStable,
+			Topics: each(g.Topics, func(wt kmsg.OffsetFetchRequestGroupTopic) OffsetFetchTopic {
+				return OffsetFetchTopic{Topic: wt.Topic, Partitions: wt.Partitions}
+			})}
 	})
 }
 

@@ -308,6 +308,7 @@ func TestWireInitProducerIDVersions(t *testing.T) {
 			{TransactionalID: "tx", TransactionTimeout: time.Minute, ProducerID: 12, ProducerEpoch: 3},
 		} {
 			want := *req
+			want.Version = v
 			if v < 3 {
 				want.ProducerID, want.ProducerEpoch = -1, -1
 			}

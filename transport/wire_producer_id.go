@@ -19,7 +19,7 @@ func initProducerIDToWire(r *InitProducerIDRequest, version int16) *kmsg.InitPro
 // producer id or epoch, which are then -1 (none so far).
 func initProducerIDFromWire(w *kmsg.InitProducerIDRequest) *InitProducerIDRequest {
 	r := &InitProducerIDRequest{
-		TransactionalID: deref(w.TransactionalID), TransactionTimeout: fromMillis(w.TransactionTimeoutMillis),
+		Version: w.Version, TransactionalID: deref(w.TransactionalID), TransactionTimeout: fromMillis(w.TransactionTimeoutMillis),
 		ProducerID: w.ProducerID, ProducerEpoch: w.ProducerEpoch,
 	}
 	if w.Version < 3 {

@@ -1,7 +1,10 @@
 package transport
 
-// tcp_client_group.go makes TCPClient a GroupClient and a
-// ProducerIDClient.
+// tcp_client_coordinators.go makes TCPClient a GroupClient, a
+// ProducerIDClient and a TxnClient: the calls that go to a group's or a
+// transactional id's coordinator, and the transaction markers a
+// coordinator sends partition leaders. FindCoordinator serves both kinds
+// of coordinator.
 
 import (
 	"context"
@@ -195,7 +198,103 @@ func (c *TCPClient) DeleteGroups(ctx context.Context, req *DeleteGroupsRequest) 
 	return roundTrip(ctx, c, connOther, 42, req, deleteGroupsToWire, deleteGroupsResponseFromWire)
 }
 
-// InitProducerID sends an InitProducerId request.
+// versionUpTo returns the version to send an API in: the newest both
+// sides speak, and at most upTo when upTo is above zero (a request's
+// Version: see TxnClient).
+func (c *TCPClient) versionUpTo(key, upTo int16) (int16, error) {
+	v, err := c.version(key)
+	if err != nil {
+		return 0, err
+	}
+	if upTo > 0 && upTo < v {
+		if rng, _ := findRange(supportedAPIs, key); upTo < rng.min {
+			return 0, fmt.Errorf("%w: %s v%d is below the versions partlog sends", kafka.ErrUnsupportedVersion, apiName(key), upTo)
+		}
+		v = upTo
+	}
+	return v, nil
+}
+
+// roundTripUpTo is roundTrip in the version versionUpTo gives for upTo.
+// A request that does not fit that version (fits, which nil skips) fails
+// with kafka.ErrUnsupportedVersion, unsent.
+func roundTripUpTo[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx context.Context, c *TCPClient, kind int, key, upTo int16, req Req,
+	fits func(Req, int16) bool, toWire func(Req, int16) W, fromWire func(WR) Resp) (Resp, error) {
+	var none Resp
+	v, err := c.versionUpTo(key, upTo)
+	if err != nil {
+		return none, err
+	}
+	if fits != nil && !fits(req, v) {
+		return none, fmt.Errorf("%w: %s v%d cannot carry this request", kafka.ErrUnsupportedVersion, apiName(key), v)
+	}
+	return roundTripIn(ctx, c, kind, v, req, toWire, fromWire)
+}
+
+// InitProducerID sends an InitProducerId request in the newest version
+// both sides speak, up to req.Version when it is set. One with a
+// transactional id goes to the id's coordinator (a ClusterClient routes
+// it).
 func (c *TCPClient) InitProducerID(ctx context.Context, req *InitProducerIDRequest) (*InitProducerIDResponse, error) {
-	return roundTrip(ctx, c, connOther, 22, req, initProducerIDToWire, initProducerIDResponseFromWire)
+	return roundTripUpTo(ctx, c, connOther, 22, req.Version, req, nil, initProducerIDToWire, initProducerIDResponseFromWire)
+}
+
+// AddPartitionsToTxn sends an AddPartitionsToTxn request to the
+// transactional ids' coordinator. A producer's request (one transaction,
+// not VerifyOnly) goes in version 3 at most unless req.Version asks for
+// more, as Kafka's producers send it; any other needs version 4, else it
+// fails with kafka.ErrUnsupportedVersion.
+func (c *TCPClient) AddPartitionsToTxn(ctx context.Context, req *AddPartitionsToTxnRequest) (*AddPartitionsToTxnResponse, error) {
+	upTo := req.Version
+	if upTo == 0 && addPartitionsToTxnFits(req, 3) {
+		upTo = 3
+	}
+	return roundTripUpTo(ctx, c, connOther, 24, upTo, req, addPartitionsToTxnFits, addPartitionsToTxnToWire,
+		func(w *kmsg.AddPartitionsToTxnResponse) *AddPartitionsToTxnResponse {
+			return addPartitionsToTxnResponseFromWire(req, w)
+		})
+}
+
+// AddOffsetsToTxn sends an AddOffsetsToTxn request to the transactional
+// id's coordinator.
+func (c *TCPClient) AddOffsetsToTxn(ctx context.Context, req *AddOffsetsToTxnRequest) (*AddOffsetsToTxnResponse, error) {
+	return roundTripUpTo(ctx, c, connOther, 25, req.Version, req, nil, addOffsetsToTxnToWire, addOffsetsToTxnResponseFromWire)
+}
+
+// EndTxn sends an EndTxn request to the transactional id's coordinator:
+// in version 5 (transaction version 2) with a node that speaks it, unless
+// req.Version caps it lower.
+func (c *TCPClient) EndTxn(ctx context.Context, req *EndTxnRequest) (*EndTxnResponse, error) {
+	return roundTripUpTo(ctx, c, connOther, 26, req.Version, req, nil, endTxnToWire, endTxnResponseFromWire)
+}
+
+// WriteTxnMarkers sends a WriteTxnMarkers request to the leader of its
+// partitions, on a connection of its own: the answer waits for the
+// markers to be replicated, and would hold up other calls. A marker with a
+// TransactionVersion fails with kafka.ErrUnsupportedVersion to a node that
+// speaks only versions below 2.
+func (c *TCPClient) WriteTxnMarkers(ctx context.Context, req *WriteTxnMarkersRequest) (*WriteTxnMarkersResponse, error) {
+	return roundTripUpTo(ctx, c, connMarkers, 27, 0, req, writeTxnMarkersFits, writeTxnMarkersToWire, writeTxnMarkersResponseFromWire)
+}
+
+// TxnOffsetCommit sends a TxnOffsetCommit request to the group's
+// coordinator. With group membership (a generation, member id or group
+// instance id) it fails with kafka.ErrUnsupportedVersion to a node that
+// speaks only versions below 3.
+func (c *TCPClient) TxnOffsetCommit(ctx context.Context, req *TxnOffsetCommitRequest) (*TxnOffsetCommitResponse, error) {
+	return roundTripUpTo(ctx, c, connOther, 28, req.Version, req, txnOffsetCommitFits, txnOffsetCommitToWire, txnOffsetCommitResponseFromWire)
+}
+
+// DescribeTransactions sends a DescribeTransactions request to the
+// transactional ids' coordinator.
+func (c *TCPClient) DescribeTransactions(ctx context.Context, req *DescribeTransactionsRequest) (*DescribeTransactionsResponse, error) {
+	return roundTrip(ctx, c, connOther, 65, req, describeTransactionsToWire, describeTransactionsResponseFromWire)
+}
+
+// ListTransactions sends a ListTransactions request: the answer lists the
+// connected node's transactional ids. A MinDuration fails with
+// kafka.ErrUnsupportedVersion to a node that speaks only version 0, and a
+// TransactionalIDPattern to one that speaks no version 2.
+func (c *TCPClient) ListTransactions(ctx context.Context, req *ListTransactionsRequest) (*ListTransactionsResponse, error) {
+	return roundTripUpTo(ctx, c, connOther, 66, 0, req, listTransactionsFits, listTransactionsToWire, listTransactionsResponseFromWire)
 }
