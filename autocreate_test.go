@@ -12,6 +12,8 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
+	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -71,13 +73,15 @@ func TestAutoCreateTopicsOnACluster(t *testing.T) {
 	})
 }
 
-// TestTransactionsFailFast: a transactional client finds its
-// coordinator, and until partlog answers AddPartitionsToTxn the client
-// fails at once (kgo here) rather than retrying for its whole timeout.
-func TestTransactionsFailFast(t *testing.T) {
+// TestKgoTransaction: franz-go's kgo runs transactions against a node on
+// its own: a committed transaction's records are followed by its COMMIT
+// marker, an aborted one's by its ABORT marker, each written by the
+// node's transaction coordinator after EndTxn.
+func TestKgoTransaction(t *testing.T) {
 	n := openNode(t, vfs.NewMem())
 	defer n.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	resp, err := n.Client().FindCoordinator(ctx, &transport.FindCoordinatorRequest{Key: "tx", KeyType: transport.CoordinatorTransaction})
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
@@ -87,12 +91,39 @@ func TestTransactionsFailFast(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(serveNode(t, n)), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("t"))
 	require.NoError(t, err)
 	defer cl.Close()
-	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	err = cl.BeginTransaction()
-	if err == nil {
-		err = cl.ProduceSync(tctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	run := func(end kgo.TransactionEndTry, values ...string) {
+		t.Helper()
+		require.NoError(t, cl.BeginTransaction())
+		for _, v := range values {
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr())
+		}
+		require.NoError(t, cl.EndTransaction(ctx, end))
 	}
-	require.Error(t, err)
-	require.NoError(t, tctx.Err(), "the client failed before its timeout: %v", err)
+	run(kgo.TryCommit, "a", "b")
+	run(kgo.TryAbort, "c")
+
+	l, err := partlogtest.Log(n, "t", 0)
+	require.NoError(t, err)
+	waitUntil(t, "both markers", func() bool { return l.LogEndOffset() == 5 })
+	data, err := l.Read(nil, 0, 5, 1<<20)
+	require.NoError(t, err)
+	var got []string
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		require.NoError(t, err)
+		b, err := record.Decode(data[:h.Size()])
+		require.NoError(t, err)
+		require.True(t, h.Attributes.IsTransactional())
+		for _, r := range b.Records {
+			if h.Attributes.IsControl() {
+				c, err := record.ParseControlRecord(r)
+				require.NoError(t, err)
+				got = append(got, c.Type.String())
+			} else {
+				got = append(got, string(r.Value))
+			}
+		}
+		data = data[h.Size():]
+	}
+	require.Equal(t, []string{"a", "b", "COMMIT", "c", "ABORT"}, got)
 }

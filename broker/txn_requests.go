@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -23,7 +24,7 @@ func (n *Broker) initTransactionalProducer(ctx context.Context, req *transport.I
 		return resp
 	}
 	a, err := h.request(ctx, func(id uint64, nowMs int64) {
-		h.c.InitProducerID(txn.InitProducerIDRequest{ID: id, Version: initProducerIDVersion,
+		h.c.InitProducerID(txn.InitProducerIDRequest{ID: id, Version: cmp.Or(req.Version, initProducerIDVersion),
 			TransactionalID: req.TransactionalID, TransactionTimeoutMs: int32(req.TransactionTimeout.Milliseconds()),
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}, nowMs)
 	})
@@ -36,8 +37,8 @@ func (n *Broker) initTransactionalProducer(ctx context.Context, req *transport.I
 }
 
 // initProducerIDVersion is the InitProducerId version the coordinator is
-// told of until transport carries the request's own: the latest, which
-// knows PRODUCER_FENCED and KIP-360's resumption.
+// told of for a request that names none (a caller in process): the
+// latest, which knows PRODUCER_FENCED and KIP-360's resumption.
 const initProducerIDVersion = 5
 
 // writeMarker writes mw's marker to partition tp: on the node itself when

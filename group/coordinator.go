@@ -665,6 +665,11 @@ func (c *Coordinator) Fetch(req *transport.OffsetFetchRequest) *transport.Offset
 			if g != nil {
 				v, ok = g.offsets[kafka.TopicPartition{Topic: t.Topic, Partition: p}]
 			}
+			if req.RequireStable && c.unstableLocked(req.Group, kafka.TopicPartition{Topic: t.Topic, Partition: p}) {
+				tr.Partitions = append(tr.Partitions, transport.OffsetFetchPartitionResponse{Partition: p, Offset: -1, LeaderEpoch: -1,
+					Err: fmt.Errorf("%w: group %q has offsets of an open transaction for %s-%d", kafka.ErrUnstableOffsetCommit, req.Group, t.Topic, p)})
+				continue
+			}
 			if !ok {
 				tr.Partitions = append(tr.Partitions, transport.OffsetFetchPartitionResponse{Partition: p, Offset: -1, LeaderEpoch: -1})
 				continue

@@ -184,6 +184,10 @@ func (c *Coordinator) completeTxnLocked(partition int32, producerID int64, commi
 func (c *Coordinator) Unstable(group string, tp kafka.TopicPartition) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.unstableLocked(group, tp)
+}
+
+func (c *Coordinator) unstableLocked(group string, tp kafka.TopicPartition) bool {
 	for _, txn := range c.pending[c.PartitionFor(group)] {
 		if _, ok := txn[group][tp]; ok {
 			return true

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/transport"
 )
 
 // txnCommit commits offset off of t-part for group g in producer pid's
@@ -88,4 +89,24 @@ func TestTxnOffsetCommitFencing(t *testing.T) {
 	require.ErrorIs(t, commit("c-9", 2), kafka.ErrUnknownMemberID)
 	require.NoError(t, commit("c-2", 2))
 	require.ErrorIs(t, h.c.TxnCommit(TxnCommit{Group: "nobody", ProducerID: 7, MemberID: "m", GenerationID: 3}), kafka.ErrIllegalGeneration)
+}
+
+// TestRequireStableFetch: an OffsetFetch with require_stable is answered
+// UNSTABLE_OFFSET_COMMIT for a partition with offsets of an open
+// transaction, and the committed offset once it ends; one without
+// require_stable reads the committed offset meanwhile.
+func TestRequireStableFetch(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.commit("g", "", -1, "t", 0, 5))
+	require.NoError(t, h.txnCommit("g", 7, 0, 10))
+	fetch := func(stable bool) transport.OffsetFetchPartitionResponse {
+		resp := h.c.Fetch(&transport.OffsetFetchRequest{Group: "g", RequireStable: stable,
+			Topics: []transport.OffsetFetchTopic{{Topic: "t", Partitions: []int32{0}}}})
+		return resp.Topics[0].Partitions[0]
+	}
+	require.ErrorIs(t, fetch(true).Err, kafka.ErrUnstableOffsetCommit)
+	require.Equal(t, int64(5), fetch(false).Offset)
+	h.c.CompleteTxn(PartitionFor("g", 5), 7, true)
+	require.NoError(t, fetch(true).Err)
+	require.Equal(t, int64(10), fetch(true).Offset)
 }
