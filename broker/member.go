@@ -61,6 +61,9 @@ type clusterMember struct {
 	// the metadata again and reconciles even if it is not newer.
 	retry bool
 
+	// peers are clients of other nodes (nodeClient).
+	peers nodeClients
+
 	pidMu   sync.Mutex
 	pidNext int64
 	pidEnd  int64
@@ -413,6 +416,7 @@ func (m *clusterMember) leave(controlled bool) {
 	}
 	m.out.close()
 	m.net.close()
+	m.closeNodeClients()
 	if t, ok := m.ctl.(*controller.Client); ok {
 		t.Close()
 	}

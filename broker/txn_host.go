@@ -200,10 +200,7 @@ func (h *txnHost) append(a txn.Append) error {
 // writeMarkers writes a transaction's markers and reports each
 // partition's outcome.
 func (h *txnHost) writeMarkers(mw txn.MarkerWrite) {
-	results := make([]txn.MarkerResult, len(mw.Partitions))
-	for i, tp := range mw.Partitions {
-		results[i] = txn.MarkerResult{Partition: tp, Err: h.n.writeMarker(mw, tp)}
-	}
+	results := h.n.writeMarkers(mw)
 	h.post(func() { h.c.MarkersDone(mw.ID, results, h.now()) })
 }
 

@@ -7,8 +7,8 @@ import (
 )
 
 // The client forwards every request a transport.ClusterClient sends,
-// group requests included, so that producers, consumers and consumer
-// groups run over the network.
+// group and transaction requests included, so that producers, consumers,
+// consumer groups and transactions run over the network.
 
 func (c client) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
 	return call(ctx, c, req, Endpoint.Metadata)
@@ -73,4 +73,32 @@ func (c client) ListGroups(ctx context.Context, req *transport.ListGroupsRequest
 
 func (c client) DeleteGroups(ctx context.Context, req *transport.DeleteGroupsRequest) (*transport.DeleteGroupsResponse, error) {
 	return call(ctx, c, req, Endpoint.DeleteGroups)
+}
+
+func (c client) AddPartitionsToTxn(ctx context.Context, req *transport.AddPartitionsToTxnRequest) (*transport.AddPartitionsToTxnResponse, error) {
+	return call(ctx, c, req, Endpoint.AddPartitionsToTxn)
+}
+
+func (c client) AddOffsetsToTxn(ctx context.Context, req *transport.AddOffsetsToTxnRequest) (*transport.AddOffsetsToTxnResponse, error) {
+	return call(ctx, c, req, Endpoint.AddOffsetsToTxn)
+}
+
+func (c client) EndTxn(ctx context.Context, req *transport.EndTxnRequest) (*transport.EndTxnResponse, error) {
+	return call(ctx, c, req, Endpoint.EndTxn)
+}
+
+func (c client) WriteTxnMarkers(ctx context.Context, req *transport.WriteTxnMarkersRequest) (*transport.WriteTxnMarkersResponse, error) {
+	return call(ctx, c, req, Endpoint.WriteTxnMarkers)
+}
+
+func (c client) TxnOffsetCommit(ctx context.Context, req *transport.TxnOffsetCommitRequest) (*transport.TxnOffsetCommitResponse, error) {
+	return call(ctx, c, req, Endpoint.TxnOffsetCommit)
+}
+
+func (c client) DescribeTransactions(ctx context.Context, req *transport.DescribeTransactionsRequest) (*transport.DescribeTransactionsResponse, error) {
+	return call(ctx, c, req, Endpoint.DescribeTransactions)
+}
+
+func (c client) ListTransactions(ctx context.Context, req *transport.ListTransactionsRequest) (*transport.ListTransactionsResponse, error) {
+	return call(ctx, c, req, Endpoint.ListTransactions)
 }

@@ -29,6 +29,7 @@ type Endpoint interface {
 	transport.Client
 	transport.ProducerIDClient
 	transport.GroupClient
+	transport.TxnClient
 	// StepReplicas hands msgs, sent by another broker, to the replicas
 	// they are for. The endpoint owns msgs and the bytes they hold.
 	StepReplicas(ctx context.Context, msgs []replica.Message) error
