@@ -77,6 +77,7 @@ var commands = []command{
 	{"produce", "produce a record per line of standard input", runProduce},
 	{"consume", "print records on standard output", runConsume},
 	{"groups", "list and describe consumer groups, reset their offsets", runGroups},
+	{"transactions", "list and describe transactions", runTransactions},
 	{"perf", "measure producing and consuming speed", runPerf},
 	{"serve", "answer Kafka protocol requests for a data directory on TCP", runServe},
 	{"controller", "run a cluster's controller on TCP for serve --controller nodes", runController},
