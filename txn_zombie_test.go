@@ -1,0 +1,78 @@
+package partlog_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/partlogtest"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/vfs"
+)
+
+// TestZombieProducerFenced is the reliability plan's test 19 with
+// franz-go's kgo: P1 opens a transaction and writes; P2, a new instance
+// with the same transactional id, starts; its InitProducerId bumps the
+// epoch and aborts P1's transaction (an ABORT marker follows P1's
+// record), and P1's commit then fails as fenced. A producer with another
+// transactional id is never fenced.
+func TestZombieProducerFenced(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	addr := serveNode(t, n)
+	client := func(id string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic("t"))
+		require.NoError(t, err)
+		return cl
+	}
+	p1 := client("tx")
+	defer p1.Close()
+	other := client("other")
+	defer other.Close()
+	require.NoError(t, p1.BeginTransaction())
+	require.NoError(t, p1.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr())
+	require.NoError(t, other.BeginTransaction())
+	require.NoError(t, other.ProduceSync(ctx, &kgo.Record{Value: []byte("bystander")}).FirstErr())
+
+	p2 := client("tx")
+	defer p2.Close()
+	require.NoError(t, p2.BeginTransaction()) // InitProducerId: fences p1
+	require.NoError(t, p2.ProduceSync(ctx, &kgo.Record{Value: []byte("successor")}).FirstErr())
+	require.NoError(t, p2.EndTransaction(ctx, kgo.TryCommit))
+
+	err := p1.EndTransaction(ctx, kgo.TryCommit)
+	require.Error(t, err, "the zombie cannot commit")
+	require.True(t, errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch), "%v", err)
+	require.NoError(t, other.EndTransaction(ctx, kgo.TryCommit), "another transactional id is not fenced")
+
+	l, err := partlogtest.Log(n, "t", 0)
+	require.NoError(t, err)
+	waitUntil(t, "every marker", func() bool { return l.LogEndOffset() == 6 })
+	data, err := l.Read(nil, 0, 6, 1<<20)
+	require.NoError(t, err)
+	var got []string
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		require.NoError(t, err)
+		b, err := record.Decode(data[:h.Size()])
+		require.NoError(t, err)
+		if h.Attributes.IsControl() {
+			c, err := record.ParseControlRecord(b.Records[0])
+			require.NoError(t, err)
+			got = append(got, c.Type.String())
+		} else {
+			got = append(got, string(b.Records[0].Value))
+		}
+		data = data[h.Size():]
+	}
+	require.Equal(t, []string{"zombie", "bystander", "ABORT", "successor", "COMMIT", "COMMIT"}, got)
+}
