@@ -184,7 +184,9 @@ func (s *Segment) FindOffsetByTimestamp(timestamp int64) (offset, recordTimestam
 
 // TruncateTo removes every batch whose last offset is at or above offset —
 // a batch straddling offset goes entirely — and returns how many bytes went.
-// The segment then ends at the base offset of the first batch removed.
+// The segment then ends at the base offset of the first batch removed. The
+// .txnindex loses the entries of markers at or above offset, and
+// whatever damage follows the entries it keeps.
 func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	end := s.size.Load()
 	pos, _, found, err := s.locate(offset, end)
@@ -193,6 +195,9 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	}
 	s.offsetIndex.TruncateTo(offset)
 	s.timeIndex.TruncateTo(offset)
+	if _, err := s.txnIndex.truncate(offset, s.base, s.nextOffset.Load()); err != nil {
+		return 0, err
+	}
 	if err := s.log.Truncate(pos); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.Path(LogSuffix), pos, err)
 	}
