@@ -355,7 +355,8 @@ type FetchResult struct {
 	LastStableOffset int64
 	// AbortedTransactions, for a read_committed fetch, are the aborted
 	// transactions whose records Records may hold, in the order of their
-	// ABORT markers, for the consumer to skip; nil otherwise.
+	// ABORT markers, for the consumer to skip; nil when there are none,
+	// and for read_uncommitted.
 	AbortedTransactions []AbortedTransaction
 }
 

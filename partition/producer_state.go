@@ -74,10 +74,13 @@ func (e *ProducerStateEntry) lastSequence() int32 {
 // epoch, or -1 (none yet).
 func (e *ProducerStateEntry) LastSequence() int32 { return e.lastSequence() }
 
-// clone returns a deep copy.
+// clone returns a deep copy; no batches are nil, as a snapshot reads them.
 func (e *ProducerStateEntry) clone() ProducerStateEntry {
 	c := *e
-	c.Batches = slices.Clone(e.Batches)
+	c.Batches = nil
+	if len(e.Batches) > 0 {
+		c.Batches = slices.Clone(e.Batches)
+	}
 	return c
 }
 

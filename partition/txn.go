@@ -161,6 +161,9 @@ func (p *Partition) abortedTransactions(offset, upper int64) ([]AbortedTransacti
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s-%d: %w", kafka.ErrKafkaStorage, p.topic, p.partition, err)
 	}
+	if len(txns) == 0 {
+		return nil, nil
+	}
 	out := make([]AbortedTransaction, len(txns))
 	for i, t := range txns {
 		out[i] = AbortedTransaction{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
