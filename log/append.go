@@ -38,6 +38,7 @@ func (l *Log) Append(batch []byte) (AppendInfo, error) { return l.appendChecked(
 
 // appendChecked is Append, with AppendChecked's check when c is not nil.
 func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
+	x, _ := c.(TxnIndexer)
 	h, err := l.check(batch)
 	if err != nil {
 		return AppendInfo{}, err
@@ -58,7 +59,7 @@ func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 		}
 	}
 	record.SetBaseOffset(batch, h.BaseOffset)
-	err = l.appendLocked(h, batch)
+	err = l.appendLocked(h, batch, x)
 	if err != nil && c != nil {
 		c.AppendFailed(h, err)
 	}
@@ -80,6 +81,14 @@ func (l *Log) appendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 // appended unless every batch is valid. AppendAsFollower reads batches
 // until it returns, changes nothing in them, and keeps no reference.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	return l.AppendAsFollowerIndexed(batches, nil)
+}
+
+// AppendAsFollowerIndexed is AppendAsFollower that asks x, as each batch is
+// written, whether it completes an aborted transaction, and indexes it in
+// the segment's .txnindex if so (see TxnIndexer): a follower keeps the
+// same .txnindex as its leader. x may be nil.
+func (l *Log) AppendAsFollowerIndexed(batches []byte, x TxnIndexer) (AppendInfo, error) {
 	type batch struct {
 		h record.Header
 		b []byte
@@ -120,7 +129,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	}
 	info := AppendInfo{FirstOffset: list[0].h.BaseOffset, MaxTimestamp: -1}
 	for _, b := range list {
-		if err := l.appendLocked(b.h, b.b); err != nil {
+		if err := l.appendLocked(b.h, b.b, x); err != nil {
 			l.appendMu.Unlock()
 			return AppendInfo{}, err
 		}
@@ -146,8 +155,9 @@ func (l *Log) check(batch []byte) (record.Header, error) {
 }
 
 // appendLocked writes one batch with assigned offsets, rolling first when
-// the active segment says so. The caller holds appendMu.
-func (l *Log) appendLocked(h record.Header, batch []byte) error {
+// the active segment says so, and indexes the aborted transaction it
+// completes, if x says it does. The caller holds appendMu.
+func (l *Log) appendLocked(h record.Header, batch []byte, x TxnIndexer) error {
 	if err := l.noteEpoch(h); err != nil {
 		return err
 	}
@@ -160,6 +170,9 @@ func (l *Log) appendLocked(h record.Header, batch []byte) error {
 	}
 	if err := s.Append(h, batch); err != nil {
 		return l.classify("append", err)
+	}
+	if err := l.indexTxn(x, s, h, batch); err != nil {
+		return err
 	}
 	l.leo.Store(h.NextOffset())
 	return nil

@@ -27,9 +27,12 @@ type AppendCheck interface {
 
 // AppendChecked is Append with a check: c.CheckAppend runs under the
 // append lock just before the batch gets its offsets, and can refuse it
-// (see AppendCheck). It borrows batch as Append does: until it returns,
-// refused or not. With SyncBeforeAck, checked batches share write
-// groups and fsyncs with every other append, as Append's do.
+// (see AppendCheck). When c is also a TxnIndexer, the aborted transaction
+// the batch completes, if any, goes into the .txnindex of the segment the
+// batch lands in, before the append is published. It borrows batch as
+// Append does: until it returns, refused or not. With SyncBeforeAck,
+// checked batches share write groups and fsyncs with every other append,
+// as Append's do.
 func (l *Log) AppendChecked(batch []byte, c AppendCheck) (AppendInfo, error) {
 	return l.appendChecked(batch, c)
 }

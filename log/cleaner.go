@@ -16,6 +16,7 @@ type cleaner struct {
 
 	offsets       *offsetMap
 	producerTails map[int64]int64 // producer ID -> base offset of its last data batch
+	txns          cleanerTxns
 
 	// Scratch reused from batch to batch.
 	records []record.Record
@@ -28,6 +29,7 @@ type cleaner struct {
 
 func newCleaner(l *Log, now int64, st *CleanStats) *cleaner {
 	return &cleaner{l: l, now: now, stats: st, offsets: newOffsetMap(), producerTails: map[int64]int64{},
+		txns:    cleanerTxns{open: map[int64]int64{}, aborted: map[int64][][2]int64{}},
 		builder: record.NewBuilder(record.DefaultBatchOptions())}
 }
 
@@ -102,6 +104,9 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 	if err := c.write(out); err != nil {
 		return fail(err)
 	}
+	if err := c.copyTxnIndexes(group, out); err != nil {
+		return fail(err)
+	}
 	if err := out.Seal(); err != nil {
 		return fail(err)
 	}
@@ -109,6 +114,31 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 		return fail(err)
 	}
 	return out, nil
+}
+
+// copyTxnIndexes gives the cleaned segment the .txnindex entries of the
+// segments it replaces, whose markers it keeps — and a .txnindex even when
+// there are none, which an interrupted swap's recovery relies on (see
+// swap.go).
+func (c *cleaner) copyTxnIndexes(group []*segment.Segment, out *segment.Segment) error {
+	l := c.l
+	if err := out.EnsureTxnIndex(); err != nil {
+		return fmt.Errorf("log: clean %s: %w", l.dir, err)
+	}
+	l.txnMu.Lock() // no rewrite of the group's entries meanwhile
+	defer l.txnMu.Unlock()
+	for _, s := range group {
+		es, err := s.AbortedTxns()
+		if err != nil {
+			return fmt.Errorf("log: clean %s: %w", l.dir, err)
+		}
+		for _, e := range es {
+			if err := out.AppendAbortedTxn(e); err != nil {
+				return fmt.Errorf("log: clean %s: %w", l.dir, err)
+			}
+		}
+	}
+	return nil
 }
 
 // wouldChange reports whether cleaning would change the segment, reading
@@ -154,6 +184,9 @@ func (c *cleaner) write(out *segment.Segment) error {
 func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []byte, same bool, err error) {
 	if h.Attributes.IsControl() {
 		return batch, true, nil // transaction markers stay
+	}
+	if c.txns.keepsWhole(&h) {
+		return batch, true, nil // an open or aborted transaction's records stay as they are
 	}
 	b, err := record.DecodeInto(c.records, batch, record.SkipCRC) // the scanner checked it
 	if err != nil {

@@ -155,10 +155,14 @@ func (l *Log) firstDirtyLocked() int64 {
 // cleaned log has gaps. Records without a key go. A tombstone (null value)
 // that is the latest of its key stays, and its batch is stamped with a
 // delete horizon DeleteRetentionMs ahead (KIP-534); the first clean after
-// the horizon removes it. Control batches stay whole. A batch whose records
-// all went stays, empty, when it is the last data batch of its producer (so
-// that its producer ID, epoch and sequence range survive) or the last batch
-// of a rewritten segment (so that the segment keeps its end offset).
+// the horizon removes it. Control batches stay whole, and so do the
+// batches of transactions still open at the end of the log or aborted,
+// whose records supersede none (a committed transaction's records are
+// compacted as any). A batch whose records all went stays, empty, when it
+// is the last data batch of its producer (so that its producer ID, epoch
+// and sequence range survive) or the last batch of a rewritten segment
+// (so that the segment keeps its end offset). A cleaned segment carries
+// the .txnindex entries of the segments it replaces.
 //
 // Each cleaned segment is written aside (".cleaned"), made durable, then
 // swapped in crash-safely (see Open): appends and reads go on meanwhile,
@@ -189,10 +193,10 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	}
 	st.Cleaned = true
 	c := newCleaner(l, now, &st)
-	if err := c.buildOffsetMap(ctx, p.cleanable[p.dirty:]); err != nil {
+	if err := c.findProducerTails(ctx, p.all); err != nil {
 		return st, l.cleanFailed(p, err)
 	}
-	if err := c.findProducerTails(ctx, p.all); err != nil {
+	if err := c.buildOffsetMap(ctx, p.cleanable[p.dirty:]); err != nil {
 		return st, l.cleanFailed(p, err)
 	}
 	for _, group := range groupSegments(p.cleanable, l.options().SegmentBytes) {

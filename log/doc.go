@@ -9,6 +9,7 @@
 //	    00000000000000052301.log        ... and the active one, last
 //	    00000000000000052301.index
 //	    00000000000000052301.timeindex
+//	    00000000000000052301.txnindex   aborted transactions, when it has some
 //	    leader-epoch-checkpoint
 //
 // # Offsets
@@ -40,13 +41,27 @@
 // cache. A Dir remembers recovery points and clean shutdowns for the logs
 // under one directory, as Kafka's log directory does.
 //
+// # Transactions
+//
+// The log keeps each segment's .txnindex (see package segment) without
+// knowing transactions: an AppendCheck that is also a TxnIndexer — the
+// partition's producer state — names the aborted transaction each ABORT
+// marker completes as the marker is written, and the log adds the entry
+// to the marker's segment before the append is published
+// (AppendChecked, AppendAsFollowerIndexed). CollectAbortedTxns answers a
+// read_committed fetch from them. Truncation, retention, the cleaner's
+// swaps and quarantine carry the .txnindex with its segment. Recovery
+// checks it but cannot rebuild it, which takes the producer state:
+// LoadReport names the segments the partition must rebuild the entries of
+// (RewriteAbortedTxns).
+//
 // # Compaction
 //
 // A log whose CleanupPolicy includes compact is compacted by Clean, as
 // Kafka's log cleaner does it: the latest record of each key stays at its
 // offset and older ones go, tombstones go DeleteRetentionMs after the clean
-// that first kept them, and control batches and each producer's last batch
-// stay. A cleaned segment replaces the ones it came from crash-safely
+// that first kept them, and control batches, the batches of open and
+// aborted transactions, and each producer's last batch stay. A cleaned segment replaces the ones it came from crash-safely
 // through ".cleaned", ".swap" and ".deleted" files, which Open finishes or
 // rolls back. A Dir keeps each log's first dirty offset in Kafka's
 // cleaner-offset-checkpoint.

@@ -129,6 +129,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 	var (
 		start int // group[start:] is what is not written yet
 		r     run
+		in    []*groupWriter // the writers whose batches r holds
 	)
 	s := l.active()
 	write := func(end int) error {
@@ -137,12 +138,19 @@ func (l *Log) appendRuns(group []*groupWriter) {
 				failFrom(group[start:], l.classify("append", err))
 				return err
 			}
+			for _, w := range in {
+				x, _ := w.check.(TxnIndexer)
+				if err := l.indexTxn(x, s, w.h, w.batch); err != nil {
+					failFrom(group[start:], err)
+					return err
+				}
+			}
 			l.leo.Store(r.headers[len(r.headers)-1].NextOffset())
 			if r.copied && cap(r.data) <= maxScratch {
 				l.groups.buf = r.data[:0] // the next group's scratch
 			}
 		}
-		start, r = end, run{headers: r.headers[:0]}
+		start, r, in = end, run{headers: r.headers[:0]}, in[:0]
 		return nil
 	}
 	next := l.leo.Load()
@@ -174,6 +182,7 @@ func (l *Log) appendRuns(group []*groupWriter) {
 			}
 		}
 		r.add(w.h, w.batch, l.groups.buf)
+		in = append(in, w)
 		next = w.h.NextOffset()
 	}
 	write(len(group))

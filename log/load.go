@@ -141,6 +141,10 @@ func (l *Log) load() error {
 			l.logger.Warn("offsets missing between segments", "from", gap.From, "to", gap.To, "segment", base)
 		}
 		l.segments = append(l.segments, s)
+		if err := s.TxnIndexErr(); err != nil {
+			l.report.DamagedTxnIndexes = append(l.report.DamagedTxnIndexes, base)
+			l.logger.Warn("transaction index damaged; the partition rebuilds it from the log", "segment", base, "err", err)
+		}
 		if lostTail && i+1 < len(bases) {
 			// Nothing after a cut can follow on from it. After a crash
 			// that is a tail that never reached the disk whole, deleted as
@@ -314,7 +318,7 @@ func (l *Log) quarantine(bases ...int64) (string, error) {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	for _, base := range bases {
-		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suffix := range segment.FileSuffixes() {
 			name := segment.FileName(base, suffix)
 			err := l.fs.Rename(path.Join(l.dir, name), path.Join(dir, name))
 			if err != nil && !isNotExist(err) {
@@ -334,7 +338,7 @@ func (l *Log) quarantine(bases ...int64) (string, error) {
 // deleteFiles removes segments that are not open.
 func (l *Log) deleteFiles(bases []int64) error {
 	for _, b := range bases {
-		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suffix := range segment.FileSuffixes() {
 			err := l.fs.Remove(path.Join(l.dir, segment.FileName(b, suffix)))
 			if err != nil && !isNotExist(err) {
 				return fmt.Errorf("log: delete segment %d of %s: %w", b, l.dir, err)

@@ -47,6 +47,10 @@ type Log struct {
 	flush  flusher
 	groups writeGroups
 
+	// txnMu orders the writes of the segments' .txnindex files
+	// (txnindex.go). It is taken after appendMu and mu, never before.
+	txnMu sync.Mutex
+
 	// cleaning is the log cleaner's state (compact.go).
 	cleaning cleaning
 }
@@ -228,6 +232,13 @@ type LoadReport struct {
 	// clean shutdown, and was ignored as damage: the log starts at its
 	// first segment instead.
 	IgnoredLogStartOffset int64
+	// DamagedTxnIndexes lists segments whose .txnindex failed its check
+	// (see segment.Segment.TxnIndexErr): a torn or damaged file, or
+	// entries for markers the log no longer holds. The log keeps them as
+	// they are: the partition rebuilds them from the log, from the newest
+	// producer state snapshot at or below the first of them and of
+	// Recovered (see LoadReport.TxnIndexRebuildFrom).
+	DamagedTxnIndexes []int64
 	// Quarantined, when not empty, is the directory inside the log's that
 	// segments were moved to rather than deleted: segments overlapping the
 	// one before (a file that cannot belong), or every segment when the
@@ -238,6 +249,21 @@ type LoadReport struct {
 
 // LoadReport says what Open found and did.
 func (l *Log) LoadReport() LoadReport { return l.report }
+
+// TxnIndexRebuildFrom returns the base offset of the first segment whose
+// .txnindex Open did not find sound and in step with the log: the first
+// of Recovered and DamagedTxnIndexes — what Kafka's log loader rebuilds
+// the transaction index of. ok is false when there is none.
+func (r LoadReport) TxnIndexRebuildFrom() (offset int64, ok bool) {
+	for _, list := range [][]int64{r.Recovered, r.DamagedTxnIndexes} {
+		for _, b := range list {
+			if !ok || b < offset {
+				offset, ok = b, true
+			}
+		}
+	}
+	return offset, ok
+}
 
 // nowMs is the clock in Kafka's unit.
 func (l *Log) nowMs() int64 { return l.options().Now().UnixMilli() }
@@ -378,7 +404,7 @@ func isSegmentFile(name string) (base int64, suffix string, ok bool) {
 		return 0, "", false
 	}
 	switch suffix {
-	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix:
+	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
 		return base, suffix, true
 	}
 	return 0, "", false

@@ -11,7 +11,14 @@ import (
 // RetentionMs, and, while the log is larger than RetentionBytes, the oldest.
 // Under CleanupCompact only the first kind goes. The active segment always
 // stays. It returns how many segments went.
-func (l *Log) DeleteRetained() (int, error) {
+func (l *Log) DeleteRetained() (int, error) { return l.DeleteRetainedUpTo(-1) }
+
+// DeleteRetainedUpTo is DeleteRetained that keeps every segment holding an
+// offset at or above upTo, and those after it: a partition passes its last
+// stable offset, so that retention never removes an open transaction's
+// records (nor, as Kafka's, records above the high watermark). A negative
+// upTo means no bound.
+func (l *Log) DeleteRetainedUpTo(upTo int64) (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writable(); err != nil {
@@ -29,7 +36,7 @@ func (l *Log) DeleteRetained() (int, error) {
 		byStart := s.NextOffset() <= l.logStartOffset
 		byTime := deletes && o.RetentionMs > 0 && s.MaxTimestamp() >= 0 && now-s.MaxTimestamp() > o.RetentionMs.Milliseconds()
 		bySize := deletes && o.RetentionBytes > 0 && total-s.Size() >= o.RetentionBytes
-		if !byStart && !byTime && !bySize {
+		if !byStart && !byTime && !bySize || upTo >= 0 && s.NextOffset() > upTo {
 			break
 		}
 		total -= s.Size()

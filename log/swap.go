@@ -13,7 +13,9 @@ import (
 // replaceSegments does, in steps that each end with a directory sync:
 //
 //  1. the cleaned segment is written as "<base>.log.cleaned" (and
-//     ".index.cleaned", ".timeindex.cleaned") and synced;
+//     ".index.cleaned", ".timeindex.cleaned", ".txnindex.cleaned") and
+//     synced; a cleaned segment always has a .txnindex, empty when the
+//     segments it replaces had no aborted transactions;
 //  2. its files are renamed to ".swap", the log file last. A durable
 //     ".log.swap" commits the swap;
 //  3. the old segments' files are renamed to ".deleted";
@@ -22,8 +24,10 @@ import (
 //
 // Open finishes what a crash interrupted (completeSwaps): ".cleaned" files
 // are removed, which rolls back a swap not yet committed; a ".log.swap"
-// replaces every segment whose base offset lies in its offset range, and
-// its indexes are rebuilt; ".deleted" files and other leftovers go.
+// replaces every segment whose base offset lies in its offset range, its
+// ".txnindex.swap" (which cannot be rebuilt from the log alone) takes its
+// final name, and its other indexes are rebuilt; ".deleted" files and
+// other leftovers go.
 
 // swapIn replaces the segments old with cleaned, which was cleaned from
 // them, unless the log changed since the clean began (ErrCleanAborted, and
@@ -52,7 +56,7 @@ func (l *Log) swapIn(cleaned *segment.Segment, old []*segment.Segment, generatio
 		return err
 	}
 	for _, s := range old {
-		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suffix := range segment.FileSuffixes() {
 			name := s.Path(suffix)
 			if err := l.fs.Rename(name, name+segment.DeletedSuffix); err != nil && !isNotExist(err) {
 				return l.flush.fail(fmt.Errorf("clean %s: rename %s: %w", l.dir, name, err))
@@ -75,7 +79,7 @@ func (l *Log) swapIn(cleaned *segment.Segment, old []*segment.Segment, generatio
 	l.mu.Unlock()
 	for _, s := range old {
 		_ = s.Close()
-		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suffix := range segment.FileSuffixes() {
 			if err := l.fs.Remove(s.Path(suffix) + segment.DeletedSuffix); err != nil && !isNotExist(err) {
 				// Open removes what is left.
 				l.logger.Warn("removing a replaced segment failed", "segment", s.BaseOffset(), "err", err)
@@ -149,8 +153,12 @@ func (l *Log) completeSwaps() error {
 // completeSwap installs the committed cleaned segment "<base>.log.swap":
 // the segments whose base offsets lie in its offset range are the ones it
 // replaces. Their files, and the indexes at its final names (which may be
-// the old segment's), go first; then it takes its final name. A crash
-// between the two leaves the swap to do again.
+// the old segment's), go first; then its ".txnindex.swap", if still there,
+// replaces the .txnindex at its final name, and last its log takes its
+// final name. A crash in between leaves the swap to do again: a cleaned
+// segment always has a .txnindex, so a missing ".txnindex.swap" means it
+// was renamed already, and the .txnindex at the final name is the cleaned
+// segment's.
 func (l *Log) completeSwap(base int64, names []string) error {
 	swapName := path.Join(l.dir, segment.FileName(base, segment.LogSuffix)+segment.SwapSuffix)
 	f, err := l.fs.Open(swapName)
@@ -173,6 +181,7 @@ func (l *Log) completeSwap(base int64, names []string) error {
 		return fmt.Errorf("log: committed cleaned segment %s: %w", swapName, err)
 	}
 	l.logger.Warn("completing an interrupted segment swap", "segment", base, "next_offset", next)
+	txnSwap := segment.FileName(base, segment.TxnIndexSuffix) + segment.SwapSuffix
 	for _, name := range names {
 		b, suffix, ok := segment.ParseFileName(name)
 		if !ok || b < base || b >= next {
@@ -184,11 +193,21 @@ func (l *Log) completeSwap(base int64, names []string) error {
 			if b == base {
 				continue // replaced by the rename
 			}
+		case segment.TxnIndexSuffix:
+			if b == base && !slices.Contains(names, txnSwap) {
+				continue // the cleaned segment's, renamed before a crash
+			}
 		default:
 			continue
 		}
 		if err := l.fs.Remove(path.Join(l.dir, name)); err != nil && !isNotExist(err) {
 			return fmt.Errorf("log: remove replaced %s: %w", name, err)
+		}
+	}
+	if slices.Contains(names, txnSwap) {
+		final := path.Join(l.dir, segment.FileName(base, segment.TxnIndexSuffix))
+		if err := l.fs.Rename(path.Join(l.dir, txnSwap), final); err != nil {
+			return fmt.Errorf("log: rename %s: %w", txnSwap, err)
 		}
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {

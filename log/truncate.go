@@ -39,6 +39,9 @@ func (l *Log) TruncateTo(offset int64) error {
 			// come back after a crash.
 			err = keep.Sync()
 		}
+		if err == nil {
+			err = keep.SyncTxnIndex()
+		}
 		if err == nil && len(gone) > 0 {
 			err = keep.Activate()
 		}

@@ -44,6 +44,12 @@ type Options struct {
 	// HighWatermark is a replicated partition's high watermark when it
 	// last ran (replication-offset-checkpoint).
 	HighWatermark int64
+	// TxnVerifier, when not nil, is asked before a transactional batch
+	// opens a transaction on the partition whether its producer is in a
+	// transaction that includes the partition (KIP-890 part 1; see
+	// TxnVerifier). Nil accepts the batch unasked, as Kafka without
+	// transaction verification.
+	TxnVerifier TxnVerifier
 }
 
 // Partition is one replica of a partition. It is safe for concurrent use.
@@ -82,7 +88,8 @@ func New(topic string, partition int32, nodeID int32, leaderEpoch int32, l *log.
 	p := &Partition{
 		topic: topic, partition: partition, nodeID: nodeID, log: l,
 		leaderEpoch: leaderEpoch, isr: []int32{nodeID}, waiters: map[chan<- struct{}]struct{}{},
-		producers: &producers{log: l, fs: l.FS(), expiration: opts.ProducerIDExpiration, now: opts.Now},
+		producers: &producers{log: l, fs: l.FS(), expiration: opts.ProducerIDExpiration, now: opts.Now,
+			verify: verification{verifier: opts.TxnVerifier, tp: kafka.TopicPartition{Topic: topic, Partition: partition}}},
 	}
 	p.opts.Store(&opts)
 	p.rollBase.Store(l.ActiveSegmentBaseOffset())
@@ -190,12 +197,23 @@ type AppendResult struct {
 // Append appends one record batch as the leader: it stamps the leader epoch
 // on the batch — and with LogAppendTime the time — in place, as the log
 // rewrites its base offset, appends it, then moves the high watermark. With
-// acks=all it first checks that enough replicas are in sync.
+// acks=all it first checks that enough replicas are in sync. Append
+// borrows batch until it returns, changing it in place; the caller may
+// reuse it after.
+//
+// A transactional batch opens its producer's transaction when none is
+// open; a control batch's COMMIT or ABORT marker closes it (AppendMarker
+// writes one).
 //
 // Errors are Kafka's: kafka.ErrMessageTooLarge, ErrCorruptMessage,
 // ErrInvalidRecord (a record without a key in a compacted topic),
 // ErrNotEnoughReplicas, ErrKafkaStorage (which also matches the log's
-// ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks.
+// ErrStorage or ErrDiskFull), ErrInvalidRequiredAcks; the producer
+// state's ErrOutOfOrderSequence, ErrInvalidProducerEpoch,
+// ErrUnknownProducerID, ErrInvalidTxnState (a write outside the
+// producer's open transaction), ErrTransactionCoordinatorFenced (a
+// marker from an older coordinator), and whatever the TxnVerifier
+// answers.
 func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	o := p.options() // one set of settings for the whole append, whatever Reconfigure does meanwhile
@@ -231,12 +249,16 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 			return res, kafkaError(err) // too short to stamp; the log says why
 		}
 	}
+	check, err := p.producers.checkFor(&h, batch)
+	if err != nil {
+		return res, kafkaError(err)
+	}
 	record.SetPartitionLeaderEpoch(batch, epoch)
 	if o.LogAppendTime {
 		res.LogAppendTime = o.Now().UnixMilli()
 		record.SetMaxTimestamp(batch, record.LogAppendTime, res.LogAppendTime)
 	}
-	info, err := p.log.AppendChecked(batch, p.producers)
+	info, err := p.log.AppendChecked(batch, check)
 	var dup *duplicateError
 	if errors.As(err, &dup) {
 		// A retry of a batch the log holds: answer its offsets, once the
@@ -256,6 +278,9 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 	res.AppendInfo = info
 	p.advanceHighWatermark()
 	p.maybeSnapshotOnRoll()
+	if h.Attributes.IsControl() {
+		p.notifyWaiters() // the last stable offset may have moved
+	}
 	return res, nil
 }
 
@@ -269,6 +294,19 @@ func (p *Partition) advanceHighWatermark() {
 		return
 	}
 	p.hw = committed
+	p.notifyLocked()
+}
+
+// notifyWaiters wakes the readers waiting for the high watermark or the
+// last stable offset to move.
+func (p *Partition) notifyWaiters() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notifyLocked()
+}
+
+// notifyLocked is notifyWaiters for a caller holding mu.
+func (p *Partition) notifyLocked() {
 	for ch := range p.waiters {
 		select {
 		case ch <- struct{}{}:
@@ -278,9 +316,10 @@ func (p *Partition) advanceHighWatermark() {
 }
 
 // Notify registers ch to receive a value, without blocking, whenever the
-// high watermark advances (or the partition closes), until Stop(ch). Give
-// ch a buffer of one. Register before reading the high watermark, so that
-// no advance goes unnoticed.
+// high watermark or the last stable offset advances (or the partition
+// closes), until Stop(ch). Give ch a buffer of one; a value may come when
+// neither moved. Register before reading them, so that no advance goes
+// unnoticed.
 func (p *Partition) Notify(ch chan<- struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -310,51 +349,28 @@ type FetchResult struct {
 	// read.
 	HighWatermark  int64
 	LogStartOffset int64
+	// LastStableOffset is the partition's last stable offset when it was
+	// read: at most HighWatermark, and below it while a transaction that
+	// began below it is undecided (see LastStableOffset).
+	LastStableOffset int64
+	// AbortedTransactions, for a read_committed fetch, are the aborted
+	// transactions whose records Records may hold, in the order of their
+	// ABORT markers, for the consumer to skip; nil when there are none,
+	// and for read_uncommitted.
+	AbortedTransactions []AbortedTransaction
 }
 
 // Fetch appends to dst the batches from offset on that lie below the high
-// watermark, at most maxBytes of them but at least one. Reading at or past
-// the high watermark (up to the log end offset) returns no records; an
-// offset outside the log is kafka.ErrOffsetOutOfRange.
+// watermark, at most maxBytes of them but at least one: FetchIsolated at
+// kafka.ReadUncommitted.
 func (p *Partition) Fetch(dst []byte, offset int64, maxBytes int) (FetchResult, error) {
-	p.mu.Lock()
-	hw, closed := p.hw, p.closed
-	p.mu.Unlock()
-	if closed {
-		return FetchResult{}, kafka.ErrClosed
-	}
-	res := FetchResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}
-	records, err := p.log.Read(dst, offset, hw, maxBytes)
-	if err != nil {
-		return res, kafkaError(err)
-	}
-	res.Records = records
-	return res, nil
+	return p.FetchIsolated(dst, offset, maxBytes, kafka.ReadUncommitted)
 }
 
-// ListOffset answers ListOffsets for a consumer: kafka.EarliestTimestamp
-// gives the log start offset, LatestTimestamp the high watermark, and a
-// timestamp the first committed offset whose record is at or after it
-// (offset -1 when there is none).
+// ListOffset answers ListOffsets for a read_uncommitted consumer:
+// ListOffsetIsolated at kafka.ReadUncommitted.
 func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, err error) {
-	hw := p.HighWatermark()
-	switch timestamp {
-	case kafka.EarliestTimestamp:
-		return p.log.LogStartOffset(), -1, nil
-	case kafka.LatestTimestamp:
-		return hw, -1, nil
-	}
-	if timestamp < 0 {
-		return 0, 0, fmt.Errorf("%w: timestamp %d", kafka.ErrInvalidRequest, timestamp)
-	}
-	off, ts, found, err := p.log.FindOffsetByTimestamp(timestamp)
-	if err != nil {
-		return 0, 0, kafkaError(err)
-	}
-	if !found || off >= hw {
-		return -1, -1, nil
-	}
-	return off, ts, nil
+	return p.ListOffsetIsolated(timestamp, kafka.ReadUncommitted)
 }
 
 // Close wakes every waiting reader; later calls fail with
@@ -365,12 +381,7 @@ func (p *Partition) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	for ch := range p.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	p.notifyLocked()
 	clear(p.waiters)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/segment"
 )
 
 // BatchesPerProducer is how many of a producer's last batches the leader
@@ -31,9 +32,10 @@ type BatchMetadata struct {
 	Timestamp int64
 }
 
-// ProducerStateEntry is the leader's state for one producer id: its epoch
-// and its last batches. It is rebuilt from the log's batch headers, which
-// carry all of it.
+// ProducerStateEntry is the leader's state for one producer id: its epoch,
+// its last batches, and its transaction. It is rebuilt from the log's
+// batches, which carry all of it (a marker's coordinator epoch is in its
+// record).
 type ProducerStateEntry struct {
 	// ProducerID is the producer's id.
 	ProducerID int64
@@ -42,9 +44,21 @@ type ProducerStateEntry struct {
 	// Batches are the producer's last batches in this epoch, oldest
 	// first, at most BatchesPerProducer.
 	Batches []BatchMetadata
-	// LastTimestamp is the max timestamp of the producer's last batch
-	// (ms); producer.id.expiration.ms counts from it.
+	// LastTimestamp is the max timestamp of the producer's last batch or
+	// marker (ms); producer.id.expiration.ms counts from it.
 	LastTimestamp int64
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's last COMMIT or ABORT marker, -1 before any: a
+	// marker from an older coordinator is fenced.
+	CoordinatorEpoch int32
+	// CurrentTxnFirstOffset is the offset of the first record of the
+	// producer's open transaction, -1 when none is open.
+	CurrentTxnFirstOffset int64
+}
+
+// newEntry returns the state of a producer the partition has not seen.
+func newEntry(id int64, epoch int16) *ProducerStateEntry {
+	return &ProducerStateEntry{ProducerID: id, ProducerEpoch: epoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
 }
 
 // lastSequence returns the sequence of the producer's last record in its
@@ -60,25 +74,55 @@ func (e *ProducerStateEntry) lastSequence() int32 {
 // epoch, or -1 (none yet).
 func (e *ProducerStateEntry) LastSequence() int32 { return e.lastSequence() }
 
-// clone returns a deep copy.
+// clone returns a deep copy; no batches are nil, as a snapshot reads them.
 func (e *ProducerStateEntry) clone() ProducerStateEntry {
 	c := *e
-	c.Batches = slices.Clone(e.Batches)
+	c.Batches = nil
+	if len(e.Batches) > 0 {
+		c.Batches = slices.Clone(e.Batches)
+	}
 	return c
 }
 
-// producerState is the idempotence state of a partition: the entries of the
-// producers it knows, and the offset below which it has seen every batch.
-// It does no I/O and takes no lock.
+// producerState is the idempotence and transaction state of a partition:
+// the entries of the producers it knows, the offset below which it has
+// seen every batch, and the transactions that make offsets unstable. It
+// does no I/O and takes no lock.
 type producerState struct {
 	producers map[int64]*ProducerStateEntry
 	// nextOffset is the offset after the last batch applied: the state
 	// reflects exactly the log below it.
 	nextOffset int64
+	// ongoing maps each producer with an open transaction to its first
+	// offset: the entries' CurrentTxnFirstOffset, indexed.
+	ongoing map[int64]int64
+	// unreplicated are transactions whose marker was applied but may not
+	// be below the high watermark yet, in marker order: their offsets stay
+	// unstable until it passes the marker (Kafka's unreplicatedTxns).
+	unreplicated []completedTxn
+	// pending holds the aborted transactions of ABORT markers a leader
+	// checked whose write has not yet indexed them, by marker offset
+	// (see producers.AbortedTxn).
+	pending map[int64]segment.AbortedTxn
+}
+
+// completedTxn is a transaction whose marker was applied.
+type completedTxn struct {
+	producerID              int64
+	firstOffset, lastOffset int64 // lastOffset is the marker's
 }
 
 func newProducerState(nextOffset int64) *producerState {
-	return &producerState{producers: map[int64]*ProducerStateEntry{}, nextOffset: nextOffset}
+	return &producerState{producers: map[int64]*ProducerStateEntry{}, nextOffset: nextOffset,
+		ongoing: map[int64]int64{}, pending: map[int64]segment.AbortedTxn{}}
+}
+
+// add installs e, a loaded entry, with its open transaction.
+func (s *producerState) add(e ProducerStateEntry) {
+	s.producers[e.ProducerID] = &e
+	if e.CurrentTxnFirstOffset >= 0 {
+		s.ongoing[e.ProducerID] = e.CurrentTxnFirstOffset
+	}
 }
 
 // hasProducer reports whether a batch header belongs to an idempotent or
@@ -114,27 +158,48 @@ func (e *duplicateError) Error() string {
 	return fmt.Sprintf("partition: duplicate of the batch at offsets %d-%d", e.batch.FirstOffset, e.batch.LastOffset)
 }
 
-// check validates an idempotent producer's batch against the state, as
+// check validates a batch against the state before a leader appends it:
+// a data batch as checkData does, a transaction marker as checkMarker.
+// Batches of no producer, and control batches that are not markers, pass.
+// marker is the marker of a control batch, nil when it holds none.
+func (s *producerState) check(h *record.Header, marker *record.ControlRecord, v *verification) error {
+	switch {
+	case h.ProducerID < 0:
+		return nil
+	case h.Attributes.IsControl():
+		if marker == nil {
+			return nil
+		}
+		return s.checkMarker(h, marker)
+	}
+	return s.checkData(h, v)
+}
+
+// checkData validates an idempotent or transactional producer's batch, as
 // Kafka's leader does: a retry of one of the producer's last batches in
 // the same epoch is a *duplicateError; an older epoch is
-// kafka.ErrInvalidProducerEpoch; a newer epoch must start at sequence
-// 0; in the same epoch the batch must follow the last one's sequence, or
-// it is kafka.ErrOutOfOrderSequence. A producer the partition does
-// not know — new, or forgotten after producer.id.expiration.ms — must
-// start at sequence 0, or it is kafka.ErrUnknownProducerID, as in
-// Kafka before 2.5: the producer then starts its sequence over. (Kafka
-// 2.5+ accepts any sequence there, which relies on requests arriving in
-// order on one connection; a Client here promises no order between
-// concurrent calls, and a batch that overtook the producer's first one
-// would be accepted out of order.)
-func (s *producerState) check(h *record.Header) error {
+// kafka.ErrInvalidProducerEpoch; a newer epoch must start at sequence 0; in
+// the same epoch the batch must follow the last one's sequence (or start at
+// 0 when a marker began the epoch), or it is kafka.ErrOutOfOrderSequence.
+// A producer the partition does not know — new, or forgotten after
+// producer.id.expiration.ms — must start at sequence 0, or it is
+// kafka.ErrUnknownProducerID, as in Kafka before 2.5: the producer then
+// starts its sequence over. (Kafka 2.5+ accepts any sequence there, which
+// relies on requests arriving in order on one connection; a Client here
+// promises no order between concurrent calls, and a batch that overtook the
+// producer's first one would be accepted out of order.)
+//
+// Then the transaction: a batch outside a transaction while the producer
+// has one open is kafka.ErrInvalidTxnState; a transactional batch that
+// would open one asks v, when there is one (KIP-890 part 1).
+func (s *producerState) checkData(h *record.Header, v *verification) error {
 	e := s.producers[h.ProducerID]
 	if e == nil {
 		if h.BaseSequence != 0 {
 			return fmt.Errorf("%w: producer %d is unknown here (new, or expired) and starts at sequence %d, not 0",
 				kafka.ErrUnknownProducerID, h.ProducerID, h.BaseSequence)
 		}
-		return nil
+		return v.verify(h)
 	}
 	first, last := h.BaseSequence, lastSequenceOf(h)
 	if h.ProducerEpoch == e.ProducerEpoch {
@@ -156,24 +221,83 @@ func (s *producerState) check(h *record.Header) error {
 	case len(e.Batches) > 0 && !inSequence(e.lastSequence(), first):
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d does not follow %d",
 			kafka.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first, e.lastSequence())
+	case len(e.Batches) == 0 && first != 0:
+		// A marker started the epoch (transaction version 2): as after
+		// a bump, the producer's sequence starts over.
+		return fmt.Errorf("%w: producer %d epoch %d begins at sequence 0, not %d",
+			kafka.ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first)
+	}
+	switch open := e.CurrentTxnFirstOffset >= 0; {
+	case open && !h.Attributes.IsTransactional():
+		return fmt.Errorf("%w: producer %d wrote outside a transaction while its transaction from offset %d is open",
+			kafka.ErrInvalidTxnState, h.ProducerID, e.CurrentTxnFirstOffset)
+	case !open:
+		return v.verify(h)
 	}
 	return nil
 }
 
+// checkMarker validates a COMMIT or ABORT marker as Kafka's leader does: an
+// epoch older than the producer's is kafka.ErrInvalidProducerEpoch (a
+// newer one, as transaction version 2 writes, is taken and becomes the
+// producer's), and a coordinator epoch older than the last marker's is
+// kafka.ErrTransactionCoordinatorFenced.
+func (s *producerState) checkMarker(h *record.Header, marker *record.ControlRecord) error {
+	e := s.producers[h.ProducerID]
+	switch {
+	case e == nil:
+		return nil
+	case h.ProducerEpoch < e.ProducerEpoch:
+		return fmt.Errorf("%w: %s marker of producer %d at epoch %d, older than the partition's %d",
+			kafka.ErrInvalidProducerEpoch, marker.Type, h.ProducerID, h.ProducerEpoch, e.ProducerEpoch)
+	case marker.CoordinatorEpoch < e.CoordinatorEpoch:
+		return fmt.Errorf("%w: %s marker of producer %d from coordinator epoch %d, older than the last marker's %d",
+			kafka.ErrTransactionCoordinatorFenced, marker.Type, h.ProducerID, marker.CoordinatorEpoch, e.CoordinatorEpoch)
+	}
+	return nil
+}
+
+// verification is KIP-890 part 1's question, as a leader asks it of the
+// batches that would open a transaction: nil asks nothing.
+type verification struct {
+	verifier TxnVerifier
+	tp       kafka.TopicPartition
+}
+
+// verify asks the verifier, if there is one, about a transactional batch
+// that would open a transaction; other batches pass.
+func (v *verification) verify(h *record.Header) error {
+	if v == nil || v.verifier == nil || !h.Attributes.IsTransactional() {
+		return nil
+	}
+	return v.verifier.VerifyTransaction(v.tp, h.ProducerID, h.ProducerEpoch)
+}
+
 // apply records a batch that went into the log at baseOffset, without
-// checking it: the leader after check, recovery for each batch it scans.
-func (s *producerState) apply(h *record.Header, baseOffset int64) {
+// checking it: the leader after check, a follower and recovery for each
+// batch they write or scan. marker is the marker of a control batch (nil
+// when it holds none). When the batch is an ABORT marker closing a
+// transaction it returns the transaction's .txnindex entry, whose last
+// stable offset is the first offset of the oldest transaction still open,
+// or the offset after the marker: Kafka's lastStableOffset(completedTxn).
+func (s *producerState) apply(h *record.Header, marker *record.ControlRecord, baseOffset int64) (segment.AbortedTxn, bool) {
 	next := baseOffset + int64(h.LastOffsetDelta) + 1
 	if next <= s.nextOffset {
-		return // applied already: a leader records its batches when it checks them
+		return segment.AbortedTxn{}, false // applied already: a leader records its batches when it checks them
 	}
 	s.nextOffset = next
-	if !hasProducer(h) {
-		return
+	switch {
+	case h.ProducerID < 0:
+		return segment.AbortedTxn{}, false
+	case h.Attributes.IsControl():
+		if marker == nil || marker.Type != record.ControlAbort && marker.Type != record.ControlCommit {
+			return segment.AbortedTxn{}, false
+		}
+		return s.applyMarker(h, marker, baseOffset)
 	}
 	e := s.producers[h.ProducerID]
 	if e == nil {
-		e = &ProducerStateEntry{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
+		e = newEntry(h.ProducerID, h.ProducerEpoch)
 		s.producers[h.ProducerID] = e
 	}
 	if h.ProducerEpoch != e.ProducerEpoch {
@@ -189,15 +313,74 @@ func (s *producerState) apply(h *record.Header, baseOffset int64) {
 		FirstOffset: baseOffset, LastOffset: next - 1, Timestamp: h.MaxTimestamp,
 	})
 	e.LastTimestamp = h.MaxTimestamp
+	if h.Attributes.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = baseOffset
+		s.ongoing[h.ProducerID] = baseOffset
+	}
+	return segment.AbortedTxn{}, false
+}
+
+// applyMarker records a COMMIT or ABORT marker at offset: it closes the
+// producer's open transaction, if any, and its epoch and coordinator epoch
+// become the producer's (Kafka's appendEndTxnMarker).
+func (s *producerState) applyMarker(h *record.Header, marker *record.ControlRecord, offset int64) (segment.AbortedTxn, bool) {
+	e := s.producers[h.ProducerID]
+	if e == nil {
+		e = newEntry(h.ProducerID, h.ProducerEpoch)
+		s.producers[h.ProducerID] = e
+	}
+	first := e.CurrentTxnFirstOffset
+	if h.ProducerEpoch != e.ProducerEpoch {
+		e.ProducerEpoch = h.ProducerEpoch
+		e.Batches = e.Batches[:0]
+	}
+	e.CurrentTxnFirstOffset, e.CoordinatorEpoch, e.LastTimestamp = -1, marker.CoordinatorEpoch, h.MaxTimestamp
+	if first < 0 {
+		return segment.AbortedTxn{}, false // an empty transaction changes no offset's stability
+	}
+	delete(s.ongoing, h.ProducerID)
+	s.unreplicated = append(s.unreplicated, completedTxn{producerID: h.ProducerID, firstOffset: first, lastOffset: offset})
+	if marker.Type != record.ControlAbort {
+		return segment.AbortedTxn{}, false
+	}
+	lso := offset + 1
+	for _, f := range s.ongoing {
+		lso = min(lso, f)
+	}
+	return segment.AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: offset, LastStableOffset: lso}, true
+}
+
+// firstUnstableOffset returns the smallest first offset of a transaction
+// that is open, or whose marker is not below hw, or -1 when there is none.
+// Transactions whose marker is below hw are forgotten: hw passes a marker
+// only once.
+func (s *producerState) firstUnstableOffset(hw int64) int64 {
+	i := 0
+	for i < len(s.unreplicated) && s.unreplicated[i].lastOffset < hw {
+		i++
+	}
+	s.unreplicated = s.unreplicated[i:]
+	first := int64(-1)
+	for _, f := range s.ongoing {
+		if first < 0 || f < first {
+			first = f
+		}
+	}
+	for _, t := range s.unreplicated {
+		if first < 0 || t.firstOffset < first {
+			first = t.firstOffset
+		}
+	}
+	return first
 }
 
 // removeExpired forgets the producers whose last batch is expiration or
 // more older than nowMs, as Kafka's producer.id.expiration.ms does, and
-// returns how many it forgot.
+// returns how many it forgot. A producer with an open transaction stays.
 func (s *producerState) removeExpired(nowMs, expirationMs int64) int {
 	n := 0
 	for id, e := range s.producers {
-		if nowMs-e.LastTimestamp >= expirationMs {
+		if e.CurrentTxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs {
 			delete(s.producers, id)
 			n++
 		}

@@ -16,7 +16,7 @@ func TestSequenceWrap(t *testing.T) {
 		return &record.Header{ProducerID: 1, BaseSequence: seq, LastOffsetDelta: n - 1}
 	}
 	s := newProducerState(0)
-	s.apply(h(math.MaxInt32-5, 2), 0) // as if the producer had sent 2^31-5 records
+	s.apply(h(math.MaxInt32-5, 2), nil, 0) // as if the producer had sent 2^31-5 records
 	for _, c := range []struct {
 		seq, n int32
 		err    error
@@ -28,7 +28,7 @@ func TestSequenceWrap(t *testing.T) {
 		{4, 1, kafka.ErrOutOfOrderSequence},
 		{3, 1, nil},
 	} {
-		err := s.check(h(c.seq, c.n))
+		err := s.check(h(c.seq, c.n), nil, nil)
 		var dup *duplicateError
 		switch {
 		case c.err == errDuplicate && !errors.As(err, &dup):
@@ -38,7 +38,7 @@ func TestSequenceWrap(t *testing.T) {
 		case c.err == nil && err != nil:
 			t.Fatalf("seq %d: %v", c.seq, err)
 		case err == nil:
-			s.apply(h(c.seq, c.n), s.nextOffset)
+			s.apply(h(c.seq, c.n), nil, s.nextOffset)
 		}
 	}
 	if got := s.producers[1].lastSequence(); got != 3 {

@@ -121,12 +121,12 @@ func TestIdempotentSequences(t *testing.T) {
 			states, err := p.ProducerStates()
 			require.NoError(t, err)
 			require.Equal(t, []partition.ProducerStateEntry{
-				{ProducerID: 7, ProducerEpoch: 1, LastTimestamp: 1000, Batches: []partition.BatchMetadata{
+				{ProducerID: 7, ProducerEpoch: 1, LastTimestamp: 1000, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: []partition.BatchMetadata{
 					{FirstSequence: 0, LastSequence: 0, FirstOffset: 14, LastOffset: 14, Timestamp: 1000}}},
-				{ProducerID: 9, ProducerEpoch: 3, LastTimestamp: 1000, Batches: []partition.BatchMetadata{
+				{ProducerID: 9, ProducerEpoch: 3, LastTimestamp: 1000, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: []partition.BatchMetadata{
 					{FirstSequence: 0, LastSequence: 1, FirstOffset: 15, LastOffset: 16, Timestamp: 1000},
 					{FirstSequence: 2, LastSequence: 4, FirstOffset: 17, LastOffset: 19, Timestamp: 1000}}},
-				{ProducerID: 11, ProducerEpoch: 0, LastTimestamp: 1000, Batches: []partition.BatchMetadata{
+				{ProducerID: 11, ProducerEpoch: 0, LastTimestamp: 1000, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1, Batches: []partition.BatchMetadata{
 					{FirstSequence: 0, LastSequence: 3, FirstOffset: 20, LastOffset: 23, Timestamp: 1000},
 					{FirstSequence: 4, LastSequence: 4, FirstOffset: 24, LastOffset: 24, Timestamp: 1000}}},
 			}, states)

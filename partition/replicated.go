@@ -19,13 +19,20 @@ import (
 // CheckAppend vets a batch a replicated leader is about to append at
 // baseOffset, as Append does before its write: its size against
 // max.message.bytes (kafka.ErrMessageTooLarge), keys in a compacted topic,
-// the LogAppendTime stamp (in place), and the idempotent producer's
-// sequence, which it records. (The replica stamps the leader epoch.) The batch is one whole batch
-// whose CRC the caller checked (replica.Replica.Propose does), so the CRC
-// is not checked again. A retry of one of a producer's last batches fails
-// with a *DuplicateError naming the original's offsets. It must be called
-// in the order the batches go into the log, by the one driver of the
-// partition.
+// the LogAppendTime stamp (in place), and the producer state — the
+// idempotent producer's sequence, the transaction it opens (asking the
+// TxnVerifier), or, for a control batch, the COMMIT or ABORT marker's
+// producer and coordinator epochs — which it records. (The replica stamps
+// the leader epoch.) A transaction coordinator's marker is proposed as
+// record.ControlBatch(typ, producerID, producerEpoch, coordinatorEpoch,
+// nowMs) and passes here as a client's batch would: refusing control
+// batches from clients, as Kafka does, is the request handler's job. The
+// batch is one whole batch whose CRC the caller checked
+// (replica.Replica.Propose does), so the CRC is not checked again. A retry
+// of one of a producer's last batches fails with a *DuplicateError naming
+// the original's offsets. It must be called in the order the batches go
+// into the log, by the one driver of the partition; the ABORT marker's
+// .txnindex entry is written when the batch is (AppendAsFollower).
 func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 	if max := p.log.MaxMessageBytes(); len(batch) > max {
 		// Refused here, not by the log write after the replica took it,
@@ -48,7 +55,11 @@ func (p *Partition) CheckAppend(batch []byte, baseOffset int64) error {
 		record.SetMaxTimestamp(batch, record.LogAppendTime, h.MaxTimestamp)
 	}
 	h.BaseOffset = baseOffset
-	err = p.producers.CheckAppend(h, baseOffset)
+	marker, err := markerOf(&h, batch)
+	if err != nil {
+		return kafkaError(err)
+	}
+	err = p.producers.checkAndApply(&h, marker, baseOffset)
 	var dup *duplicateError
 	if errors.As(err, &dup) {
 		return &DuplicateError{Batch: dup.batch}
@@ -78,12 +89,7 @@ func (p *Partition) SetHighWatermark(hw int64) {
 		return
 	}
 	p.hw = hw
-	for ch := range p.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	p.notifyLocked()
 }
 
 // SetLeadership records the leader epoch and ISR the controller gave the

@@ -99,3 +99,26 @@ func ParseControlRecord(r Record) (ControlRecord, error) {
 	c.CoordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
 	return c, nil
 }
+
+// ParseControlBatch decodes the marker a control batch holds: its first
+// record, as Kafka reads a control batch (any records after the first
+// are ignored). ok is false when the batch has no record — a marker the
+// log cleaner emptied, which closes nothing — and err is ErrCorrupt (or
+// the decoding error) when b is not a control batch or does not decode.
+// crc says whether the batch's CRC is checked. The result holds no
+// reference to b.
+func ParseControlBatch(b []byte, crc CRCCheck) (c ControlRecord, ok bool, err error) {
+	var one [1]Record
+	batch, err := DecodeInto(one[:0], b, crc)
+	if err != nil {
+		return ControlRecord{}, false, err
+	}
+	if !batch.Attributes.IsControl() {
+		return ControlRecord{}, false, corruptf("batch at offset %d is not a control batch", batch.BaseOffset)
+	}
+	if len(batch.Records) == 0 {
+		return ControlRecord{}, false, nil
+	}
+	c, err = ParseControlRecord(batch.Records[0])
+	return c, err == nil, err
+}

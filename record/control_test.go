@@ -66,3 +66,27 @@ func TestParseControlRecord(t *testing.T) {
 		})
 	}
 }
+
+func TestParseControlBatch(t *testing.T) {
+	c, ok, err := ParseControlBatch(ControlBatch(ControlAbort, 9, 3, 17, 1000), VerifyCRC)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, ControlRecord{Type: ControlAbort, CoordinatorEpoch: 17}, c)
+
+	// A data batch is not one; a damaged one fails its CRC.
+	data := NewBuilder(DefaultBatchOptions())
+	data.Append(Record{Value: []byte("v")})
+	_, _, err = ParseControlBatch(data.Build(), VerifyCRC)
+	require.ErrorIs(t, err, ErrCorrupt)
+	raw := ControlBatch(ControlCommit, 9, 3, 17, 1000)
+	raw[len(raw)-1] ^= 1
+	_, _, err = ParseControlBatch(raw, VerifyCRC)
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	// An emptied control batch closes nothing.
+	h, err := Validate(ControlBatch(ControlCommit, 9, 3, 17, 1000))
+	require.NoError(t, err)
+	_, ok, err = ParseControlBatch(EmptyBatch(h), VerifyCRC)
+	require.NoError(t, err)
+	require.False(t, ok)
+}

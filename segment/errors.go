@@ -18,6 +18,11 @@ var (
 	ErrTornWrite = errors.New("segment: partial write left in the file")
 	// ErrClosed means the segment was used after Close.
 	ErrClosed = errors.New("segment: closed")
+	// ErrCorruptTxnIndex means a .txnindex file holds bytes that are not
+	// a valid entry where one should be: a torn write, or damage. The
+	// file is never trusted past them; the partition rebuilds it from the
+	// log (see partition's doc).
+	ErrCorruptTxnIndex = errors.New("segment: corrupt transaction index")
 )
 
 // CorruptionError says where a log file stops being valid and why. It

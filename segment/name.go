@@ -12,7 +12,14 @@ const (
 	LogSuffix       = ".log"
 	IndexSuffix     = ".index"
 	TimeIndexSuffix = ".timeindex"
+	TxnIndexSuffix  = ".txnindex"
 )
+
+// FileSuffixes returns the suffixes of every file a segment may have, the
+// log file last: what deleting, renaming or moving a segment must cover.
+func FileSuffixes() []string {
+	return []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix, LogSuffix}
+}
 
 // FileName returns the name of a segment file: base offset padded to 20
 // digits, then suffix.

@@ -108,8 +108,16 @@ func (s *Segment) Read(dst []byte, startOffset, maxOffset int64, maxBytes int) (
 // network server sends such a range with sendfile, from File, without
 // reading it.
 func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size int64, err error) {
+	pos, size, _, err = s.RangeTo(startOffset, maxOffset, maxBytes)
+	return pos, size, err
+}
+
+// RangeTo is Range that also returns the offset after the range's last
+// batch (zero with an empty range): the upper bound of the offsets it
+// holds, which a read_committed fetch gathers aborted transactions up to.
+func (s *Segment) RangeTo(startOffset, maxOffset int64, maxBytes int) (pos, size, next int64, err error) {
 	if s.closed {
-		return 0, 0, ErrClosed
+		return 0, 0, 0, ErrClosed
 	}
 	end := s.size.Load()
 	// Read the first header alone, not with a chunk of the batch behind
@@ -124,19 +132,20 @@ func (s *Segment) Range(startOffset, maxOffset int64, maxBytes int) (pos, size i
 			if h.LastOffset() >= maxOffset {
 				return false
 			}
-			pos, size = p, int64(h.Size())
+			pos, size, next = p, int64(h.Size()), h.NextOffset()
 			return true
 		}
 		if h.LastOffset() >= maxOffset || size+int64(h.Size()) > int64(maxBytes) {
 			return false
 		}
 		size += int64(h.Size())
+		next = h.NextOffset()
 		return true
 	})
 	if pos < 0 {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return pos, size, nil
+	return pos, size, next, nil
 }
 
 // grow extends dst by n bytes, reallocating when it lacks the room.
@@ -184,7 +193,9 @@ func (s *Segment) FindOffsetByTimestamp(timestamp int64) (offset, recordTimestam
 
 // TruncateTo removes every batch whose last offset is at or above offset —
 // a batch straddling offset goes entirely — and returns how many bytes went.
-// The segment then ends at the base offset of the first batch removed.
+// The segment then ends at the base offset of the first batch removed. The
+// .txnindex loses the entries of markers at or above offset, and
+// whatever damage follows the entries it keeps.
 func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	end := s.size.Load()
 	pos, _, found, err := s.locate(offset, end)
@@ -193,6 +204,9 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	}
 	s.offsetIndex.TruncateTo(offset)
 	s.timeIndex.TruncateTo(offset)
+	if _, err := s.txnIndex.truncate(offset, s.base, s.nextOffset.Load()); err != nil {
+		return 0, err
+	}
 	if err := s.log.Truncate(pos); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.Path(LogSuffix), pos, err)
 	}

@@ -25,8 +25,16 @@ type Recovery struct {
 // Recovering a recovered segment changes nothing. visit, when not nil, sees
 // the header of every batch kept, in order (the log rebuilds its leader
 // epoch cache from them).
+//
+// The .txnindex is checked against the batches kept, not rebuilt: its
+// entries need the producer state, which the partition rebuilds it from
+// (TxnIndexErr reports what the check found).
 func (s *Segment) Recover(visit func(record.Header)) (Recovery, error) {
-	return s.rebuild(true, visit)
+	r, err := s.rebuild(true, visit)
+	if err == nil {
+		s.txnIndex.check(s.base, s.nextOffset.Load())
+	}
+	return r, err
 }
 
 // rebuild scans the log and rebuilds the indexes. With cut it truncates the

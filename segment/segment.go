@@ -39,7 +39,8 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Segment is one .log file with its .index and .timeindex.
+// Segment is one .log file with its .index and .timeindex, and the
+// .txnindex of the aborted transactions whose markers it holds.
 type Segment struct {
 	fs   vfs.FS
 	dir  string
@@ -53,6 +54,7 @@ type Segment struct {
 	log         vfs.File
 	offsetIndex *index.OffsetIndex
 	timeIndex   *index.TimeIndex
+	txnIndex    *txnIndex // never nil once open; its file exists once needed
 
 	// size and nextOffset describe the batches appended so far. Append
 	// publishes them after writing; readers look no further.
@@ -102,6 +104,12 @@ func (s *Segment) createFiles() error {
 	if s.timeIndex, err = index.CreateTimeIndex(s.fs, s.Path(TimeIndexSuffix), s.base, s.opts.MaxIndexBytes); err != nil {
 		return err
 	}
+	// A .txnindex is created by its first entry; one left by an earlier
+	// segment of this name is not this one's.
+	if err := s.fs.Remove(s.Path(TxnIndexSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("segment: remove %s: %w", s.Path(TxnIndexSuffix), err)
+	}
+	s.txnIndex = &txnIndex{fs: s.fs, path: s.Path(TxnIndexSuffix), last: -1}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("segment: sync directory %s: %w", s.dir, err)
 	}
@@ -135,6 +143,7 @@ func Open(fsys vfs.FS, dir string, base int64, nowMs int64, opts Options) (*Segm
 		s.closeFiles()
 		return nil, err
 	}
+	s.txnIndex.check(s.base, s.nextOffset.Load())
 	return s, nil
 }
 
@@ -181,6 +190,10 @@ func (s *Segment) openFiles() error {
 		s.timeIndex, err = index.CreateTimeIndex(s.fs, s.Path(TimeIndexSuffix), s.base, max)
 	}
 	if err != nil {
+		s.closeFiles()
+		return err
+	}
+	if s.txnIndex, err = openTxnIndex(s.fs, s.Path(TxnIndexSuffix)); err != nil {
 		s.closeFiles()
 		return err
 	}
@@ -456,7 +469,7 @@ func (s *Segment) Sync() error {
 	return nil
 }
 
-// Flush makes the log and both indexes durable.
+// Flush makes the log and every index durable.
 func (s *Segment) Flush() error {
 	if err := s.Sync(); err != nil {
 		return err
@@ -464,7 +477,10 @@ func (s *Segment) Flush() error {
 	if err := s.offsetIndex.Flush(); err != nil {
 		return err
 	}
-	return s.timeIndex.Flush()
+	if err := s.timeIndex.Flush(); err != nil {
+		return err
+	}
+	return s.txnIndex.sync()
 }
 
 // Close closes the segment's files; indexes are trimmed to their entries.
@@ -485,6 +501,9 @@ func (s *Segment) closeFiles() error {
 	if s.timeIndex != nil {
 		errs = append(errs, s.timeIndex.Close())
 	}
+	if s.txnIndex != nil {
+		errs = append(errs, s.txnIndex.close())
+	}
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
@@ -495,7 +514,7 @@ func (s *Segment) closeFiles() error {
 // directory.
 func (s *Segment) Delete() error {
 	err := s.Close()
-	for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+	for _, suffix := range FileSuffixes() {
 		if rerr := s.fs.Remove(s.Path(suffix)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 			err = fmt.Errorf("segment: delete %s: %w", s.Path(suffix), rerr)
 		}

@@ -19,10 +19,10 @@ const (
 	DeletedSuffix = ".deleted"
 )
 
-// CreateWithSuffix is Create for a segment whose three files carry extra
-// after their usual suffix, such as "00000000000000000000.log.cleaned". The
-// log cleaner writes a cleaned segment so, and RenameFiles gives it its
-// final names.
+// CreateWithSuffix is Create for a segment whose files carry extra after
+// their usual suffix, such as "00000000000000000000.log.cleaned". The log
+// cleaner writes a cleaned segment so, and RenameFiles gives it its final
+// names.
 func CreateWithSuffix(fsys vfs.FS, dir string, base int64, nowMs int64, opts Options, extra string) (*Segment, error) {
 	s := newSegment(fsys, dir, base, opts)
 	s.extra = extra
@@ -39,15 +39,22 @@ func CreateWithSuffix(fsys vfs.FS, dir string, base int64, nowMs int64, opts Opt
 // empty but for a segment being swapped in.
 func (s *Segment) Suffix() string { return s.extra }
 
-// RenameFiles renames the segment's three files so that extra follows their
-// usual suffix (empty for the final names). The log file is renamed last,
-// so that a ".swap" log file tells recovery its indexes were renamed too.
-// The files stay open. The caller syncs the directory. The segment must
-// not be in use by other goroutines.
+// RenameFiles renames the segment's files so that extra follows their
+// usual suffix (empty for the final names): the two indexes, the
+// .txnindex if it has one, and the log file last, so that a ".swap" log
+// file tells recovery its indexes were renamed too. The files stay open.
+// The caller syncs the directory. The segment must not be in use by other
+// goroutines.
 func (s *Segment) RenameFiles(extra string) error {
-	for _, suffix := range []string{IndexSuffix, TimeIndexSuffix, LogSuffix} {
-		from := s.Path(suffix)
+	for _, suffix := range FileSuffixes() {
 		to := path.Join(s.dir, FileName(s.base, suffix)+extra)
+		if suffix == TxnIndexSuffix {
+			if err := s.txnIndex.rename(to); err != nil {
+				return err
+			}
+			continue
+		}
+		from := s.Path(suffix)
 		if err := s.fs.Rename(from, to); err != nil {
 			return fmt.Errorf("segment: rename %s to %s: %w", from, to, err)
 		}
