@@ -76,7 +76,8 @@ func TestAutoCreateTopicsOnACluster(t *testing.T) {
 // TestKgoTransaction: franz-go's kgo runs transactions against a node on
 // its own: a committed transaction's records are followed by its COMMIT
 // marker, an aborted one's by its ABORT marker, each written by the
-// node's transaction coordinator after EndTxn.
+// node's transaction coordinator after EndTxn; a read_committed kgo
+// consumer reads the committed records only.
 func TestKgoTransaction(t *testing.T) {
 	n := openNode(t, vfs.NewMem())
 	defer n.Close()
@@ -88,7 +89,8 @@ func TestKgoTransaction(t *testing.T) {
 	require.Equal(t, n.NodeID(), resp.NodeID, "a node on its own coordinates every transactional id")
 
 	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(serveNode(t, n)), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("t"))
+	addr := serveNode(t, n)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("t"))
 	require.NoError(t, err)
 	defer cl.Close()
 	run := func(end kgo.TransactionEndTry, values ...string) {
@@ -126,4 +128,5 @@ func TestKgoTransaction(t *testing.T) {
 		data = data[h.Size():]
 	}
 	require.Equal(t, []string{"a", "b", "COMMIT", "c", "ABORT"}, got)
+	require.Equal(t, []string{"a", "b"}, readValues(t, addr, kgo.ReadCommitted(), 2), "the aborted record is skipped")
 }

@@ -21,7 +21,8 @@ import (
 // with the same transactional id, starts; its InitProducerId bumps the
 // epoch and aborts P1's transaction (an ABORT marker follows P1's
 // record), and P1's commit then fails as fenced. A producer with another
-// transactional id is never fenced.
+// transactional id is never fenced. A read_committed consumer (kgo's)
+// never sees the zombie's record; a read_uncommitted one does.
 func TestZombieProducerFenced(t *testing.T) {
 	n := openNode(t, vfs.NewMem())
 	defer n.Close()
@@ -75,4 +76,30 @@ func TestZombieProducerFenced(t *testing.T) {
 		data = data[h.Size():]
 	}
 	require.Equal(t, []string{"zombie", "bystander", "ABORT", "successor", "COMMIT", "COMMIT"}, got)
+
+	require.Equal(t, []string{"bystander", "successor"}, readValues(t, addr, kgo.ReadCommitted(), 2),
+		"none of the zombie's writes is visible to read_committed")
+	require.Equal(t, []string{"zombie", "bystander", "successor"}, readValues(t, addr, kgo.ReadUncommitted(), 3))
+}
+
+// readValues reads topic t from the start with kgo at isolation level
+// iso until it has want values and no more come, and returns them.
+func readValues(t *testing.T, addr string, iso kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("t"), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	return got
 }

@@ -178,19 +178,23 @@ func (n *Broker) readFetch(req *transport.FetchRequest) (*transport.FetchRespons
 			switch {
 			case limit <= 0:
 				res = partition.FetchResult{HighWatermark: p.HighWatermark(), LogStartOffset: p.LogStartOffset()}
+				res.LastStableOffset, err = p.LastStableOffset()
 			case req.FileRecords:
-				res, file, err = p.FetchRange(rp.FetchOffset, limit)
+				res, file, err = p.FetchRangeIsolated(rp.FetchOffset, limit, req.Isolation)
 				if errors.Is(err, log.ErrNoDescriptor) {
-					res, err = p.Fetch(nil, rp.FetchOffset, limit)
+					res, err = p.FetchIsolated(nil, rp.FetchOffset, limit, req.Isolation)
 				}
 			default:
-				res, err = p.Fetch(free[:0:cap(free)], rp.FetchOffset, limit)
+				res, err = p.FetchIsolated(free[:0:cap(free)], rp.FetchOffset, limit, req.Isolation)
 				if n := len(res.Records); n > 0 && n <= cap(free) && &res.Records[0] == &free[:1][0] {
 					res.Records = res.Records[:n:n]
 					free = free[n:n:cap(free)] // read in place
 				}
 			}
-			pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+			for _, a := range res.AbortedTransactions {
+				pr.AbortedTransactions = append(pr.AbortedTransactions, transport.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			}
 			if err != nil {
 				pr.Err, failed = err, true
 				continue
@@ -231,7 +235,7 @@ func (n *Broker) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequ
 				pr.Err = err
 				continue
 			}
-			pr.Offset, pr.Timestamp, pr.Err = p.ListOffset(rp.Timestamp)
+			pr.Offset, pr.Timestamp, pr.Err = p.ListOffsetIsolated(rp.Timestamp, req.Isolation)
 			pr.LeaderEpoch = p.LeaderEpoch()
 		}
 	}
