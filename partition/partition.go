@@ -355,8 +355,8 @@ type FetchResult struct {
 	LastStableOffset int64
 	// AbortedTransactions, for a read_committed fetch, are the aborted
 	// transactions whose records Records may hold, in the order of their
-	// ABORT markers, for the consumer to skip; nil when there are none,
-	// and for read_uncommitted.
+	// ABORT markers, for the consumer to skip: empty, not nil, when there
+	// are none. A read_uncommitted fetch's is nil, as Kafka's is null.
 	AbortedTransactions []AbortedTransaction
 }
 
