@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
@@ -564,4 +565,62 @@ func TestSnapshotSyncsTxnIndex(t *testing.T) {
 	got, err = p.AbortedTxns()
 	require.NoError(t, err)
 	require.Equal(t, want, got)
+}
+
+// TestFetchRangeIsolated: on the OS filesystem a read_committed fetch as a
+// file range names exactly the bytes FetchIsolated reads, with the same
+// aborted transactions, from every offset.
+func TestFetchRangeIsolated(t *testing.T) {
+	l, err := log.Open(t.TempDir(), log.Options{SegmentBytes: 1024, MaxIndexBytes: 4096})
+	require.NoError(t, err)
+	defer l.Close()
+	p := partition.New("t", 0, 1, 0, l, partition.Options{Now: clock})
+	defer p.Close()
+	for i := int64(0); len(l.Segments()) < 4; i++ {
+		appendAt(t, p, txnData(i, 0, 0, 3), l.LogEndOffset())
+		appendAt(t, p, batch(1000, "plain"), l.LogEndOffset())
+		typ := []record.ControlType{record.ControlAbort, record.ControlCommit}[i%2]
+		markerAt(t, p, i, 0, 0, typ, l.LogEndOffset())
+	}
+	appendAt(t, p, txnData(100, 0, 0, 2), l.LogEndOffset()) // open
+	for off := int64(0); off <= l.LogEndOffset(); off++ {
+		for _, maxBytes := range []int{1, 200, 1 << 20} {
+			want, err := p.FetchIsolated(nil, off, maxBytes, kafka.ReadCommitted)
+			require.NoError(t, err)
+			got, r, err := p.FetchRangeIsolated(off, maxBytes, kafka.ReadCommitted)
+			require.NoError(t, err)
+			b := make([]byte, r.Size)
+			if r.Size > 0 {
+				n, err := unix.Pread(r.FD, b, r.Pos)
+				require.NoError(t, err)
+				require.EqualValues(t, r.Size, n)
+			}
+			require.NoError(t, r.Close())
+			require.Equal(t, len(want.Records), len(b), "offset %d, %d bytes", off, maxBytes)
+			require.True(t, bytes.Equal(want.Records, b), "offset %d, %d bytes", off, maxBytes)
+			want.Records = nil
+			require.Equal(t, want, got, "offset %d, %d bytes", off, maxBytes)
+		}
+	}
+}
+
+// TestListOffsetIsolated: under read_committed the latest offset is the
+// last stable offset, and a timestamp finds only offsets below it.
+func TestListOffsetIsolated(t *testing.T) {
+	p, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
+	appendAt(t, p, txnData(1, 0, 0, 2), 0)
+	for _, c := range []struct {
+		isolation kafka.IsolationLevel
+		latest    int64
+		at1000    int64
+	}{{kafka.ReadCommitted, 0, -1}, {kafka.ReadUncommitted, 2, 0}} {
+		off, _, err := p.ListOffsetIsolated(kafka.LatestTimestamp, c.isolation)
+		require.NoError(t, err)
+		require.Equal(t, c.latest, off)
+		off, _, err = p.ListOffsetIsolated(1000, c.isolation)
+		require.NoError(t, err)
+		require.Equal(t, c.at1000, off)
+	}
+	_, _, err := p.ListOffsetIsolated(kafka.LatestTimestamp, kafka.IsolationLevel(7))
+	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
 }
