@@ -35,6 +35,9 @@ import (
 // verification guard is the same split: an asynchronous question, then a
 // check under the log's lock.
 type TxnVerifier interface {
+	// VerifyTransaction returns nil when producerID, at producerEpoch, has
+	// an ongoing transaction that includes tp, and otherwise the error
+	// that refuses the batch.
 	VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16) error
 }
 
