@@ -377,7 +377,7 @@ func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, 
 // kafka.ErrClosed. It snapshots the producer state, so that the next
 // open scans nothing, but does not close the log, which its owner does.
 func (p *Partition) Close() {
-	_ = p.producers.snapshot() // without it, recovery scans more of the log
+	_, _ = p.producers.snapshot() // without it, recovery scans more of the log
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true

@@ -624,3 +624,34 @@ func TestListOffsetIsolated(t *testing.T) {
 	_, _, err := p.ListOffsetIsolated(kafka.LatestTimestamp, kafka.IsolationLevel(7))
 	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
 }
+
+// TestReplicatedLeaderSnapshotsOnRoll: a replicated leader checks batches
+// before it writes them, so when a write rolls the log its state may be
+// ahead of the log: the roll's snapshot waits for the write that catches
+// up, rather than describe batches the log does not hold.
+func TestReplicatedLeaderSnapshotsOnRoll(t *testing.T) {
+	fsys := vfs.NewMem()
+	p, l := openPartition(t, fsys, log.Options{SegmentBytes: 1024}, partition.Options{Replicated: true})
+	var seq int32
+	propose := func() []byte { // producer 1's only: its sequence is the offset
+		b := txnData(1, 0, seq, 15)
+		require.NoError(t, p.CheckAppend(b, int64(seq)))
+		record.SetBaseOffset(b, int64(seq))
+		seq += 15
+		return b
+	}
+	write := func(b []byte) {
+		_, err := p.AppendAsFollower(b)
+		require.NoError(t, err)
+	}
+	for range 3 {
+		write(propose())
+	}
+	require.Len(t, l.Segments(), 1)
+	fourth, fifth := propose(), propose() // two proposals in one Ready
+	write(fourth)
+	require.Len(t, l.Segments(), 2, "the fourth batch rolls the log")
+	require.Empty(t, snapshots(t, fsys), "the state is ahead of the log: no snapshot yet")
+	write(fifth)
+	require.Equal(t, []string{partition.SnapshotFileName(75)}, snapshots(t, fsys))
+}
