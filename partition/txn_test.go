@@ -655,3 +655,25 @@ func TestReplicatedLeaderSnapshotsOnRoll(t *testing.T) {
 	write(fifth)
 	require.Equal(t, []string{partition.SnapshotFileName(75)}, snapshots(t, fsys))
 }
+
+// TestNotifyOnMarker: readers waiting on Notify wake when a marker is
+// written, though the high watermark does not move (a follower's).
+func TestNotifyOnMarker(t *testing.T) {
+	p, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{Replicated: true})
+	data := txnData(1, 0, 0, 1)
+	_, err := p.AppendAsFollower(data)
+	require.NoError(t, err)
+	ch := make(chan struct{}, 1)
+	p.Notify(ch)
+	defer p.Stop(ch)
+	abort := record.ControlBatch(record.ControlAbort, 1, 0, 0, 1000)
+	record.SetBaseOffset(abort, 1)
+	_, err = p.AppendAsFollower(abort)
+	require.NoError(t, err)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no wake-up for the marker")
+	}
+	require.EqualValues(t, 0, p.HighWatermark())
+}
