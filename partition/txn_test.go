@@ -677,3 +677,86 @@ func TestNotifyOnMarker(t *testing.T) {
 	}
 	require.EqualValues(t, 0, p.HighWatermark())
 }
+
+// TestConcurrentTransactions: producers running transactions at once, in
+// write groups, with read_committed readers beside them: the .txnindex
+// holds exactly the aborted transactions the log's batches describe, in
+// marker order, and every transaction ends decided.
+func TestConcurrentTransactions(t *testing.T) {
+	p, l := openPartition(t, vfs.NewMem(), log.Options{SyncBeforeAck: true, SegmentBytes: 2048}, partition.Options{})
+	var wg sync.WaitGroup
+	for id := int64(0); id < 4; id++ {
+		wg.Go(func() {
+			var seq int32
+			for i := range 15 {
+				for range 1 + i%3 {
+					if _, err := p.Append(txnData(id, 0, seq, 2), kafka.AcksAll); err != nil {
+						t.Error(err)
+						return
+					}
+					seq += 2
+				}
+				typ := []record.ControlType{record.ControlAbort, record.ControlCommit}[i%2]
+				if _, err := p.AppendMarker(id, 0, 0, typ); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := p.FetchIsolated(nil, 0, 1<<16, kafka.ReadCommitted); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	require.GreaterOrEqual(t, len(l.Segments()), 3)
+
+	// Replay the log.
+	open := map[int64]int64{}
+	var want []segment.AbortedTxn
+	for off := int64(0); off < l.LogEndOffset(); {
+		data, err := l.Read(nil, off, l.LogEndOffset(), 1<<20)
+		require.NoError(t, err)
+		for len(data) > 0 {
+			h, err := record.ParseHeader(data)
+			require.NoError(t, err)
+			b := data[:h.Size()]
+			data, off = data[h.Size():], h.NextOffset()
+			if !h.Attributes.IsControl() {
+				if _, ok := open[h.ProducerID]; !ok {
+					open[h.ProducerID] = h.BaseOffset
+				}
+				continue
+			}
+			m, _, err := record.ParseControlBatch(b, record.VerifyCRC)
+			require.NoError(t, err)
+			first := open[h.ProducerID]
+			delete(open, h.ProducerID)
+			if m.Type == record.ControlAbort {
+				lso := h.BaseOffset + 1
+				for _, f := range open {
+					lso = min(lso, f)
+				}
+				want = append(want, segment.AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lso})
+			}
+		}
+	}
+	require.Empty(t, open)
+	got, err := p.AbortedTxns()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, l.LogEndOffset(), lso(t, p))
+}
