@@ -290,12 +290,14 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 func (p *Partition) advanceHighWatermark() {
 	committed := p.committedOffset()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if committed <= p.hw {
+		p.mu.Unlock()
 		return
 	}
 	p.hw = committed
 	p.notifyLocked()
+	p.mu.Unlock()
+	p.producers.highWatermark(committed)
 }
 
 // notifyWaiters wakes the readers waiting for the high watermark or the

@@ -281,6 +281,16 @@ func (m *producers) checkFor(h *record.Header, batch []byte) (log.AppendCheck, e
 	return markerCheck{m: m, marker: marker}, nil
 }
 
+// highWatermark tells a loaded state the high watermark moved to hw, so
+// that it forgets the transactions whose markers it passed.
+func (m *producers) highWatermark(hw int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state != nil {
+		m.state.replicated(hw)
+	}
+}
+
 // firstUnstableOffset returns the state's first unstable offset given the
 // high watermark hw (-1 when every offset is stable), loading the state
 // if need be.
