@@ -2,10 +2,12 @@ package partition_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -684,23 +686,42 @@ func TestNotifyOnMarker(t *testing.T) {
 // marker order, and every transaction ends decided.
 func TestConcurrentTransactions(t *testing.T) {
 	p, l := openPartition(t, vfs.NewMem(), log.Options{SyncBeforeAck: true, SegmentBytes: 2048}, partition.Options{})
-	var wg sync.WaitGroup
+	// event is an append a producer made: a data batch, or a marker.
+	type event struct {
+		offset, producer int64
+		marker           bool
+		typ              record.ControlType
+	}
+	var (
+		mu     sync.Mutex
+		events []event
+		wg     sync.WaitGroup
+	)
+	note := func(e event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
 	for id := int64(0); id < 4; id++ {
 		wg.Go(func() {
 			var seq int32
 			for i := range 15 {
 				for range 1 + i%3 {
-					if _, err := p.Append(txnData(id, 0, seq, 2), kafka.AcksAll); err != nil {
+					res, err := p.Append(txnData(id, 0, seq, 2), kafka.AcksAll)
+					if err != nil {
 						t.Error(err)
 						return
 					}
+					note(event{offset: res.FirstOffset, producer: id})
 					seq += 2
 				}
 				typ := []record.ControlType{record.ControlAbort, record.ControlCommit}[i%2]
-				if _, err := p.AppendMarker(id, 0, 0, typ); err != nil {
+				res, err := p.AppendMarker(id, 0, 0, typ)
+				if err != nil {
 					t.Error(err)
 					return
 				}
+				note(event{offset: res.FirstOffset, producer: id, marker: true, typ: typ})
 			}
 		})
 	}
@@ -724,33 +745,23 @@ func TestConcurrentTransactions(t *testing.T) {
 	readers.Wait()
 	require.GreaterOrEqual(t, len(l.Segments()), 3)
 
-	// Replay the log.
+	// The appends in offset order say which transactions aborted.
+	slices.SortFunc(events, func(a, b event) int { return cmp.Compare(a.offset, b.offset) })
 	open := map[int64]int64{}
 	var want []segment.AbortedTxn
-	for off := int64(0); off < l.LogEndOffset(); {
-		data, err := l.Read(nil, off, l.LogEndOffset(), 1<<20)
-		require.NoError(t, err)
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			require.NoError(t, err)
-			b := data[:h.Size()]
-			data, off = data[h.Size():], h.NextOffset()
-			if !h.Attributes.IsControl() {
-				if _, ok := open[h.ProducerID]; !ok {
-					open[h.ProducerID] = h.BaseOffset
-				}
-				continue
-			}
-			m, _, err := record.ParseControlBatch(b, record.VerifyCRC)
-			require.NoError(t, err)
-			first := open[h.ProducerID]
-			delete(open, h.ProducerID)
-			if m.Type == record.ControlAbort {
-				lso := h.BaseOffset + 1
+	for _, e := range events {
+		first, ok := open[e.producer]
+		switch {
+		case !e.marker && !ok:
+			open[e.producer] = e.offset
+		case e.marker:
+			delete(open, e.producer)
+			if e.typ == record.ControlAbort {
+				lso := e.offset + 1
 				for _, f := range open {
 					lso = min(lso, f)
 				}
-				want = append(want, segment.AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lso})
+				want = append(want, segment.AbortedTxn{ProducerID: e.producer, FirstOffset: first, LastOffset: e.offset, LastStableOffset: lso})
 			}
 		}
 	}
