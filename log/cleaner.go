@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
@@ -125,8 +126,17 @@ func (c *cleaner) copyTxnIndexes(group []*segment.Segment, out *segment.Segment)
 	if err := out.EnsureTxnIndex(); err != nil {
 		return fmt.Errorf("log: clean %s: %w", l.dir, err)
 	}
+	// Readers of the segment list are never in a segment retention or a
+	// truncation closes: hold the list, and stop if the group left it.
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	l.txnMu.Lock() // no rewrite of the group's entries meanwhile
 	defer l.txnMu.Unlock()
+	for _, s := range group {
+		if !slices.Contains(l.segments, s) {
+			return ErrCleanAborted
+		}
+	}
 	for _, s := range group {
 		es, err := s.AbortedTxns()
 		if err != nil {

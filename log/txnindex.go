@@ -69,37 +69,47 @@ func (l *Log) indexTxn(x TxnIndexer, s *segment.Segment, h record.Header, batch 
 // entries are not synced (see SyncTxnIndexes). It reads txns until it
 // returns.
 func (l *Log) RewriteAbortedTxns(from int64, txns []segment.AbortedTxn) error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return ErrClosed
-	}
-	l.txnMu.Lock()
-	defer l.txnMu.Unlock()
-	for i := l.floor(from); i < len(l.segments); i++ {
-		if _, err := l.segments[i].TruncateAbortedTxns(from); err != nil {
-			return fmt.Errorf("log: rewrite aborted transactions of %s: %w", l.dir, err)
-		}
-	}
 	for _, e := range txns {
 		if e.LastOffset < from {
 			return fmt.Errorf("log: rewrite aborted transactions of %s from %d: marker at %d", l.dir, from, e.LastOffset)
 		}
-		s := l.segments[l.floor(e.LastOffset)]
-		if e.LastOffset < s.BaseOffset() || e.LastOffset >= s.NextOffset() {
-			continue
-		}
-		if err := s.AppendAbortedTxn(e); err != nil {
-			return fmt.Errorf("log: rewrite aborted transactions of %s: %w", l.dir, err)
-		}
 	}
-	return nil
+	return l.withTxnIndexes(func() error {
+		for i := l.floor(from); i < len(l.segments); i++ {
+			if _, err := l.segments[i].TruncateAbortedTxns(from); err != nil {
+				return fmt.Errorf("log: rewrite aborted transactions of %s: %w", l.dir, err)
+			}
+		}
+		for _, e := range txns {
+			s := l.segments[l.floor(e.LastOffset)]
+			if e.LastOffset < s.BaseOffset() || e.LastOffset >= s.NextOffset() {
+				continue
+			}
+			if err := s.AppendAbortedTxn(e); err != nil {
+				return fmt.Errorf("log: rewrite aborted transactions of %s: %w", l.dir, err)
+			}
+		}
+		return nil
+	})
 }
 
 // SyncTxnIndexes makes every .txnindex entry written so far durable. The
 // partition calls it before it writes a producer state snapshot: a
 // snapshot says the entries below its offset need no rebuilding.
 func (l *Log) SyncTxnIndexes() error {
+	return l.withTxnIndexes(func() error {
+		for _, s := range l.segments {
+			if err := s.SyncTxnIndex(); err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// withTxnIndexes runs fn with the segment list fixed (mu, read) and the
+// .txnindex writes its own (txnMu), unless the log is closed.
+func (l *Log) withTxnIndexes(fn func() error) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -107,12 +117,7 @@ func (l *Log) SyncTxnIndexes() error {
 	}
 	l.txnMu.Lock()
 	defer l.txnMu.Unlock()
-	for _, s := range l.segments {
-		if err := s.SyncTxnIndex(); err != nil {
-			return fmt.Errorf("log: %w", err)
-		}
-	}
-	return nil
+	return fn()
 }
 
 // CollectAbortedTxns appends to dst the aborted transactions that overlap

@@ -10,6 +10,7 @@ import (
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/vfs"
 )
 
 // Options configures a Partition. The zero value works.
@@ -289,12 +290,14 @@ func (p *Partition) Append(batch []byte, acks kafka.Acks) (AppendResult, error) 
 func (p *Partition) advanceHighWatermark() {
 	committed := p.committedOffset()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if committed <= p.hw {
+		p.mu.Unlock()
 		return
 	}
 	p.hw = committed
 	p.notifyLocked()
+	p.mu.Unlock()
+	p.producers.highWatermark(committed)
 }
 
 // notifyWaiters wakes the readers waiting for the high watermark or the
@@ -355,8 +358,8 @@ type FetchResult struct {
 	LastStableOffset int64
 	// AbortedTransactions, for a read_committed fetch, are the aborted
 	// transactions whose records Records may hold, in the order of their
-	// ABORT markers, for the consumer to skip; nil when there are none,
-	// and for read_uncommitted.
+	// ABORT markers, for the consumer to skip: empty, not nil, when there
+	// are none. A read_uncommitted fetch's is nil, as Kafka's is null.
 	AbortedTransactions []AbortedTransaction
 }
 
@@ -365,6 +368,16 @@ type FetchResult struct {
 // kafka.ReadUncommitted.
 func (p *Partition) Fetch(dst []byte, offset int64, maxBytes int) (FetchResult, error) {
 	return p.FetchIsolated(dst, offset, maxBytes, kafka.ReadUncommitted)
+}
+
+// FetchRange is Fetch for a network server: rather than reading the
+// batches, it returns where they lie in a segment file, as a vfs.FileRange
+// whose descriptor the caller sends with sendfile and closes. A zero range
+// means no records. On a filesystem without file descriptors it returns
+// log.ErrNoDescriptor, unwrapped, and the caller uses Fetch. It is
+// FetchRangeIsolated at kafka.ReadUncommitted.
+func (p *Partition) FetchRange(offset int64, maxBytes int) (FetchResult, vfs.FileRange, error) {
+	return p.FetchRangeIsolated(offset, maxBytes, kafka.ReadUncommitted)
 }
 
 // ListOffset answers ListOffsets for a read_uncommitted consumer:
@@ -377,7 +390,7 @@ func (p *Partition) ListOffset(timestamp int64) (offset, recordTimestamp int64, 
 // kafka.ErrClosed. It snapshots the producer state, so that the next
 // open scans nothing, but does not close the log, which its owner does.
 func (p *Partition) Close() {
-	_ = p.producers.snapshot() // without it, recovery scans more of the log
+	_, _ = p.producers.snapshot() // without it, recovery scans more of the log
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true

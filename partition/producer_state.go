@@ -352,14 +352,9 @@ func (s *producerState) applyMarker(h *record.Header, marker *record.ControlReco
 
 // firstUnstableOffset returns the smallest first offset of a transaction
 // that is open, or whose marker is not below hw, or -1 when there is none.
-// Transactions whose marker is below hw are forgotten: hw passes a marker
-// only once.
+// Transactions whose marker is below hw are forgotten (see replicated).
 func (s *producerState) firstUnstableOffset(hw int64) int64 {
-	i := 0
-	for i < len(s.unreplicated) && s.unreplicated[i].lastOffset < hw {
-		i++
-	}
-	s.unreplicated = s.unreplicated[i:]
+	s.replicated(hw)
 	first := int64(-1)
 	for _, f := range s.ongoing {
 		if first < 0 || f < first {
@@ -372,6 +367,19 @@ func (s *producerState) firstUnstableOffset(hw int64) int64 {
 		}
 	}
 	return first
+}
+
+// replicated forgets the completed transactions whose marker is below hw,
+// as Kafka's onHighWatermarkUpdated: the high watermark passes a marker
+// only once, until a truncation, which reloads the state.
+func (s *producerState) replicated(hw int64) {
+	i := 0
+	for i < len(s.unreplicated) && s.unreplicated[i].lastOffset < hw {
+		i++
+	}
+	if i > 0 {
+		s.unreplicated = slices.Delete(s.unreplicated, 0, i)
+	}
 }
 
 // removeExpired forgets the producers whose last batch is expiration or

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/vfs"
 )
 
 // TestSequenceWrap: sequence numbers wrap past math.MaxInt32 to 0, inside
@@ -50,3 +53,34 @@ func TestSequenceWrap(t *testing.T) {
 }
 
 var errDuplicate = errors.New("duplicate")
+
+// TestCompletedTransactionsForgotten: a completed transaction is kept,
+// unstable, until the high watermark passes its marker, and then
+// forgotten, whether or not a reader asked for the last stable offset.
+func TestCompletedTransactionsForgotten(t *testing.T) {
+	l, err := log.Open("/data/t-0", log.Options{FS: vfs.NewMem(), MaxIndexBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := New("t", 0, 1, 0, l, Options{Now: func() time.Time { return time.UnixMilli(2000) }})
+	defer p.Close()
+	for i := range 20 {
+		opts := record.DefaultBatchOptions()
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = 1, 0, int32(i), true
+		b := record.NewBuilder(opts)
+		b.Append(record.Record{Timestamp: 1000, Value: []byte("v")})
+		if _, err := p.Append(b.Build(), kafka.AcksAll); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.AppendMarker(1, 0, 0, record.ControlAbort); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.producers.mu.Lock()
+	n := len(p.producers.state.unreplicated)
+	p.producers.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d completed transactions kept past the high watermark", n)
+	}
+}

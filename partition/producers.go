@@ -281,6 +281,16 @@ func (m *producers) checkFor(h *record.Header, batch []byte) (log.AppendCheck, e
 	return markerCheck{m: m, marker: marker}, nil
 }
 
+// highWatermark tells a loaded state the high watermark moved to hw, so
+// that it forgets the transactions whose markers it passed.
+func (m *producers) highWatermark(hw int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state != nil {
+		m.state.replicated(hw)
+	}
+}
+
 // firstUnstableOffset returns the state's first unstable offset given the
 // high watermark hw (-1 when every offset is stable), loading the state
 // if need be.
@@ -305,24 +315,25 @@ func (m *producers) AppendFailed(record.Header, error) {
 // loaded and the log holds what it describes: not while a batch it checked
 // is still to be written (its write could fail, or its .txnindex entry
 // be missing), nor once the log failed. The .txnindex entries below the
-// offset are made durable first (see producers).
-func (m *producers) snapshot() error {
+// offset are made durable first (see producers). It reports whether it
+// wrote one.
+func (m *producers) snapshot() (bool, error) {
 	m.snapMu.Lock()
 	defer m.snapMu.Unlock()
 	m.mu.Lock()
 	if !m.readyLocked() {
 		m.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	offset, entries := m.state.nextOffset, m.state.entries()
 	m.mu.Unlock()
 	if offset > m.log.LogEndOffset() || m.log.Err() != nil {
-		return nil
+		return false, nil
 	}
 	if err := m.log.SyncTxnIndexes(); err != nil {
-		return err
+		return false, err
 	}
-	return writeSnapshot(m.fs, m.log.Dir(), offset, entries)
+	return true, writeSnapshot(m.fs, m.log.Dir(), offset, entries)
 }
 
 // truncated forgets the state after the log was cut at offset, deleting
@@ -369,7 +380,10 @@ func (p *Partition) RemoveExpiredProducers(now time.Time) int {
 // after the offset it covers, so that recovery scans only the log above
 // it. The partition does this itself when its log rolls a segment and when
 // it closes.
-func (p *Partition) SnapshotProducerState() error { return p.producers.snapshot() }
+func (p *Partition) SnapshotProducerState() error {
+	_, err := p.producers.snapshot()
+	return err
+}
 
 // TruncateTo cuts the log at offset (see log.Log.TruncateTo), as a
 // follower does, and with it the producer state: snapshots above the cut
@@ -386,14 +400,19 @@ func (p *Partition) TruncateTo(offset int64) error {
 }
 
 // maybeSnapshotOnRoll writes a snapshot when the log has rolled since the
-// last one, as Kafka snapshots producer state at each new segment.
+// last one, as Kafka snapshots producer state at each new segment. One the
+// state cannot be written at yet (a replicated leader's checks run ahead
+// of its writes) is tried again after the next append.
 func (p *Partition) maybeSnapshotOnRoll() {
 	base := p.log.ActiveSegmentBaseOffset()
 	last := p.rollBase.Load()
 	if base == last || !p.rollBase.CompareAndSwap(last, base) {
 		return
 	}
-	_ = p.producers.snapshot() // a failed snapshot costs a longer scan, not data
+	// A failed snapshot costs a longer scan, not data.
+	if written, err := p.producers.snapshot(); !written && err == nil {
+		p.rollBase.CompareAndSwap(base, last)
+	}
 }
 
 // AppendAsFollower appends batches whose offsets a leader gave (see

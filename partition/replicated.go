@@ -84,12 +84,14 @@ func (e *DuplicateError) Error() string {
 // readers waiting for it to move.
 func (p *Partition) SetHighWatermark(hw int64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if hw == p.hw {
+		p.mu.Unlock()
 		return
 	}
 	p.hw = hw
 	p.notifyLocked()
+	p.mu.Unlock()
+	p.producers.highWatermark(hw)
 }
 
 // SetLeadership records the leader epoch and ISR the controller gave the

@@ -35,6 +35,9 @@ import (
 // verification guard is the same split: an asynchronous question, then a
 // check under the log's lock.
 type TxnVerifier interface {
+	// VerifyTransaction returns nil when producerID, at producerEpoch, has
+	// an ongoing transaction that includes tp, and otherwise the error
+	// that refuses the batch.
 	VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16) error
 }
 
@@ -100,8 +103,10 @@ func (p *Partition) readLimit(isolation kafka.IsolationLevel) (hw, lso, limit in
 // offset outside the log is kafka.ErrOffsetOutOfRange. A read_committed
 // fetch answers the aborted transactions its records overlap, from the
 // .txnindex of the segments from the one holding offset on, as Kafka's
-// collectAbortedTransactions. The records are appended to dst (the
-// caller's, as with log.Log.Read); the AbortedTransactions are new.
+// collectAbortedTransactions: a list, empty when there are none, where a
+// read_uncommitted fetch's is nil (null on Kafka's wire). The records are
+// appended to dst (the caller's, as with log.Log.Read); the
+// AbortedTransactions are new.
 func (p *Partition) FetchIsolated(dst []byte, offset int64, maxBytes int, isolation kafka.IsolationLevel) (FetchResult, error) {
 	hw, lso, limit, err := p.readLimit(isolation)
 	if err != nil {
@@ -113,6 +118,9 @@ func (p *Partition) FetchIsolated(dst []byte, offset int64, maxBytes int, isolat
 		return res, kafkaError(err)
 	}
 	res.Records = records
+	if isolation == kafka.ReadCommitted {
+		res.AbortedTransactions = []AbortedTransaction{}
+	}
 	if isolation == kafka.ReadCommitted && len(records) > len(dst) {
 		next := offset
 		_ = walkBatches(records[len(dst):], func(h *record.Header, _ []byte) error {
@@ -145,6 +153,9 @@ func (p *Partition) FetchRangeIsolated(offset int64, maxBytes int, isolation kaf
 	if err != nil {
 		return res, r, kafkaError(err)
 	}
+	if isolation == kafka.ReadCommitted {
+		res.AbortedTransactions = []AbortedTransaction{}
+	}
 	if isolation == kafka.ReadCommitted && r.Size > 0 {
 		if res.AbortedTransactions, err = p.abortedTransactions(offset, next); err != nil {
 			r.Close()
@@ -160,9 +171,6 @@ func (p *Partition) abortedTransactions(offset, upper int64) ([]AbortedTransacti
 	txns, err := p.log.CollectAbortedTxns(nil, offset, upper)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s-%d: %w", kafka.ErrKafkaStorage, p.topic, p.partition, err)
-	}
-	if len(txns) == 0 {
-		return nil, nil
 	}
 	out := make([]AbortedTransaction, len(txns))
 	for i, t := range txns {

@@ -353,7 +353,7 @@ func (m *txnMachine) Check(t *rapid.T) {
 		}
 	}
 	require.Equal(t, want, batchesOf(t, res.Records))
-	var wantAborted []partition.AbortedTransaction
+	wantAborted := []partition.AbortedTransaction{}
 	if len(want) > 0 {
 		for _, a := range aborted {
 			if a.LastOffset >= from && a.FirstOffset < upper {

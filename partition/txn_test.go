@@ -1,14 +1,19 @@
 package partition_test
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
@@ -104,7 +109,8 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 			require.Empty(t, got, "an open transaction is not read_committed")
 			require.EqualValues(t, 0, res.LastStableOffset)
 			require.EqualValues(t, 3, res.HighWatermark)
-			require.Nil(t, res.AbortedTransactions)
+			require.NotNil(t, res.AbortedTransactions, "read_committed answers a list, empty")
+			require.Empty(t, res.AbortedTransactions)
 			// The control: without the last stable offset's bound, the
 			// same fetch reads the open transaction.
 			got, res = fetchAt(t, p, 0, kafka.ReadUncommitted)
@@ -144,8 +150,12 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 
 			// The .txnindex, byte for byte: version 0, producer 2, first 4,
 			// last 7, last stable offset 8.
-			raw := readAllFile(t, fsys, path.Join("/data/t-0", segment.FileName(0, segment.TxnIndexSuffix)))
-			require.Equal(t, "0000"+"0000000000000002"+"0000000000000004"+"0000000000000007"+"0000000000000008", hex.EncodeToString(raw))
+			var raw bytes.Buffer
+			f, err := fsys.Open(path.Join("/data/t-0", segment.FileName(0, segment.TxnIndexSuffix)))
+			require.NoError(t, err)
+			_, err = raw.ReadFrom(f)
+			require.NoError(t, errors.Join(err, f.Close()))
+			require.Equal(t, "0000"+"0000000000000002"+"0000000000000004"+"0000000000000007"+"0000000000000008", hex.EncodeToString(raw.Bytes()))
 
 			require.Equal(t, []partition.ProducerStateEntry{
 				{ProducerID: 1, ProducerEpoch: 0, LastTimestamp: 2000, CoordinatorEpoch: 5, CurrentTxnFirstOffset: -1,
@@ -156,21 +166,6 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 			require.EqualValues(t, 8, l.LogEndOffset())
 		})
 	}
-}
-
-func readAllFile(t *testing.T, fsys vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fsys.Open(name)
-	require.NoError(t, err)
-	defer f.Close()
-	size, err := f.Size()
-	require.NoError(t, err)
-	b := make([]byte, size)
-	if size > 0 {
-		_, err = f.ReadAt(b, 0)
-		require.NoError(t, err)
-	}
-	return b
 }
 
 // TestInterleavedTransactions: two producers' transactions overlap; the
@@ -572,4 +567,207 @@ func TestSnapshotSyncsTxnIndex(t *testing.T) {
 	got, err = p.AbortedTxns()
 	require.NoError(t, err)
 	require.Equal(t, want, got)
+}
+
+// TestFetchRangeIsolated: on the OS filesystem a read_committed fetch as a
+// file range names exactly the bytes FetchIsolated reads, with the same
+// aborted transactions, from every offset.
+func TestFetchRangeIsolated(t *testing.T) {
+	l, err := log.Open(t.TempDir(), log.Options{SegmentBytes: 1024, MaxIndexBytes: 4096})
+	require.NoError(t, err)
+	defer l.Close()
+	p := partition.New("t", 0, 1, 0, l, partition.Options{Now: clock})
+	defer p.Close()
+	for i := int64(0); len(l.Segments()) < 4; i++ {
+		appendAt(t, p, txnData(i, 0, 0, 3), l.LogEndOffset())
+		appendAt(t, p, batch(1000, "plain"), l.LogEndOffset())
+		typ := []record.ControlType{record.ControlAbort, record.ControlCommit}[i%2]
+		markerAt(t, p, i, 0, 0, typ, l.LogEndOffset())
+	}
+	appendAt(t, p, txnData(100, 0, 0, 2), l.LogEndOffset()) // open
+	for off := int64(0); off <= l.LogEndOffset(); off++ {
+		for _, maxBytes := range []int{1, 200, 1 << 20} {
+			want, err := p.FetchIsolated(nil, off, maxBytes, kafka.ReadCommitted)
+			require.NoError(t, err)
+			got, r, err := p.FetchRangeIsolated(off, maxBytes, kafka.ReadCommitted)
+			require.NoError(t, err)
+			b := make([]byte, r.Size)
+			if r.Size > 0 {
+				n, err := unix.Pread(r.FD, b, r.Pos)
+				require.NoError(t, err)
+				require.EqualValues(t, r.Size, n)
+			}
+			require.NoError(t, r.Close())
+			require.Equal(t, len(want.Records), len(b), "offset %d, %d bytes", off, maxBytes)
+			require.True(t, bytes.Equal(want.Records, b), "offset %d, %d bytes", off, maxBytes)
+			want.Records = nil
+			require.Equal(t, want, got, "offset %d, %d bytes", off, maxBytes)
+		}
+	}
+}
+
+// TestListOffsetIsolated: under read_committed the latest offset is the
+// last stable offset, and a timestamp finds only offsets below it.
+func TestListOffsetIsolated(t *testing.T) {
+	p, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
+	appendAt(t, p, txnData(1, 0, 0, 2), 0)
+	for _, c := range []struct {
+		isolation kafka.IsolationLevel
+		latest    int64
+		at1000    int64
+	}{{kafka.ReadCommitted, 0, -1}, {kafka.ReadUncommitted, 2, 0}} {
+		off, _, err := p.ListOffsetIsolated(kafka.LatestTimestamp, c.isolation)
+		require.NoError(t, err)
+		require.Equal(t, c.latest, off)
+		off, _, err = p.ListOffsetIsolated(1000, c.isolation)
+		require.NoError(t, err)
+		require.Equal(t, c.at1000, off)
+	}
+	_, _, err := p.ListOffsetIsolated(kafka.LatestTimestamp, kafka.IsolationLevel(7))
+	require.ErrorIs(t, err, kafka.ErrInvalidRequest)
+}
+
+// TestReplicatedLeaderSnapshotsOnRoll: a replicated leader checks batches
+// before it writes them, so when a write rolls the log its state may be
+// ahead of the log: the roll's snapshot waits for the write that catches
+// up, rather than describe batches the log does not hold.
+func TestReplicatedLeaderSnapshotsOnRoll(t *testing.T) {
+	fsys := vfs.NewMem()
+	p, l := openPartition(t, fsys, log.Options{SegmentBytes: 1024}, partition.Options{Replicated: true})
+	var seq int32
+	propose := func() []byte { // producer 1's only: its sequence is the offset
+		b := txnData(1, 0, seq, 15)
+		require.NoError(t, p.CheckAppend(b, int64(seq)))
+		record.SetBaseOffset(b, int64(seq))
+		seq += 15
+		return b
+	}
+	write := func(b []byte) {
+		_, err := p.AppendAsFollower(b)
+		require.NoError(t, err)
+	}
+	for range 3 {
+		write(propose())
+	}
+	require.Len(t, l.Segments(), 1)
+	fourth, fifth := propose(), propose() // two proposals in one Ready
+	write(fourth)
+	require.Len(t, l.Segments(), 2, "the fourth batch rolls the log")
+	require.Empty(t, snapshots(t, fsys), "the state is ahead of the log: no snapshot yet")
+	write(fifth)
+	require.Equal(t, []string{partition.SnapshotFileName(75)}, snapshots(t, fsys))
+}
+
+// TestNotifyOnMarker: readers waiting on Notify wake when a marker is
+// written, though the high watermark does not move (a follower's).
+func TestNotifyOnMarker(t *testing.T) {
+	p, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{Replicated: true})
+	data := txnData(1, 0, 0, 1)
+	_, err := p.AppendAsFollower(data)
+	require.NoError(t, err)
+	ch := make(chan struct{}, 1)
+	p.Notify(ch)
+	defer p.Stop(ch)
+	abort := record.ControlBatch(record.ControlAbort, 1, 0, 0, 1000)
+	record.SetBaseOffset(abort, 1)
+	_, err = p.AppendAsFollower(abort)
+	require.NoError(t, err)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no wake-up for the marker")
+	}
+	require.EqualValues(t, 0, p.HighWatermark())
+}
+
+// TestConcurrentTransactions: producers running transactions at once, in
+// write groups, with read_committed readers beside them: the .txnindex
+// holds exactly the aborted transactions the log's batches describe, in
+// marker order, and every transaction ends decided.
+func TestConcurrentTransactions(t *testing.T) {
+	p, l := openPartition(t, vfs.NewMem(), log.Options{SyncBeforeAck: true, SegmentBytes: 2048}, partition.Options{})
+	// event is an append a producer made: a data batch, or a marker.
+	type event struct {
+		offset, producer int64
+		marker           bool
+		typ              record.ControlType
+	}
+	var (
+		mu     sync.Mutex
+		events []event
+		wg     sync.WaitGroup
+	)
+	note := func(e event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	for id := int64(0); id < 4; id++ {
+		wg.Go(func() {
+			var seq int32
+			for i := range 15 {
+				for range 1 + i%3 {
+					res, err := p.Append(txnData(id, 0, seq, 2), kafka.AcksAll)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					note(event{offset: res.FirstOffset, producer: id})
+					seq += 2
+				}
+				typ := []record.ControlType{record.ControlAbort, record.ControlCommit}[i%2]
+				res, err := p.AppendMarker(id, 0, 0, typ)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				note(event{offset: res.FirstOffset, producer: id, marker: true, typ: typ})
+			}
+		})
+	}
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := p.FetchIsolated(nil, 0, 1<<16, kafka.ReadCommitted); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	require.GreaterOrEqual(t, len(l.Segments()), 3)
+
+	// The appends in offset order say which transactions aborted.
+	slices.SortFunc(events, func(a, b event) int { return cmp.Compare(a.offset, b.offset) })
+	open := map[int64]int64{}
+	var want []segment.AbortedTxn
+	for _, e := range events {
+		first, ok := open[e.producer]
+		switch {
+		case !e.marker && !ok:
+			open[e.producer] = e.offset
+		case e.marker:
+			delete(open, e.producer)
+			if e.typ == record.ControlAbort {
+				lso := e.offset + 1
+				for _, f := range open {
+					lso = min(lso, f)
+				}
+				want = append(want, segment.AbortedTxn{ProducerID: e.producer, FirstOffset: first, LastOffset: e.offset, LastStableOffset: lso})
+			}
+		}
+	}
+	require.Empty(t, open)
+	got, err := p.AbortedTxns()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, l.LogEndOffset(), lso(t, p))
 }
