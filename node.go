@@ -52,6 +52,7 @@ type Client interface {
 	transport.GroupClient
 	transport.AdminClient
 	transport.EpochClient
+	transport.TxnClient
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the

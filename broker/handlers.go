@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
@@ -39,6 +41,9 @@ func (n *Broker) Produce(ctx context.Context, req *transport.ProduceRequest) (*t
 			pr := &tr.Partitions[j]
 			*pr = transport.ProducePartitionResponse{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			h, err := n.leaderReplica(rt.Topic, rp.Partition)
+			if err == nil {
+				err = checkClientBatch(rp.Records)
+			}
 			if err != nil {
 				pr.Err = err
 				continue
@@ -288,4 +293,22 @@ func (n *Broker) readablePartition(name string, id int32) (*partition.Partition,
 		return nil, err
 	}
 	return h.p, nil
+}
+
+// checkClientBatch refuses what only a coordinator writes: transaction
+// markers (control batches), which WriteTxnMarkers writes, and
+// transactional batches without a sequence, which the group coordinator
+// writes for TxnOffsetCommit — as Kafka refuses them from a client with
+// INVALID_RECORD. A batch too short to parse is the append's to refuse.
+func checkClientBatch(batch []byte) error {
+	h, err := record.ParseHeader(batch)
+	switch {
+	case err != nil:
+		return nil
+	case h.Attributes.IsControl():
+		return fmt.Errorf("%w: a client may not write a control batch", kafka.ErrInvalidRecord)
+	case h.Attributes.IsTransactional() && h.BaseSequence == record.NoSequence:
+		return fmt.Errorf("%w: a transactional batch without a sequence", kafka.ErrInvalidRecord)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
 )
 
 func TestAssignReadsOnlyTheAssignedPartitions(t *testing.T) {
@@ -225,10 +226,17 @@ func TestRecordsBelowTheHighWatermark(t *testing.T) {
 func TestControlBatchesAreSkipped(t *testing.T) {
 	n := openNode(t)
 	createTopic(t, n, "t", 1, nil)
-	produceValues(t, n.Client(), "t", 0, "a", "b")                                                    // 0, 1
-	produceBatch(t, n.Client(), "t", 0, record.ControlBatch(record.ControlCommit, 7, 0, 1, baseTime)) // 2
-	produceValues(t, n.Client(), "t", 0, "c")                                                         // 3
-	produceBatch(t, n.Client(), "t", 0, record.ControlBatch(record.ControlAbort, 8, 0, 1, baseTime))  // 4
+	marker := func(pid int64, r transport.TxnResult) {
+		t.Helper()
+		resp, err := n.Client().WriteTxnMarkers(context.Background(), &transport.WriteTxnMarkersRequest{Markers: []transport.TxnMarker{
+			{ProducerID: pid, Result: r, CoordinatorEpoch: 1, Partitions: []kafka.TopicPartition{tp("t", 0)}}}})
+		require.NoError(t, err)
+		require.NoError(t, resp.Markers[0].Partitions[0].Err)
+	}
+	produceValues(t, n.Client(), "t", 0, "a", "b") // 0, 1
+	marker(7, transport.TxnCommit)                 // 2
+	produceValues(t, n.Client(), "t", 0, "c")      // 3
+	marker(8, transport.TxnAbort)                  // 4
 	c := newConsumer(t, n.Client(), consumer.Partitions(tp("t", 0)), consumer.AutoOffsetReset(consumer.Earliest))
 	recs := pollN(t, c, 3)
 	require.Equal(t, []string{"a", "b", "c"}, values(recs))

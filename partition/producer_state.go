@@ -194,6 +194,15 @@ func (s *producerState) check(h *record.Header, marker *record.ControlRecord, v 
 // would open one asks v, when there is one (KIP-890 part 1).
 func (s *producerState) checkData(h *record.Header, v *verification) error {
 	e := s.producers[h.ProducerID]
+	if coordinatorWrite(h) {
+		// A coordinator's write in the producer's transaction (Kafka's
+		// AppendOrigin.COORDINATOR): no sequence to check, only the epoch.
+		if e != nil && h.ProducerEpoch < e.ProducerEpoch {
+			return fmt.Errorf("%w: producer %d epoch %d is older than the partition's %d",
+				kafka.ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.ProducerEpoch)
+		}
+		return nil
+	}
 	if e == nil {
 		if h.BaseSequence != 0 {
 			return fmt.Errorf("%w: producer %d is unknown here (new, or expired) and starts at sequence %d, not 0",
@@ -304,6 +313,15 @@ func (s *producerState) apply(h *record.Header, marker *record.ControlRecord, ba
 		e.ProducerEpoch = h.ProducerEpoch
 		e.Batches = e.Batches[:0]
 	}
+	if coordinatorWrite(h) {
+		// No sequence to remember: the transaction is all it opens.
+		e.LastTimestamp = h.MaxTimestamp
+		if e.CurrentTxnFirstOffset < 0 {
+			e.CurrentTxnFirstOffset = baseOffset
+			s.ongoing[h.ProducerID] = baseOffset
+		}
+		return segment.AbortedTxn{}, false
+	}
 	if len(e.Batches) == BatchesPerProducer {
 		copy(e.Batches, e.Batches[1:])
 		e.Batches = e.Batches[:BatchesPerProducer-1]
@@ -404,4 +422,14 @@ func (s *producerState) entries() []ProducerStateEntry {
 		out[i] = s.producers[id].clone()
 	}
 	return out
+}
+
+// coordinatorWrite reports whether h is a coordinator's write in a
+// producer's transaction — transactional offsets the group coordinator
+// writes to __consumer_offsets — which carries the producer's id and epoch
+// but no sequence (record.NoSequence), as Kafka's coordinators write them.
+// A client's batch always has a sequence; the broker refuses client
+// batches without one.
+func coordinatorWrite(h *record.Header) bool {
+	return h.Attributes.IsTransactional() && !h.Attributes.IsControl() && h.BaseSequence == record.NoSequence
 }
