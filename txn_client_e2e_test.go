@@ -1,0 +1,142 @@
+package partlog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
+	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/vfs"
+)
+
+// txnLogEntries returns what partition p of topic holds up to end: each
+// record's value, and each marker as "COMMIT" or "ABORT".
+func txnLogEntries(t *testing.T, n *partlog.Node, topic string, p int32, end int64) []string {
+	t.Helper()
+	l, err := partlogtest.Log(n, topic, p)
+	require.NoError(t, err)
+	waitUntil(t, "the markers", func() bool { return l.LogEndOffset() >= end })
+	data, err := l.Read(nil, 0, end, 1<<20)
+	require.NoError(t, err)
+	var got []string
+	for len(data) > 0 {
+		h, err := record.ParseHeader(data)
+		require.NoError(t, err)
+		b, err := record.Decode(data[:h.Size()])
+		require.NoError(t, err)
+		require.True(t, h.Attributes.IsTransactional(), "every batch of a transactional producer is transactional")
+		for _, r := range b.Records {
+			if h.Attributes.IsControl() {
+				c, err := record.ParseControlRecord(r)
+				require.NoError(t, err)
+				got = append(got, c.Type.String())
+			} else {
+				got = append(got, string(r.Value))
+			}
+		}
+		data = data[h.Size():]
+	}
+	return got
+}
+
+// newTxnProducer returns a transactional producer with id on the node.
+func newTxnProducer(t *testing.T, n *partlog.Node, id string, opts ...producer.Option) *producer.Producer {
+	t.Helper()
+	p, err := producer.New(n.Client(), append([]producer.Option{producer.TransactionalID(id), producer.Linger(0)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// txnReadAll polls a consumer of topic's partition 0 from the start until its
+// position reaches end, and returns the values read.
+func txnReadAll(t *testing.T, ctx context.Context, n *partlog.Node, topic string, end int64, iso consumer.IsolationLevel) []string {
+	t.Helper()
+	tp := kafka.TopicPartition{Topic: topic, Partition: 0}
+	c, err := consumer.New(n.Client(), consumer.Partitions(tp), consumer.AutoOffsetReset(consumer.Earliest), consumer.Isolation(iso))
+	require.NoError(t, err)
+	defer c.Close()
+	var got []string
+	for {
+		pos, err := c.Position(ctx, tp)
+		require.NoError(t, err)
+		if pos >= end {
+			return got
+		}
+		fs, err := c.Poll(ctx, 100*time.Millisecond)
+		require.NoError(t, err)
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+		}
+	}
+}
+
+func rec(topic, v string) *producer.Record {
+	return &producer.Record{Topic: topic, Value: []byte(v)}
+}
+
+// TestTxnClientCommitAndAbort: a transactional producer's committed
+// transaction is followed in the log by its COMMIT marker, an aborted
+// one's by ABORT, and a read_committed consumer reads the committed
+// records.
+func TestTxnClientCommitAndAbort(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	p := newTxnProducer(t, n, "tx")
+	require.Equal(t, producer.StateReady, p.TransactionState())
+
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, rec("t", "a"), rec("t", "b")).FirstErr())
+	require.NoError(t, p.CommitTransaction(ctx))
+	require.Equal(t, producer.StateReady, p.TransactionState())
+	require.Equal(t, []string{"a", "b"}, txnReadAll(t, ctx, n, "t", 3, consumer.ReadCommitted))
+
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, rec("t", "c")).FirstErr())
+	require.NoError(t, p.AbortTransaction(ctx))
+
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, rec("t", "d")).FirstErr())
+	require.NoError(t, p.CommitTransaction(ctx))
+
+	require.Equal(t, []string{"a", "b", "COMMIT", "c", "ABORT", "d", "COMMIT"}, txnLogEntries(t, n, "t", 0, 7))
+	require.Equal(t, []string{"a", "b", "c", "d"}, txnReadAll(t, ctx, n, "t", 7, consumer.ReadUncommitted),
+		"read_uncommitted reads the aborted transaction too")
+}
+
+// TestTxnClientZombieIsFenced: a new producer with the same transactional
+// id fences the old one, whose open transaction the coordinator aborts;
+// the old producer fails fatally.
+func TestTxnClientZombieIsFenced(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	zombie := newTxnProducer(t, n, "tx")
+	require.NoError(t, zombie.BeginTransaction())
+	require.NoError(t, zombie.ProduceSync(ctx, rec("t", "z")).FirstErr())
+
+	fresh := newTxnProducer(t, n, "tx")
+	require.Equal(t, []string{"z", "ABORT"}, txnLogEntries(t, n, "t", 0, 2), "the zombie's open transaction is aborted")
+
+	err := zombie.CommitTransaction(ctx)
+	require.ErrorIs(t, err, producer.ErrFatal)
+	require.Equal(t, producer.StateFatalError, zombie.TransactionState())
+	require.ErrorIs(t, zombie.BeginTransaction(), producer.ErrFatal)
+
+	require.NoError(t, fresh.BeginTransaction())
+	require.NoError(t, fresh.ProduceSync(ctx, rec("t", "f")).FirstErr())
+	require.NoError(t, fresh.CommitTransaction(ctx))
+	require.Equal(t, []string{"z", "ABORT", "f", "COMMIT"}, txnLogEntries(t, n, "t", 0, 4))
+}
