@@ -186,15 +186,6 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			expired = append(expired, b)
 		}
 		b := ps.frontLocked()
-		if b != nil && p.txn != nil && !ps.inTxn {
-			// Not in the transaction yet: added first, then sent.
-			if !ps.txnRequested {
-				needed = append(needed, ps)
-			}
-			soonest(b.deadline(p))
-			ps.mu.Unlock()
-			continue
-		}
 		if b == nil || !ps.canSendLocked(b) {
 			// A partition waiting for its requests is looked at again
 			// when one comes back.
@@ -214,6 +205,16 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			if now.Before(readyAt) {
 				soonest(readyAt)
 			} // else it waits for a slot, and a worker wakes the loop
+			soonest(b.deadline(p))
+			ps.mu.Unlock()
+			continue
+		}
+		if p.txn != nil && !ps.inTxn {
+			// Ready, but not in the transaction yet: the partitions of a
+			// drain are added in one request, then their batches go.
+			if !ps.txnRequested {
+				needed = append(needed, ps)
+			}
 			soonest(b.deadline(p))
 			ps.mu.Unlock()
 			continue
