@@ -85,8 +85,8 @@ func rec(topic, v string) *producer.Record {
 
 // TestTxnClientCommitAndAbort: a transactional producer's committed
 // transaction is followed in the log by its COMMIT marker, an aborted
-// one's by ABORT, and a read_committed consumer reads the committed
-// records.
+// one's by ABORT; a read_committed consumer reads the committed records
+// only, a read_uncommitted one the aborted ones too.
 func TestTxnClientCommitAndAbort(t *testing.T) {
 	n := openNode(t, vfs.NewMem())
 	defer n.Close()
@@ -113,6 +113,64 @@ func TestTxnClientCommitAndAbort(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "COMMIT", "c", "ABORT", "d", "COMMIT"}, txnLogEntries(t, n, "t", 0, 7))
 	require.Equal(t, []string{"a", "b", "c", "d"}, txnReadAll(t, ctx, n, "t", 7, consumer.ReadUncommitted),
 		"read_uncommitted reads the aborted transaction too")
+	require.Equal(t, []string{"a", "b", "d"}, txnReadAll(t, ctx, n, "t", 7, consumer.ReadCommitted),
+		"read_committed skips the aborted transaction")
+}
+
+// TestTxnClientReadCommittedWaitsForTheOutcome: records of an open
+// transaction are invisible to read_committed — the consumer stops at the
+// last stable offset, as does ListOffsets latest — until the commit; two
+// producers interleaved on one partition, one aborting and one
+// committing, leave exactly the committed records.
+func TestTxnClientReadCommittedWaitsForTheOutcome(t *testing.T) {
+	n := openNode(t, vfs.NewMem())
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
+	aborter, committer := newTxnProducer(t, n, "aborter"), newTxnProducer(t, n, "committer")
+
+	require.NoError(t, aborter.BeginTransaction())
+	require.NoError(t, committer.BeginTransaction())
+	require.NoError(t, aborter.ProduceSync(ctx, rec("t", "a1")).FirstErr())
+	require.NoError(t, committer.ProduceSync(ctx, rec("t", "c1")).FirstErr())
+	require.NoError(t, aborter.ProduceSync(ctx, rec("t", "a2")).FirstErr())
+
+	c, err := consumer.New(n.Client(), consumer.Partitions(tp), consumer.AutoOffsetReset(consumer.Earliest),
+		consumer.Isolation(consumer.ReadCommitted))
+	require.NoError(t, err)
+	defer c.Close()
+	fs, err := c.Poll(ctx, 200*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, fs.Empty(), "nothing is decided yet")
+	latest, err := consumer.New(n.Client(), consumer.Partitions(tp), consumer.AutoOffsetReset(consumer.Latest),
+		consumer.Isolation(consumer.ReadCommitted))
+	require.NoError(t, err)
+	defer latest.Close()
+	pos, err := latest.Position(ctx, tp)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), pos, "latest under read_committed is the last stable offset")
+
+	require.NoError(t, aborter.AbortTransaction(ctx))
+	require.NoError(t, committer.ProduceSync(ctx, rec("t", "c2")).FirstErr())
+	require.NoError(t, committer.CommitTransaction(ctx))
+	require.Equal(t, []string{"a1", "c1", "a2", "ABORT", "c2", "COMMIT"}, txnLogEntries(t, n, "t", 0, 6))
+
+	var got []string
+	for {
+		pos, err := c.Position(ctx, tp)
+		require.NoError(t, err)
+		if pos >= 6 {
+			break
+		}
+		fs, err := c.Poll(ctx, 100*time.Millisecond)
+		require.NoError(t, err)
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+		}
+	}
+	require.Equal(t, []string{"c1", "c2"}, got)
 }
 
 // TestTxnClientZombieIsFenced: a new producer with the same transactional
@@ -140,6 +198,8 @@ func TestTxnClientZombieIsFenced(t *testing.T) {
 	require.NoError(t, fresh.ProduceSync(ctx, rec("t", "f")).FirstErr())
 	require.NoError(t, fresh.CommitTransaction(ctx))
 	require.Equal(t, []string{"z", "ABORT", "f", "COMMIT"}, txnLogEntries(t, n, "t", 0, 4))
+	require.Equal(t, []string{"f"}, txnReadAll(t, ctx, n, "t", 4, consumer.ReadCommitted),
+		"read_committed never sees the zombie's record")
 }
 
 // TestTxnClientConsumeTransformProduce: a group member's offsets sent in
