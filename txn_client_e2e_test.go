@@ -47,6 +47,20 @@ func txnLogEntries(t *testing.T, n *partlog.Node, topic string, p int32, end int
 	return got
 }
 
+// txnTestNode opens a node with topics of one partition, closed when the
+// test ends, and returns it with a context for the test.
+func txnTestNode(t *testing.T, topics ...string) (*partlog.Node, context.Context) {
+	t.Helper()
+	n := openNode(t, vfs.NewMem())
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	for _, name := range topics {
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: name}))
+	}
+	return n, ctx
+}
+
 // newTxnProducer returns a transactional producer with id on the node.
 func newTxnProducer(t *testing.T, n *partlog.Node, id string, opts ...producer.Option) *producer.Producer {
 	t.Helper()
@@ -56,14 +70,21 @@ func newTxnProducer(t *testing.T, n *partlog.Node, id string, opts ...producer.O
 	return p
 }
 
-// txnReadAll polls a consumer of topic's partition 0 from the start until its
-// position reaches end, and returns the values read.
+// txnReadAll reads topic's partition 0 from the start at isolation iso
+// until its position reaches end, and returns the values read.
 func txnReadAll(t *testing.T, ctx context.Context, n *partlog.Node, topic string, end int64, iso consumer.IsolationLevel) []string {
 	t.Helper()
 	tp := kafka.TopicPartition{Topic: topic, Partition: 0}
 	c, err := consumer.New(n.Client(), consumer.Partitions(tp), consumer.AutoOffsetReset(consumer.Earliest), consumer.Isolation(iso))
 	require.NoError(t, err)
 	defer c.Close()
+	return pollUntil(t, ctx, c, tp, end)
+}
+
+// pollUntil polls c until its position in tp reaches end, and returns the
+// values read.
+func pollUntil(t *testing.T, ctx context.Context, c *consumer.Consumer, tp kafka.TopicPartition, end int64) []string {
+	t.Helper()
 	var got []string
 	for {
 		pos, err := c.Position(ctx, tp)
@@ -88,11 +109,7 @@ func rec(topic, v string) *producer.Record {
 // one's by ABORT; a read_committed consumer reads the committed records
 // only, a read_uncommitted one the aborted ones too.
 func TestTxnClientCommitAndAbort(t *testing.T) {
-	n := openNode(t, vfs.NewMem())
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	n, ctx := txnTestNode(t, "t")
 	p := newTxnProducer(t, n, "tx")
 	require.Equal(t, producer.StateReady, p.TransactionState())
 
@@ -123,11 +140,7 @@ func TestTxnClientCommitAndAbort(t *testing.T) {
 // producers interleaved on one partition, one aborting and one
 // committing, leave exactly the committed records.
 func TestTxnClientReadCommittedWaitsForTheOutcome(t *testing.T) {
-	n := openNode(t, vfs.NewMem())
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	n, ctx := txnTestNode(t, "t")
 	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
 	aborter, committer := newTxnProducer(t, n, "aborter"), newTxnProducer(t, n, "committer")
 
@@ -157,31 +170,14 @@ func TestTxnClientReadCommittedWaitsForTheOutcome(t *testing.T) {
 	require.NoError(t, committer.CommitTransaction(ctx))
 	require.Equal(t, []string{"a1", "c1", "a2", "ABORT", "c2", "COMMIT"}, txnLogEntries(t, n, "t", 0, 6))
 
-	var got []string
-	for {
-		pos, err := c.Position(ctx, tp)
-		require.NoError(t, err)
-		if pos >= 6 {
-			break
-		}
-		fs, err := c.Poll(ctx, 100*time.Millisecond)
-		require.NoError(t, err)
-		for _, r := range fs.Records() {
-			got = append(got, string(r.Value))
-		}
-	}
-	require.Equal(t, []string{"c1", "c2"}, got)
+	require.Equal(t, []string{"c1", "c2"}, pollUntil(t, ctx, c, tp, 6))
 }
 
 // TestTxnClientZombieIsFenced: a new producer with the same transactional
 // id fences the old one, whose open transaction the coordinator aborts;
 // the old producer fails fatally.
 func TestTxnClientZombieIsFenced(t *testing.T) {
-	n := openNode(t, vfs.NewMem())
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	n, ctx := txnTestNode(t, "t")
 	zombie := newTxnProducer(t, n, "tx")
 	require.NoError(t, zombie.BeginTransaction())
 	require.NoError(t, zombie.ProduceSync(ctx, rec("t", "z")).FirstErr())
@@ -206,12 +202,7 @@ func TestTxnClientZombieIsFenced(t *testing.T) {
 // a transaction become the group's committed offsets only when the
 // transaction commits; an aborted transaction leaves them as they were.
 func TestTxnClientConsumeTransformProduce(t *testing.T) {
-	n := openNode(t, vfs.NewMem())
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "in"}))
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "out"}))
+	n, ctx := txnTestNode(t, "in", "out")
 	plain, err := producer.New(n.Client())
 	require.NoError(t, err)
 	defer plain.Close()

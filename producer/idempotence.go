@@ -268,7 +268,7 @@ func (p *Producer) sequenceFailed(b *batch, err error) error {
 		// take an epoch the coordinator never gave.
 		return err
 	}
-	if !sequenceError(err) {
+	if p.txn == nil && !sequenceError(err) {
 		p.idem.bumpPending.Store(true)
 		return err
 	}

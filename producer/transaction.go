@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,17 +331,25 @@ func (p *Producer) newEpoch(id int64, epoch int16) {
 // StateFatalError). Like Kafka's, it sends nothing: the coordinator learns
 // of the transaction when its first partition or offsets are added.
 func (p *Producer) BeginTransaction() error {
-	t, err := p.transactional("BeginTransaction")
+	_, err := p.enter("BeginTransaction", StateInTransaction, StateReady)
+	return err
+}
+
+// enter moves the transaction to state to when it is in one of from, and
+// returns it; otherwise it returns the error of a call the state does not
+// allow (see stateErrLocked).
+func (p *Producer) enter(call string, to TransactionState, from ...TransactionState) (*transaction, error) {
+	t, err := p.transactional(call)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.stateOf(); s != StateReady {
-		return p.stateErrLocked("BeginTransaction", s)
+	if s := t.stateOf(); !slices.Contains(from, s) {
+		return nil, p.stateErrLocked(call, s)
 	}
-	t.setLocked(StateInTransaction)
-	return nil
+	t.setLocked(to)
+	return t, nil
 }
 
 // transactional returns the producer's transaction, or an error for a
@@ -383,21 +392,10 @@ func (p *Producer) TransactionState() TransactionState {
 // matches ErrFatal. When ctx ends first the producer stays in
 // StateCommitting, and CommitTransaction may be called again.
 func (p *Producer) CommitTransaction(ctx context.Context) error {
-	t, err := p.transactional("CommitTransaction")
+	t, err := p.enter("CommitTransaction", StateCommitting, StateInTransaction, StateCommitting)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	switch s := t.stateOf(); s {
-	case StateInTransaction:
-		t.setLocked(StateCommitting)
-	case StateCommitting:
-	default:
-		err := p.stateErrLocked("CommitTransaction", s)
-		t.mu.Unlock()
-		return err
-	}
-	t.mu.Unlock()
 	if err := p.Flush(ctx); err != nil {
 		return fmt.Errorf("producer: commit transaction: %w", err)
 	}
@@ -423,20 +421,9 @@ func (p *Producer) CommitTransaction(ctx context.Context) error {
 // ctx ends first the producer stays in StateAborting, and AbortTransaction
 // may be called again.
 func (p *Producer) AbortTransaction(ctx context.Context) error {
-	t, err := p.transactional("AbortTransaction")
-	if err != nil {
+	if _, err := p.enter("AbortTransaction", StateAborting, StateInTransaction, StateAbortableError, StateAborting); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	switch s := t.stateOf(); s {
-	case StateInTransaction, StateAbortableError, StateAborting:
-		t.setLocked(StateAborting)
-	default:
-		err := p.stateErrLocked("AbortTransaction", s)
-		t.mu.Unlock()
-		return err
-	}
-	t.mu.Unlock()
 	p.wakeSender() // to fail what was not sent
 	if err := p.Flush(ctx); err != nil {
 		return fmt.Errorf("producer: abort transaction: %w", err)
@@ -516,17 +503,10 @@ func (p *Producer) endTxn(ctx context.Context, result transport.TxnResult) error
 // rebalance moved on: kafka.ErrUnknownMemberID, ErrIllegalGeneration,
 // ErrFencedInstanceID) is abortable.
 func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[kafka.TopicPartition]int64, group GroupMetadata) error {
-	t, err := p.transactional("SendOffsetsToTransaction")
+	t, err := p.enter("SendOffsetsToTransaction", StateInTransaction, StateInTransaction)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	if s := t.stateOf(); s != StateInTransaction {
-		err := p.stateErrLocked("SendOffsetsToTransaction", s)
-		t.mu.Unlock()
-		return err
-	}
-	t.mu.Unlock()
 	id, epoch := p.idem.id.Load(), int16(p.idem.epoch.Load())
 	err = p.txnRetry(ctx, "AddOffsetsToTxn", func(ctx context.Context) error {
 		r, err := t.client.AddOffsetsToTxn(ctx, &transport.AddOffsetsToTxnRequest{Version: addOffsetsToTxnVersion,
