@@ -142,8 +142,10 @@ func noPromise(*Record, error) {}
 // batch — the producer is closed (ErrClosed), the record is too large
 // (ErrRecordTooLarge), the topic or explicit partition does not exist
 // (kafka.ErrUnknownTopicOrPartition), no buffer memory freed in time
-// (ErrBufferFull), or an idempotent producer failed for good (ErrFatal) —
-// has its promise run before Produce returns, on the caller's goroutine.
+// (ErrBufferFull), an idempotent producer failed for good (ErrFatal), or a
+// transactional producer has no open transaction (ErrTransactionState) or
+// a failed one (ErrAbortable) — has its promise run before Produce
+// returns, on the caller's goroutine.
 //
 // Produce blocks only to wait for buffer memory or for the first metadata
 // of a topic, for up to MaxBlock; ctx ends that wait early. ctx has no

@@ -432,7 +432,8 @@ func (p *Producer) AbortTransaction(ctx context.Context) error {
 }
 
 // endTxn ends the transaction with result, once no AddPartitionsToTxn is
-// under way, and makes the producer ready for the next one.
+// under way (one in flight is waited for, up to RequestTimeout, whatever
+// ctx), and makes the producer ready for the next one.
 func (p *Producer) endTxn(ctx context.Context, result transport.TxnResult) error {
 	t := p.txn
 	t.addMu.Lock()
