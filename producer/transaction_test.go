@@ -458,6 +458,17 @@ func TestTransactionStateTransitions(t *testing.T) {
 	require.NoError(t, p.CommitTransaction(ctx))
 	require.Equal(t, producer.StateReady, p.TransactionState())
 
+	// So does an abort: it stays Aborting, and goes on when called again.
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, to(0, "c")).FirstErr())
+	f.fail("EndTxn", kafka.ErrConcurrentTransactions)
+	require.ErrorIs(t, p.AbortTransaction(short), context.Canceled)
+	require.Equal(t, producer.StateAborting, p.TransactionState())
+	require.ErrorIs(t, p.CommitTransaction(ctx), producer.ErrTransactionState)
+	require.ErrorIs(t, p.BeginTransaction(), producer.ErrTransactionState)
+	require.NoError(t, p.AbortTransaction(ctx))
+	require.Equal(t, producer.StateReady, p.TransactionState())
+
 	// A producer without TransactionalID has no transactions.
 	plain := newProducer(t, f)
 	require.Equal(t, producer.StateUninitialized, plain.TransactionState())
