@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
 )
 
 // A read_committed consumer reads below the last stable offset, where
@@ -58,4 +59,47 @@ func (f *abortedFilter) skip(h *record.Header, first record.Record) bool {
 		}
 	}
 	return h.Attributes.IsControl()
+}
+
+// abortedBatches returns the base offsets, ascending, of the batches of
+// data — whole batches of one fetch answer, in offset order — that a
+// read_committed consumer skips for belonging to one of the aborted
+// transactions txns. Control batches are not listed: they are skipped
+// anyway. A batch whose header does not parse ends the walk, leaving it
+// for the decoder to report.
+func abortedBatches(data []byte, txns []transport.AbortedTransaction) []int64 {
+	list := make([]abortedTxn, len(txns))
+	for i, t := range txns {
+		list[i] = abortedTxn{producerID: t.ProducerID, firstOffset: t.FirstOffset}
+	}
+	f := newAbortedFilter(list)
+	var skipped []int64
+	for pos := 0; pos < len(data); {
+		h, err := record.ParseHeader(data[pos:])
+		if err != nil || h.Size() > len(data)-pos {
+			break
+		}
+		batch := data[pos : pos+h.Size()]
+		pos += h.Size()
+		var first record.Record
+		if h.Attributes.IsControl() {
+			if b, err := record.Decode(batch); err == nil && len(b.Records) > 0 {
+				first = b.Records[0]
+			}
+		}
+		if f.skip(&h, first) && !h.Attributes.IsControl() {
+			skipped = append(skipped, h.BaseOffset)
+		}
+	}
+	return skipped
+}
+
+// isAborted reports whether the batch at base offset base is one of
+// aborted (as abortedBatches returns them).
+func isAborted(aborted []int64, base int64) bool {
+	if len(aborted) == 0 {
+		return false
+	}
+	_, ok := slices.BinarySearch(aborted, base)
+	return ok
 }

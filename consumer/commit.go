@@ -187,12 +187,18 @@ type GroupMetadata struct {
 	// Generation is the generation the consumer last joined, or
 	// transport.NoGeneration (-1) while it is in none.
 	Generation int32
+	// GroupInstanceID is the consumer's group.instance.id, or empty for
+	// a dynamic member.
+	GroupInstanceID string
 	// Rebalances counts the rebalances the consumer completed.
 	Rebalances int
 }
 
-// GroupMetadata returns the consumer's member id and generation; the zero
-// value without a group.
+// GroupMetadata returns the consumer's member id, generation and
+// instance id; the zero value without a group. A transactional producer's
+// SendOffsetsToTransaction takes it (see producer.GroupMetadata), so that
+// the group's coordinator fences the offsets of a member that has been
+// replaced (KIP-447).
 func (c *Consumer) GroupMetadata() GroupMetadata {
 	g := c.grp
 	if g == nil {
@@ -200,5 +206,6 @@ func (c *Consumer) GroupMetadata() GroupMetadata {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return GroupMetadata{Group: g.cfg.group, MemberID: g.memberID, Generation: g.generation, Rebalances: g.rebalances}
+	return GroupMetadata{Group: g.cfg.group, MemberID: g.memberID, Generation: g.generation,
+		GroupInstanceID: g.cfg.instanceID, Rebalances: g.rebalances}
 }

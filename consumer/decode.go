@@ -34,6 +34,10 @@ type chunk struct {
 	last bool
 	// buf is the reused buffer data and records point into, if any.
 	buf *fetchBuf
+	// aborted are the base offsets, ascending, of the batches of data
+	// that belong to aborted transactions (read_committed only): they
+	// are skipped as the markers are.
+	aborted []int64
 
 	highWatermark, lastStable, logStart int64
 }
@@ -112,7 +116,7 @@ func appendRecords(recs []Record, src []record.Record, tp kafka.TopicPartition, 
 // in bytes, so that a hostile header cannot make the consumer allocate
 // more than the fetch's size allows; the slice grows if the guess is
 // short.
-func countRecords(data []byte, from int64, want int) int {
+func countRecords(data []byte, from int64, want int, aborted []int64) int {
 	n := 0
 	for pos := 0; pos < len(data) && n < want; {
 		h, err := record.ParseHeader(data[pos:])
@@ -120,7 +124,7 @@ func countRecords(data []byte, from int64, want int) int {
 			break
 		}
 		pos += h.Size()
-		if h.Attributes.IsControl() || h.LastOffset() < from {
+		if h.Attributes.IsControl() || h.LastOffset() < from || isAborted(aborted, h.BaseOffset) {
 			continue
 		}
 		if h.Attributes.Compression() == record.None {

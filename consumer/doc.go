@@ -119,7 +119,11 @@
 // redelivers what was processed after the last commit, never skips a
 // record.
 //
-// Isolation level read_committed is not supported yet: the consumer reads
-// every record below the high watermark (read_uncommitted), aborted
-// transactions included, skipping only the markers.
+// With Isolation(ReadCommitted) the consumer reads only what transactions
+// committed: its fetches stop at the last stable offset, and the records
+// of aborted transactions, which each fetch answer names
+// (AbortedTransactions), are skipped. Read_uncommitted (the default) reads
+// every record below the high watermark, aborted transactions included.
+// Either way the markers (control batches) are never returned, and a
+// position moves past them.
 package consumer

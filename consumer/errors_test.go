@@ -299,7 +299,7 @@ func TestNewChecksOptions(t *testing.T) {
 		"fetch min bytes":       {p, consumer.FetchMinBytes(-1)},
 		"fetch max wait":        {p, consumer.FetchMaxWait(-time.Second)},
 		"reset":                 {p, consumer.AutoOffsetReset(7)},
-		"read committed":        {p, consumer.Isolation(consumer.ReadCommitted)},
+		"isolation":             {p, consumer.Isolation(7)},
 		"metadata max age":      {p, consumer.MetadataMaxAge(0)},
 		"backoff above the max": {p, consumer.RetryBackoff(time.Minute)},
 		"retry timeout":         {p, consumer.RetryTimeout(0)},

@@ -359,13 +359,21 @@ func (c *Consumer) fetch(ctx context.Context, start time.Time, ts []target, buf 
 			if a == nil || a.Err != nil || len(a.Records) == 0 {
 				continue
 			}
-			data, next, bad := scanBatches(a.Records, t.from, a.HighWatermark)
+			limit := a.HighWatermark
+			if c.cfg.isolation == ReadCommitted && a.LastStableOffset >= 0 {
+				limit = min(limit, a.LastStableOffset)
+			}
+			data, next, bad := scanBatches(a.Records, t.from, limit)
 			if len(data) == 0 {
 				continue
 			}
+			var aborted []int64
+			if c.cfg.isolation == ReadCommitted && len(a.AbortedTransactions) > 0 {
+				aborted = abortedBatches(data, a.AbortedTransactions)
+			}
 			empty = false
 			chunks[i] = &chunk{
-				data: data, from: t.from, end: t.from, fetched: next, bytes: len(data), last: bad,
+				data: data, from: t.from, end: t.from, fetched: next, bytes: len(data), last: bad, aborted: aborted,
 				highWatermark: a.HighWatermark, lastStable: a.LastStableOffset, logStart: a.LogStartOffset,
 			}
 		}

@@ -112,7 +112,7 @@ func (c *Consumer) yieldRun(r *run, scratch *[]record.Record, yield func(Record,
 			return true
 		}
 	}
-	br := batchReader{data: r.batches, from: r.from, crc: c.cfg.checkCRCs, pos: r.start}
+	br := batchReader{data: r.batches, from: r.from, crc: c.cfg.checkCRCs, aborted: r.aborted, pos: r.start}
 	for {
 		before := br.pos
 		h, src, ok, err := br.next(scratch)

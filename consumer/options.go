@@ -57,8 +57,8 @@ type IsolationLevel = kafka.IsolationLevel
 const (
 	// ReadUncommitted reads every record below the high watermark.
 	ReadUncommitted = kafka.ReadUncommitted
-	// ReadCommitted reads only committed transactions. Not supported yet:
-	// New rejects it.
+	// ReadCommitted reads below the last stable offset only, and leaves
+	// out the records of aborted transactions.
 	ReadCommitted = kafka.ReadCommitted
 )
 
@@ -137,9 +137,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("consumer: FetchMaxWait %v is negative", c.fetchMaxWait)
 	case c.reset != Latest && c.reset != Earliest && c.reset != None:
 		return fmt.Errorf("consumer: AutoOffsetReset %v is not Latest, Earliest or None", c.reset)
-	case c.isolation == ReadCommitted:
-		return errors.New("consumer: Isolation ReadCommitted is not supported yet")
-	case c.isolation != ReadUncommitted:
+	case c.isolation != ReadUncommitted && c.isolation != ReadCommitted:
 		return fmt.Errorf("consumer: Isolation %d is not an isolation level", c.isolation)
 	case c.metadataMaxAge <= 0:
 		return fmt.Errorf("consumer: MetadataMaxAge %v is not positive", c.metadataMaxAge)
@@ -248,7 +246,11 @@ func AutoOffsetReset(r OffsetReset) Option {
 }
 
 // Isolation sets which records the consumer reads: isolation.level,
-// default ReadUncommitted, the only level supported so far.
+// default ReadUncommitted. ReadCommitted fetches read only up to the last
+// stable offset — below it every transaction has committed or aborted —
+// and leave out the records of the transactions that aborted; ListOffsets
+// for the latest offset answers the last stable offset too, so Latest
+// starts there.
 func Isolation(l IsolationLevel) Option {
 	return optionFunc(func(c *config) { c.isolation = l })
 }

@@ -145,8 +145,8 @@ func (c *Consumer) decodeRun(r *run, want int, report bool) ([]Record, error) {
 	if r.batches == nil {
 		return r.records, nil
 	}
-	recs := make([]Record, 0, countRecords(r.batches, r.from, want))
-	br := batchReader{data: r.batches, from: r.from, crc: c.cfg.checkCRCs, pos: r.start}
+	recs := make([]Record, 0, countRecords(r.batches, r.from, want, r.aborted))
+	br := batchReader{data: r.batches, from: r.from, crc: c.cfg.checkCRCs, aborted: r.aborted, pos: r.start}
 	for {
 		before := br.pos
 		h, src, ok, err := br.next(&c.pollScratch)

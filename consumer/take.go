@@ -30,6 +30,8 @@ type run struct {
 	start, end int64
 	// buf is the reused buffer records and batches point into, if any.
 	buf *fetchBuf
+	// aborted are the base offsets of the batches to skip (chunk.aborted).
+	aborted []int64
 
 	highWatermark, lastStable, logStart int64
 }
@@ -70,7 +72,7 @@ func (c *Consumer) takeLocked(limit int, report bool, skip []*partState) (r run,
 		for len(p.chunks) > 0 {
 			ch := p.chunks[0]
 			r = run{
-				p: p, tp: p.tp, moves: p.moves, seeks: p.seeks, from: ch.from, start: p.position, buf: ch.buf,
+				p: p, tp: p.tp, moves: p.moves, seeks: p.seeks, from: ch.from, start: p.position, buf: ch.buf, aborted: ch.aborted,
 				highWatermark: ch.highWatermark, lastStable: ch.lastStable, logStart: ch.logStart,
 			}
 			switch {
@@ -83,7 +85,7 @@ func (c *Consumer) takeLocked(limit int, report bool, skip []*partState) (r run,
 					p.position = ch.end // past the markers after them too
 				}
 			case ch.pos < len(ch.data):
-				n := batchesFor(ch.data[ch.pos:], ch.from, limit)
+				n := batchesFor(ch.data[ch.pos:], ch.from, limit, ch.aborted)
 				r.batches = ch.data[ch.pos : ch.pos+n]
 				ch.pos += n
 				counted := min(n, ch.bytes) // none in a chunk given back
@@ -122,7 +124,7 @@ func (c *Consumer) popLocked(p *partState) {
 // records: whole batches, at least one. A batch whose header does not
 // parse, or that is cut short, is taken with everything after it when it
 // is the first, for the decoder to report.
-func batchesFor(data []byte, from int64, max int) int {
+func batchesFor(data []byte, from int64, max int, aborted []int64) int {
 	pos, n := 0, 0
 	for pos < len(data) && n < max {
 		h, err := record.ParseHeader(data[pos:])
@@ -133,7 +135,7 @@ func batchesFor(data []byte, from int64, max int) int {
 			break
 		}
 		pos += h.Size()
-		if !h.Attributes.IsControl() && h.LastOffset() >= from {
+		if !h.Attributes.IsControl() && h.LastOffset() >= from && !isAborted(aborted, h.BaseOffset) {
 			n += int(h.NumRecords)
 		}
 	}
@@ -159,13 +161,17 @@ type batchReader struct {
 	data []byte
 	from int64
 	crc  CRCCheck
+	// aborted are the base offsets of the batches of aborted
+	// transactions, skipped as control batches are.
+	aborted []int64
 	// pos is the position before the next batch: where an error in it
 	// stops the partition.
 	pos int64
 }
 
 // next decodes the next batch with records to return into scratch,
-// skipping control batches and batches below from. It returns the batch's
+// skipping control batches, batches of aborted transactions and batches
+// below from. It returns the batch's
 // header and records, false at the end, or an error.
 func (br *batchReader) next(scratch *[]record.Record) (record.Header, []record.Record, bool, error) {
 	for len(br.data) > 0 {
@@ -187,6 +193,11 @@ func (br *batchReader) next(scratch *[]record.Record) (record.Header, []record.R
 					return h, nil, false, err
 				}
 			}
+			br.data = br.data[h.Size():]
+			br.pos = h.NextOffset()
+			continue
+		}
+		if isAborted(br.aborted, h.BaseOffset) {
 			br.data = br.data[h.Size():]
 			br.pos = h.NextOffset()
 			continue
@@ -234,7 +245,7 @@ func (c *Consumer) unread(r *run, recs []Record, end int64, batches []byte) {
 		return
 	}
 	ch := &chunk{
-		records: recs, end: end, data: batches, from: r.from, buf: r.buf,
+		records: recs, end: end, data: batches, from: r.from, buf: r.buf, aborted: r.aborted,
 		highWatermark: r.highWatermark, lastStable: r.lastStable, logStart: r.logStart,
 	}
 	if ch.buf != nil {

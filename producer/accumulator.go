@@ -46,6 +46,9 @@ type partitionState struct {
 	nextSequence int32
 	// acked counts the partition's batches acknowledged so far.
 	acked uint64
+	// inTxn says the partition is in the open transaction: its batches
+	// may be sent. txnRequested says it was asked to be added.
+	inTxn, txnRequested bool
 }
 
 // queued returns the number of closed batches waiting.
@@ -287,6 +290,7 @@ func (p *Producer) newBatch(ps *partitionState, reserved int64, now time.Time, r
 	// batch, just before the batch is first encoded in send.
 	opts := record.DefaultBatchOptions()
 	opts.Compression = p.cfg.compression
+	opts.Transactional = p.txn != nil
 	if b.builder == nil {
 		b.builder = record.NewBuilder(opts)
 		b.builder.Grow(int(min(reserved, int64(p.cfg.batchSize))))

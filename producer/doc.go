@@ -84,6 +84,26 @@
 // producer after producer.id.expiration.ms answers UNKNOWN_PRODUCER_ID,
 // and the producer starts that partition's sequence over at 0.
 //
+// # Transactions
+//
+// With TransactionalID the producer is transactional, as Kafka's with
+// transactional.id (KIP-98): records go to many partitions, and consumer
+// offsets are committed (SendOffsetsToTransaction), as one atomic unit
+// that read_committed consumers see whole or not at all. New gets the
+// id's producer id from its transaction coordinator, fencing any older
+// producer with the id and aborting what it left open. Then, in a loop:
+//
+//	p.BeginTransaction()
+//	p.Produce(...)                              // any partitions
+//	p.SendOffsetsToTransaction(ctx, offsets, m) // optional
+//	err := p.CommitTransaction(ctx)             // or AbortTransaction
+//
+// Records can be produced only inside a transaction. A transactional
+// producer is idempotent, and its state machine (TransactionState) is
+// Kafka's TransactionManager's; errors matching ErrAbortable call for
+// AbortTransaction, after which the producer goes on, and errors matching
+// ErrFatal for Close. See TransactionState and the Example.
+//
 // # Guarantees
 //
 // Every record's promise runs exactly once: with its offset, or with the

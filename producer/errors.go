@@ -38,6 +38,25 @@ var (
 	// Every record not acknowledged by then, and every later Produce,
 	// fails with it; Close the producer and make a new one.
 	ErrFatal = errors.New("producer: fatal error, the producer must be closed")
+
+	// ErrAbortable means the open transaction failed — a record of it,
+	// adding a partition to it, or its offsets — and can only be
+	// aborted: CommitTransaction and Produce fail with it until
+	// AbortTransaction, after which the producer goes on. Kafka calls
+	// these errors abortable (TransactionAbortableException and the
+	// others the TransactionManager handles as abortable).
+	ErrAbortable = errors.New("producer: transaction failed and must be aborted")
+
+	// ErrTransactionAborted fails the records of a transaction that
+	// AbortTransaction aborted before they were sent, as Kafka's
+	// TransactionAbortedException.
+	ErrTransactionAborted = errors.New("producer: transaction aborted")
+
+	// ErrTransactionState means a call the producer's transaction state
+	// does not allow: BeginTransaction while a transaction is open,
+	// Produce outside one, any transaction call on a producer without
+	// TransactionalID. Kafka throws an IllegalStateException for these.
+	ErrTransactionState = errors.New("producer: not allowed in the transaction's state")
 )
 
 // IsRetriable reports whether a failed produce may succeed if sent again:

@@ -139,3 +139,44 @@ func ExampleIdempotent() {
 	// offsets 0-1: producer id 0, epoch 0, base sequence 0
 	// offsets 2-2: producer id 0, epoch 0, base sequence 2
 }
+
+// Example_transaction writes records to two partitions atomically: a
+// read_committed consumer sees both or neither. An error matching
+// ErrAbortable leaves the transaction to abort; one matching ErrFatal
+// (fenced by a newer instance with the same transactional id) leaves the
+// producer to close.
+func Example_transaction() {
+	node := exampleNode()
+	defer node.Close()
+	p, err := producer.New(node.Client(), producer.TransactionalID("study-writer"))
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	ctx := context.Background()
+	for _, commit := range []bool{true, false} {
+		if err := p.BeginTransaction(); err != nil {
+			panic(err)
+		}
+		a := &producer.Record{Topic: "study", Value: []byte("debit")}
+		a.SetPartition(0)
+		b := &producer.Record{Topic: "study", Value: []byte("credit")}
+		b.SetPartition(1)
+		if err := p.ProduceSync(ctx, a, b).FirstErr(); err != nil {
+			panic(err) // abortable: AbortTransaction, then go on
+		}
+		end := p.AbortTransaction
+		if commit {
+			end = p.CommitTransaction
+		}
+		if err := end(ctx); err != nil {
+			panic(err)
+		}
+		fmt.Printf("%v: %s at %d, %s at %d; %v\n", map[bool]string{true: "committed", false: "aborted"}[commit],
+			a.Value, a.Offset, b.Value, b.Offset, p.TransactionState())
+	}
+	// Output:
+	// committed: debit at 0, credit at 0; Ready
+	// aborted: debit at 2, credit at 2; Ready
+}

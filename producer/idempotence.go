@@ -262,7 +262,13 @@ func (p *Producer) sequenceFailed(b *batch, err error) error {
 	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFatal) {
 		return err
 	}
-	if !sequenceError(err) {
+	if p.txn != nil && !fatalTxnError(err) {
+		// The transaction is abortable (settle); its end starts a new
+		// epoch, at sequence 0, which closes the gap. A bump here would
+		// take an epoch the coordinator never gave.
+		return err
+	}
+	if p.txn == nil && !sequenceError(err) {
 		p.idem.bumpPending.Store(true)
 		return err
 	}

@@ -36,6 +36,9 @@ type config struct {
 	idempotent      bool
 	onRetry         func(Retry)
 
+	transactionalID    string
+	transactionTimeout time.Duration
+
 	// deliveryTimeoutSet records that DeliveryTimeout was given, which
 	// makes one shorter than linger plus request timeout an error rather
 	// than a value to raise (as Kafka does).
@@ -62,6 +65,8 @@ func defaultConfig() config {
 		partitioner:     DefaultPartitioner(),
 		metadataMaxAge:  5 * time.Minute,
 		idempotent:      true,
+
+		transactionTimeout: 60 * time.Second,
 	}
 }
 
@@ -206,6 +211,26 @@ func MetadataMaxAge(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.metadataMaxAge = d })
 }
 
+// TransactionalID makes the producer transactional (transactional.id):
+// its records are written in transactions (BeginTransaction,
+// CommitTransaction, AbortTransaction), and a new producer with the same
+// id fences this one, aborting what it left open. A transactional
+// producer is idempotent — Idempotent(false) conflicts with it, as do
+// the options Idempotent needs otherwise — and needs a client that
+// implements transport.TxnClient (a node's Client does). New finds the
+// id's coordinator and gets a producer id from it, waiting up to MaxBlock.
+// Default: none, no transactions.
+func TransactionalID(id string) Option {
+	return optionFunc(func(c *config) { c.transactionalID = id })
+}
+
+// TransactionTimeout sets how long a transaction may stay open before its
+// coordinator aborts it (transaction.timeout.ms). The default is 60s; the
+// node refuses one above its transaction.max.timeout.ms.
+func TransactionTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.transactionTimeout = d })
+}
+
 // validate checks the configuration and fills in what depends on other
 // values. Errors name the option and its Kafka key.
 func (c *config) validate() error {
@@ -240,6 +265,15 @@ func (c *config) validate() error {
 		return fmt.Errorf("producer: RecordPartitioner (partitioner.class) is nil")
 	case c.metadataMaxAge <= 0:
 		return fmt.Errorf("producer: MetadataMaxAge (metadata.max.age.ms) %v is not positive", c.metadataMaxAge)
+	}
+	if c.transactionalID != "" {
+		switch {
+		case c.transactionTimeout <= 0:
+			return fmt.Errorf("producer: TransactionTimeout (transaction.timeout.ms) %v is not positive", c.transactionTimeout)
+		case c.idempotentSet && !c.idempotent:
+			return fmt.Errorf("producer: TransactionalID (transactional.id) needs Idempotent (enable.idempotence); Idempotent(false) was given")
+		}
+		c.idempotent, c.idempotentSet = true, true // conflicts are errors below
 	}
 	if c.idempotent {
 		var conflict string

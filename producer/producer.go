@@ -21,6 +21,8 @@ type Producer struct {
 	memory *bufferPool
 	// idem is the idempotence state, nil without idempotence.
 	idem *idempotence
+	// txn is the transaction state, nil without TransactionalID.
+	txn *transaction
 
 	topicsMu sync.Mutex // serializes changes to topics and allPartitions
 	// topics maps names to topics, replaced whole when a topic is added,
@@ -77,7 +79,17 @@ func New(client transport.Client, opts ...Option) (*Producer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var idem *idempotence
+	var (
+		idem *idempotence
+		txn  *transaction
+	)
+	if cfg.transactionalID != "" {
+		tc, ok := client.(transport.TxnClient)
+		if !ok {
+			return nil, fmt.Errorf("producer: TransactionalID (transactional.id): the client %T does not implement transport.TxnClient", client)
+		}
+		txn = &transaction{client: tc, id: cfg.transactionalID}
+	}
 	if cfg.idempotent {
 		pc, ok := client.(transport.ProducerIDClient)
 		switch {
@@ -89,6 +101,7 @@ func New(client transport.Client, opts ...Option) (*Producer, error) {
 	}
 	p := &Producer{
 		idem:    idem,
+		txn:     txn,
 		client:  client,
 		cfg:     cfg,
 		memory:  newBufferPool(cfg.bufferMemory),
@@ -99,6 +112,18 @@ func New(client transport.Client, opts ...Option) (*Producer, error) {
 	p.topics.Store(&map[string]*topicState{})
 	p.senderWakeAt.Store(math.MaxInt64)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if txn != nil {
+		ctx, cancel := context.WithTimeout(p.ctx, max(cfg.maxBlock, cfg.requestTimeout))
+		err := p.initTransactions(ctx, -1, -1)
+		cancel()
+		if err != nil {
+			p.cancel()
+			return nil, fmt.Errorf("producer: init transactions for %q: %w", cfg.transactionalID, err)
+		}
+		txn.mu.Lock()
+		txn.setLocked(StateReady)
+		txn.mu.Unlock()
+	}
 	p.goroutines.Go(p.run)
 	return p, nil
 }
@@ -117,8 +142,10 @@ func noPromise(*Record, error) {}
 // batch — the producer is closed (ErrClosed), the record is too large
 // (ErrRecordTooLarge), the topic or explicit partition does not exist
 // (kafka.ErrUnknownTopicOrPartition), no buffer memory freed in time
-// (ErrBufferFull), or an idempotent producer failed for good (ErrFatal) —
-// has its promise run before Produce returns, on the caller's goroutine.
+// (ErrBufferFull), an idempotent producer failed for good (ErrFatal), or a
+// transactional producer has no open transaction (ErrTransactionState) or
+// a failed one (ErrAbortable) — has its promise run before Produce
+// returns, on the caller's goroutine.
 //
 // Produce blocks only to wait for buffer memory or for the first metadata
 // of a topic, for up to MaxBlock; ctx ends that wait early. ctx has no
@@ -147,6 +174,11 @@ func (p *Producer) produce(ctx context.Context, r *Record, promise func(*Record,
 	}
 	if p.idem != nil {
 		if err := p.fatalErr(); err != nil {
+			return err
+		}
+	}
+	if p.txn != nil {
+		if err := p.produceErr(); err != nil {
 			return err
 		}
 	}

@@ -151,11 +151,15 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	now := time.Now()
 	hurry := p.flushing.Load() > 0 || p.closing.Load() || p.memory.waiting.Load() > 0
 	fatal := p.fatalErr()
+	if fatal == nil && p.txn != nil {
+		fatal = p.undrainedErr()
+	}
 	var (
 		req     *request
 		next    time.Time
 		expired []*batch
-		doomed  []*batch // failed by the idempotent producer's fatal error
+		doomed  []*batch // failed by the idempotent producer's fatal error, or the transaction's
+		needed  []*partitionState
 	)
 	soonest := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
@@ -205,6 +209,16 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			ps.mu.Unlock()
 			continue
 		}
+		if p.txn != nil && !ps.inTxn {
+			// Ready, but not in the transaction yet: the partitions of a
+			// drain are added in one request, then their batches go.
+			if !ps.txnRequested {
+				needed = append(needed, ps)
+			}
+			soonest(b.deadline(p))
+			ps.mu.Unlock()
+			continue
+		}
 		size := b.builder.Size()
 		if req != nil && req.size+size > p.cfg.maxRequestSize {
 			ps.mu.Unlock()
@@ -232,6 +246,9 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	if p.idem != nil {
 		// Promises run below, and may wait; a bump must not wait on them.
 		p.idem.epochMu.RUnlock()
+	}
+	if len(needed) > 0 {
+		p.requestPartitions(needed)
 	}
 	if len(expired) > 0 {
 		p.expire(expired, now)
@@ -466,12 +483,18 @@ func (p *Producer) retry(b *batch, err error, retryAt time.Time) {
 // batch that had a sequence and failed makes the producer fail (see
 // ErrFatal).
 func (p *Producer) settle(b *batch, baseOffset, logAppendTime int64, err error) {
+	if err != nil && p.txn != nil {
+		// Before any promise runs or Flush returns, so that a commit
+		// waiting for the batch sees the transaction failed.
+		p.txnFailed(err)
+	}
 	ps := b.part
 	ps.mu.Lock()
 	ps.leaveRequestLocked(b)
 	if err != nil && p.idem != nil && b.sequenced && !p.closeGapLocked(b, err) {
 		err = p.sequenceFailed(b, err)
 	}
+
 	ps.markOutstandingLocked(b)
 	b.settled, b.result = true, batchResult{baseOffset, logAppendTime, err}
 	if err == nil {
