@@ -78,7 +78,8 @@
 // elects another from the ISR; producers and consumers follow it; a
 // diverged replica truncates by leader epoch, never losing an acknowledged
 // record. Idempotent producers stay exactly-once across leader changes.
-// Transactions are the project's next step.
+// Transactions (producer.TransactionalID, consumer.Isolation with
+// ReadCommitted) are Kafka's; the README says what is still missing.
 //
 // # Packages, bottom up
 //
@@ -102,8 +103,7 @@
 //	memnet     (transport/memnet) the in-memory network between the
 //	           brokers of a cluster in one process, with faults
 //	producer   partitioners, batching, acks, retries, idempotence
-//	txn        the transaction coordinator as a state machine (not yet
-//	           wired into the broker)
+//	txn        the transaction coordinator as a state machine
 //	group      the group coordinator: membership, generations, offsets in
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,

@@ -298,7 +298,11 @@ func (a *ackLog) waitAcked(tb testing.TB, n int) {
 // partition's ISR.
 func TestClusterProcessesKillLeader(t *testing.T) {
 	bin := buildPartlog(t)
-	c := startProcessCluster(t, bin, 3, time.Second, 100*time.Millisecond)
+	// A 3 s session: with 1 s, a CI machine running the race-detected
+	// suites beside this one starved the nodes' heartbeats until every
+	// partition lost an in-sync replica for 30 s (no acks=all writes; no
+	// record lost either).
+	c := startProcessCluster(t, bin, 3, 3*time.Second, 100*time.Millisecond)
 
 	stdout, stderr, code := cli(t, "topics", "create", "--bootstrap-server", c.nodes[2].addr, "--topic", "t",
 		"--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")

@@ -38,6 +38,7 @@ func TestHelpListsCommands(t *testing.T) {
 			"\tproduce        produce a record per line of standard input\n"+
 			"\tconsume        print records on standard output\n"+
 			"\tgroups         list and describe consumer groups, reset their offsets\n"+
+			"\ttransactions   list and describe transactions\n"+
 			"\tperf           measure producing and consuming speed\n"+
 			"\tserve          answer Kafka protocol requests for a data directory on TCP\n"+
 			"\tcontroller     run a cluster's controller on TCP for serve --controller nodes\n"+
