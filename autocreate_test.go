@@ -12,8 +12,6 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/partlogtest"
-	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -104,29 +102,7 @@ func TestKgoTransaction(t *testing.T) {
 	run(kgo.TryCommit, "a", "b")
 	run(kgo.TryAbort, "c")
 
-	l, err := partlogtest.Log(n, "t", 0)
-	require.NoError(t, err)
-	waitUntil(t, "both markers", func() bool { return l.LogEndOffset() == 5 })
-	data, err := l.Read(nil, 0, 5, 1<<20)
-	require.NoError(t, err)
-	var got []string
-	for len(data) > 0 {
-		h, err := record.ParseHeader(data)
-		require.NoError(t, err)
-		b, err := record.Decode(data[:h.Size()])
-		require.NoError(t, err)
-		require.True(t, h.Attributes.IsTransactional())
-		for _, r := range b.Records {
-			if h.Attributes.IsControl() {
-				c, err := record.ParseControlRecord(r)
-				require.NoError(t, err)
-				got = append(got, c.Type.String())
-			} else {
-				got = append(got, string(r.Value))
-			}
-		}
-		data = data[h.Size():]
-	}
+	got := txnLogEntries(t, n, "t", 0, 5)
 	require.Equal(t, []string{"a", "b", "COMMIT", "c", "ABORT"}, got)
 	require.Equal(t, []string{"a", "b"}, readValues(t, addr, kgo.ReadCommitted(), 2), "the aborted record is skipped")
 }

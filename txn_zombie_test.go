@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/partlog/partlog"
-	"github.com/partlog/partlog/partlogtest"
-	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -55,26 +53,7 @@ func TestZombieProducerFenced(t *testing.T) {
 	require.True(t, errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch), "%v", err)
 	require.NoError(t, other.EndTransaction(ctx, kgo.TryCommit), "another transactional id is not fenced")
 
-	l, err := partlogtest.Log(n, "t", 0)
-	require.NoError(t, err)
-	waitUntil(t, "every marker", func() bool { return l.LogEndOffset() == 6 })
-	data, err := l.Read(nil, 0, 6, 1<<20)
-	require.NoError(t, err)
-	var got []string
-	for len(data) > 0 {
-		h, err := record.ParseHeader(data)
-		require.NoError(t, err)
-		b, err := record.Decode(data[:h.Size()])
-		require.NoError(t, err)
-		if h.Attributes.IsControl() {
-			c, err := record.ParseControlRecord(b.Records[0])
-			require.NoError(t, err)
-			got = append(got, c.Type.String())
-		} else {
-			got = append(got, string(b.Records[0].Value))
-		}
-		data = data[h.Size():]
-	}
+	got := txnLogEntries(t, n, "t", 0, 6)
 	require.Equal(t, []string{"zombie", "bystander", "ABORT", "successor", "COMMIT", "COMMIT"}, got)
 
 	require.Equal(t, []string{"bystander", "successor"}, readValues(t, addr, kgo.ReadCommitted(), 2),

@@ -623,14 +623,20 @@ func (c *Coordinator) checkCommitLocked(req *transport.OffsetCommitRequest) erro
 	case g.state == CompletingRebalance:
 		return fmt.Errorf("%w: group %q", kafka.ErrRebalanceInProgress, req.Group)
 	}
-	m := g.member(req.MemberID)
+	return g.checkMember(req.MemberID, req.GroupInstanceID, req.GenerationID)
+}
+
+// checkMember says whether a member may commit in generation: it must be
+// a member, with its static instance id, in the group's generation.
+func (g *group) checkMember(memberID, instanceID string, generation int32) error {
+	m := g.member(memberID)
 	switch {
 	case m == nil:
-		return fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, req.MemberID)
-	case req.GroupInstanceID != "" && m.instanceID != req.GroupInstanceID:
+		return fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, memberID)
+	case instanceID != "" && m.instanceID != instanceID:
 		return fmt.Errorf("%w: member %q has instance id %q", kafka.ErrFencedInstanceID, m.id, m.instanceID)
-	case req.GenerationID != g.generation:
-		return fmt.Errorf("%w: generation %d, the group is at %d", kafka.ErrIllegalGeneration, req.GenerationID, g.generation)
+	case generation != g.generation:
+		return fmt.Errorf("%w: generation %d, the group is at %d", kafka.ErrIllegalGeneration, generation, g.generation)
 	}
 	return nil
 }

@@ -121,16 +121,7 @@ func (c *Coordinator) checkTxnCommitLocked(req TxnCommit) error {
 	if g == nil {
 		return fmt.Errorf("%w: group %q has no generation %d", kafka.ErrIllegalGeneration, req.Group, req.GenerationID)
 	}
-	m := g.member(req.MemberID)
-	switch {
-	case m == nil:
-		return fmt.Errorf("%w: %q", kafka.ErrUnknownMemberID, req.MemberID)
-	case req.GroupInstanceID != "" && m.instanceID != req.GroupInstanceID:
-		return fmt.Errorf("%w: member %q has instance id %q", kafka.ErrFencedInstanceID, m.id, m.instanceID)
-	case req.GenerationID != g.generation:
-		return fmt.Errorf("%w: generation %d, the group is at %d", kafka.ErrIllegalGeneration, req.GenerationID, g.generation)
-	}
-	return nil
+	return g.checkMember(req.MemberID, req.GroupInstanceID, req.GenerationID)
 }
 
 // addPendingLocked keeps an offset of producerID's open transaction.
