@@ -90,6 +90,12 @@ properties. For example:
   partlog consume --dir D --topic __consumer_offsets --from-beginning \
       --formatter offsets --timeout 1s
 
+--isolation-level read_committed reads only the records of committed
+transactions (and those written outside transactions), up to the last
+stable offset, as Kafka's consumer with isolation.level=read_committed;
+the default, read_uncommitted, reads every record below the high
+watermark.
+
 --group G makes the consumer a member of consumer group G: the group's
 members share the topic's partitions, each partition starts at the group's
 committed offset (or as --from-beginning says, when it has none), and the
@@ -117,6 +123,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	maxMessages := fs.Int64("max-messages", 0, "exit after printing `N` records; 0 means no limit")
 	timeout := durationVar(fs, "timeout", 0, "exit when no record came for this `duration`; 0 means never")
 	group := fs.String("group", "", "the consumer `group` to consume in, committing its offsets")
+	isolation := fs.String("isolation-level", "read_uncommitted", "the `isolation level`: read_uncommitted or read_committed (isolation.level)")
 	f := newDefaultFormatter()
 	fs.BoolVar(&f.timestamp, "print-timestamp", false, "print each record's timestamp type and timestamp (print.timestamp=true)")
 	fs.BoolVar(&f.partition, "print-partition", false, "print each record's partition (print.partition=true)")
@@ -151,6 +158,14 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("consume", "--max-messages %d is negative", *maxMessages)
 	case *timeout < 0:
 		return usageErrorf("consume", "--timeout %v is negative", *timeout)
+	}
+	level := consumer.ReadUncommitted
+	switch *isolation {
+	case "read_uncommitted":
+	case "read_committed":
+		level = consumer.ReadCommitted
+	default:
+		return usageErrorf("consume", "--isolation-level %q: read_uncommitted or read_committed", *isolation)
 	}
 	reset := consumer.Latest
 	if *fromBeginning {
@@ -189,6 +204,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	opts := []consumer.Option{assign, consumer.AutoOffsetReset(reset)}
+	opts = append(opts, consumer.Isolation(level))
 	if *group != "" {
 		// Commit exactly what was printed, not what Poll fetched beyond
 		// --max-messages.

@@ -15,7 +15,8 @@ import (
 
 // TestTransactionsListDescribe: transactions list and describe show what
 // the node's coordinator knows of the transactional ids franz-go's kgo
-// used: one whose transaction committed, one with a transaction open.
+// used: one whose transaction committed, one with a transaction open —
+// whose record consume --isolation-level read_committed does not print.
 func TestTransactionsListDescribe(t *testing.T) {
 	dir := newTopic(t, 2)
 	n, err := partlog.Open(dir)
@@ -58,6 +59,20 @@ func TestTransactionsListDescribe(t *testing.T) {
 	require.Equal(t, "CoordinatorId", rows[0][0])
 	require.Equal(t, []string{"1", "open", rows[2-1][2], "0", "Ongoing", "60000"}, rows[1][:6])
 	require.Regexp(t, `^t-[01]$`, rows[1][8], "the partition it wrote to")
+
+	// The open transaction's record is read only at read_uncommitted.
+	consume := func(iso string) string {
+		t.Helper()
+		stdout, stderr, code := cli(t, "consume", "--bootstrap-server", addr, "--topic", "t", "--from-beginning",
+			"--timeout", "500ms", "--isolation-level", iso)
+		require.Equal(t, exitOK, code, stderr)
+		return stdout
+	}
+	require.Equal(t, "x\n", consume("read_committed"))
+	require.ElementsMatch(t, []string{"x", "y"}, lines(consume("read_uncommitted")))
+	_, stderr, code = cli(t, "consume", "--bootstrap-server", addr, "--topic", "t", "--isolation-level", "dirty")
+	require.NotEqual(t, exitOK, code)
+	require.Contains(t, stderr, "--isolation-level")
 
 	_, stderr, code = cli(t, "transactions", "describe", "--bootstrap-server", addr, "--transactional-id", "nobody")
 	require.NotEqual(t, exitOK, code)
