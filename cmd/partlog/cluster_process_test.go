@@ -296,6 +296,13 @@ func (a *ackLog) waitAcked(tb testing.TB, n int) {
 // holding its records in the order they were sent, no record twice
 // (acknowledged or not); and each restarted node must be back in every
 // partition's ISR.
+//
+// Known issue: with other race-detected test packages running beside it
+// on two cores, acks=all writes sometimes stop for good after the SIGTERM
+// of partition 1's leader (no record lost; the producer's acknowledgements
+// stall past 90 s). Alone — as the suite runs it, one package at a time
+// (-p 1) — it passes. Reproduce with
+// go test -race ./log/ ./replica/ & go test -race -count=2 -run TestClusterProcessesKillLeader ./cmd/partlog
 func TestClusterProcessesKillLeader(t *testing.T) {
 	bin := buildPartlog(t)
 	// A 3 s session: with 1 s, a CI machine running the race-detected
