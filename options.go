@@ -103,6 +103,17 @@ func ProducerIDExpirationCheckInterval(d time.Duration) Option {
 	return optionFunc(func(o *broker.Options) { o.ProducerIDExpirationCheckInterval = d })
 }
 
+// TransactionPartitionVerification sets whether a partition's leader asks
+// the transaction's coordinator, before it takes a transactional batch
+// that would open a transaction there, whether the producer added the
+// partition to its transaction (KIP-890 part 1;
+// transaction.partition.verification.enable). The default is true; false
+// lets a produce that arrives after its transaction ended open a
+// transaction that never ends.
+func TransactionPartitionVerification(enabled bool) Option {
+	return optionFunc(func(o *broker.Options) { o.NoTransactionVerification = !enabled })
+}
+
 // LogCleanerInterval sets how often the log cleaner compacts the partitions
 // of topics whose cleanup.policy includes compact (Kafka's
 // log.cleaner.backoff.ms). The default is 15 seconds; zero or negative

@@ -58,7 +58,10 @@ type Broker struct {
 	logs   *log.Dir
 	groups *groupHost
 	txns   *txnHost
-	member *clusterMember
+	// verifier keeps the transaction coordinators' answers the produce
+	// path asked for (KIP-890 part 1), for the partitions' checks.
+	verifier *txnVerifier
+	member   *clusterMember
 	// controller is the in-process controller of a node on its own, which
 	// the node closes; nil for a member of a cluster whose controller runs
 	// elsewhere.
@@ -92,7 +95,7 @@ func Open(dir string, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partlog: %w", err)
 	}
-	n := &Broker{dir: path.Clean(dir), opts: o, logger: o.Logger, logs: logs, stop: make(chan struct{})}
+	n := &Broker{dir: path.Clean(dir), opts: o, logger: o.Logger, logs: logs, stop: make(chan struct{}), verifier: newTxnVerifier()}
 	if err := n.load(); err != nil {
 		logs.Close()
 		return nil, err
@@ -180,6 +183,9 @@ func (n *Broker) newPartition(tp kafka.TopicPartition, topicID string, cfg topic
 	po := cfg.PartitionOptions()
 	po.Now, po.ProducerIDExpiration = n.opts.Now, n.opts.ProducerIDExpiration
 	po.Replicated, po.HighWatermark, po.DurableHighWatermark = true, hw, false
+	if !n.opts.NoTransactionVerification {
+		po.TxnVerifier = n.verifier
+	}
 	p := partition.New(tp.Topic, tp.Partition, n.meta.NodeID, -1, l, po)
 	if err := n.writePartitionMetadata(tp, topicID); err != nil {
 		p.Close()

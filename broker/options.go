@@ -56,6 +56,13 @@ type Options struct {
 	// ProducerIDExpirationCheckInterval is
 	// producer.id.expiration.check.interval.ms; zero means 10 minutes.
 	ProducerIDExpirationCheckInterval time.Duration
+	// NoTransactionVerification is
+	// transaction.partition.verification.enable set to false: a partition
+	// leader takes a transactional batch that opens a transaction without
+	// asking the coordinator whether the partition is in it (KIP-890 part
+	// 1 off), and a late produce can open a transaction no coordinator
+	// will end.
+	NoTransactionVerification bool
 	// NoAutoCreateTopics is auto.create.topics.enable set to false: a
 	// Metadata request never creates the topics it names.
 	NoAutoCreateTopics bool

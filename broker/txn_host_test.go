@@ -85,7 +85,7 @@ func TestTxnCommitWritesMarkers(t *testing.T) {
 		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, 0, true
 		b := record.NewBuilder(opts)
 		b.Append(record.Record{Value: []byte("in the transaction")})
-		resp, err := n.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
+		resp, err := n.Produce(ctx, &transport.ProduceRequest{TransactionalID: "tx", Acks: kafka.AcksAll, Topics: []transport.ProduceTopic{
 			{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 0, Records: b.Build()}}}}})
 		require.NoError(t, err)
 		require.NoError(t, resp.Topics[0].Partitions[0].Err)

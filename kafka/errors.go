@@ -129,6 +129,11 @@ var (
 	// coordinator whose epoch is older than one the partition has seen
 	// for the producer (Kafka's TRANSACTION_COORDINATOR_FENCED).
 	ErrTransactionCoordinatorFenced = &Error{52, "TRANSACTION_COORDINATOR_FENCED", false, "a newer transaction coordinator wrote markers for this producer"}
+	// ErrTransactionalIDAuthorizationFailed answers a produce request that
+	// carries transactional batches but no transactional id, as Kafka
+	// does: without one the batches cannot be verified (Kafka's
+	// TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+	ErrTransactionalIDAuthorizationFailed = &Error{53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false, "the request may not write in this transactional id's name"}
 	// ErrTransactionalIDNotFound answers a question about a transactional
 	// id the coordinator has no state for (Kafka's
 	// TRANSACTIONAL_ID_NOT_FOUND).
@@ -176,7 +181,7 @@ func init() {
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
 		ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
 		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
-		ErrTransactionCoordinatorFenced, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
+		ErrTransactionCoordinatorFenced, ErrTransactionalIDAuthorizationFailed, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
 	} {
 		errorsByCode[e.Code] = e
 	}

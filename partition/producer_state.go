@@ -104,6 +104,11 @@ type producerState struct {
 	// checked whose write has not yet indexed them, by marker offset
 	// (see producers.AbortedTxn).
 	pending map[int64]segment.AbortedTxn
+	// guards are the verification guards handed out for producers not
+	// yet in a transaction here (see Partition.StartVerification); a
+	// marker of the producer withdraws its guard. They live in memory
+	// only: a state loaded anew has none, and verification starts over.
+	guards map[int64]VerificationGuard
 }
 
 // completedTxn is a transaction whose marker was applied.
@@ -114,7 +119,7 @@ type completedTxn struct {
 
 func newProducerState(nextOffset int64) *producerState {
 	return &producerState{producers: map[int64]*ProducerStateEntry{}, nextOffset: nextOffset,
-		ongoing: map[int64]int64{}, pending: map[int64]segment.AbortedTxn{}}
+		ongoing: map[int64]int64{}, pending: map[int64]segment.AbortedTxn{}, guards: map[int64]VerificationGuard{}}
 }
 
 // add installs e, a loaded entry, with its open transaction.
@@ -171,6 +176,9 @@ func (s *producerState) check(h *record.Header, marker *record.ControlRecord, v 
 			return nil
 		}
 		return s.checkMarker(h, marker)
+	}
+	if v != nil {
+		v.guard = s.guards[h.ProducerID]
 	}
 	return s.checkData(h, v)
 }
@@ -271,6 +279,8 @@ func (s *producerState) checkMarker(h *record.Header, marker *record.ControlReco
 type verification struct {
 	verifier TxnVerifier
 	tp       kafka.TopicPartition
+	// guard is the producer's guard while a check runs, set by check.
+	guard VerificationGuard
 }
 
 // verify asks the verifier, if there is one, about a transactional batch
@@ -279,7 +289,7 @@ func (v *verification) verify(h *record.Header) error {
 	if v == nil || v.verifier == nil || !h.Attributes.IsTransactional() {
 		return nil
 	}
-	return v.verifier.VerifyTransaction(v.tp, h.ProducerID, h.ProducerEpoch)
+	return v.verifier.VerifyTransaction(v.tp, h.ProducerID, h.ProducerEpoch, v.guard)
 }
 
 // apply records a batch that went into the log at baseOffset, without
@@ -353,6 +363,9 @@ func (s *producerState) applyMarker(h *record.Header, marker *record.ControlReco
 		e.Batches = e.Batches[:0]
 	}
 	e.CurrentTxnFirstOffset, e.CoordinatorEpoch, e.LastTimestamp = -1, marker.CoordinatorEpoch, h.MaxTimestamp
+	// A coordinator's answer given before the transaction ended must not
+	// admit a batch after it.
+	delete(s.guards, h.ProducerID)
 	if first < 0 {
 		return segment.AbortedTxn{}, false // an empty transaction changes no offset's stability
 	}

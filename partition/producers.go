@@ -49,6 +49,9 @@ type producers struct {
 
 	mu    sync.Mutex
 	state *producerState // nil until loaded, and when stale
+	// lastGuard is the last verification guard handed out, kept here so
+	// that a state loaded anew never hands out an old one again.
+	lastGuard VerificationGuard
 	// rebuilt says a load has rebuilt the .txnindex entries Open left in
 	// doubt.
 	rebuilt bool

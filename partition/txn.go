@@ -33,12 +33,46 @@ import (
 // carries the transactional id the coordinator wants — and answers here
 // from what it learned, refusing when it learned nothing. Kafka's
 // verification guard is the same split: an asynchronous question, then a
-// check under the log's lock.
+// check under the log's lock. The guard ties the two: the broker takes
+// one with StartVerification before it asks, and VerifyTransaction is
+// given the producer's guard of the moment, zero when it has none; a
+// marker of the producer in between withdraws the guard, so the answer the
+// coordinator gave about the transaction that marker ended no longer
+// matches.
 type TxnVerifier interface {
 	// VerifyTransaction returns nil when producerID, at producerEpoch, has
-	// an ongoing transaction that includes tp, and otherwise the error
-	// that refuses the batch.
-	VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16) error
+	// an ongoing transaction that includes tp, verified under guard, and
+	// otherwise the error that refuses the batch.
+	VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16, guard VerificationGuard) error
+}
+
+// VerificationGuard names one verification of a producer's transaction
+// on a partition (Kafka's VerificationGuard): StartVerification hands it
+// out, and the producer's next COMMIT or ABORT marker withdraws it. Zero
+// is no guard.
+type VerificationGuard uint64
+
+// StartVerification returns the producer's verification guard, handing
+// out a new one when it has none, for a leader about to ask the
+// coordinator whether the producer's transaction includes this partition;
+// the TxnVerifier then accepts the producer's batch only under the same
+// guard. Errors are Kafka's (KAFKA_STORAGE_ERROR, when the producer state
+// cannot be loaded).
+func (p *Partition) StartVerification(producerID int64) (VerificationGuard, error) {
+	m := p.producers
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.ensureLoadedLocked(); err != nil {
+		return 0, kafkaError(err)
+	}
+	s := m.state
+	g, ok := s.guards[producerID]
+	if !ok {
+		m.lastGuard++
+		g = m.lastGuard
+		s.guards[producerID] = g
+	}
+	return g, nil
 }
 
 // AbortedTransaction names an aborted transaction in a read_committed

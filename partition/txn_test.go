@@ -257,7 +257,7 @@ type verifier struct {
 	refuse map[int64]bool
 }
 
-func (v *verifier) VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16) error {
+func (v *verifier) VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16, _ partition.VerificationGuard) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.calls = append(v.calls, producerID)
@@ -294,6 +294,60 @@ func TestTxnVerifier(t *testing.T) {
 	q, _ := openPartition(t, vfs.NewMem(), log.Options{}, partition.Options{})
 	appendAt(t, q, txnData(9, 0, 0, 1), 0)
 	require.EqualValues(t, 0, lso(t, q))
+}
+
+// guardVerifier is a TxnVerifier that admits a producer only under the
+// guard it was given, as a broker admits one only under the guard its
+// coordinator's answer came with.
+type guardVerifier struct {
+	mu    sync.Mutex
+	admit map[int64]partition.VerificationGuard
+	seen  []partition.VerificationGuard
+}
+
+func (v *guardVerifier) VerifyTransaction(tp kafka.TopicPartition, producerID int64, producerEpoch int16, guard partition.VerificationGuard) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seen = append(v.seen, guard)
+	if g, ok := v.admit[producerID]; !ok || g == 0 || g != guard {
+		return fmt.Errorf("%w: guard %d", kafka.ErrInvalidTxnState, guard)
+	}
+	return nil
+}
+
+// TestVerificationGuard: StartVerification hands a producer one guard
+// until its next marker withdraws it, the verifier is given the guard of
+// the moment, and so a coordinator's answer obtained before the marker
+// admits nothing after it — the race KIP-890's guard closes. A new guard
+// is never an old one, even after the state is loaded anew.
+func TestVerificationGuard(t *testing.T) {
+	v := &guardVerifier{admit: map[int64]partition.VerificationGuard{}}
+	fsys := vfs.NewMem()
+	p, _ := openPartition(t, fsys, log.Options{}, partition.Options{TxnVerifier: v})
+	g1, err := p.StartVerification(1)
+	require.NoError(t, err)
+	again, err := p.StartVerification(1)
+	require.NoError(t, err)
+	require.Equal(t, g1, again, "one guard until a marker")
+	v.admit[1] = g1
+	appendAt(t, p, txnData(1, 0, 0, 1), 0)
+
+	// The coordinator answered under g2; then the transaction's ABORT
+	// marker lands; the batch that answer was for comes after.
+	g2, err := p.StartVerification(1)
+	require.NoError(t, err)
+	require.Equal(t, g1, g2, "the transaction is still open")
+	markerAt(t, p, 1, 0, 0, record.ControlAbort, 1)
+	v.admit[1] = g2
+	_, err = p.Append(txnData(1, 0, 1, 1), kafka.AcksAll)
+	require.ErrorIs(t, err, kafka.ErrInvalidTxnState, "the marker withdrew the guard")
+	require.Equal(t, []partition.VerificationGuard{g1, 0}, v.seen)
+
+	g3, err := p.StartVerification(1)
+	require.NoError(t, err)
+	require.NotEqual(t, g1, g3)
+	v.admit[1] = g3
+	appendAt(t, p, txnData(1, 0, 1, 1), 2)
 }
 
 // TestTxnIndexRebuiltAfterCrash: a crash that keeps the log but not the

@@ -308,6 +308,11 @@ type sharedContext struct {
 func (p *Producer) send(req *request) {
 	msg := &req.msg
 	msg.Acks, msg.Timeout = p.cfg.acks, p.cfg.requestTimeout
+	if p.txn != nil {
+		// The leader asks the transaction's coordinator about the first
+		// batch of the transaction it takes (KIP-890 part 1).
+		msg.TransactionalID = p.txn.id
+	}
 	msg.Topics = msg.Topics[:0]
 	for _, b := range req.batches {
 		// Every attempt encodes the batch's header anew: the node rewrote

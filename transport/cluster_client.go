@@ -415,7 +415,7 @@ func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send f
 // Produce sends each partition's batch to its leader.
 func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
 	topics, err := perLeader(ctx, c, req.Topics, produceKind, func(ctx context.Context, n NodeClient, _, _ int, share []ProduceTopic) ([]ProduceTopicResponse, error) {
-		resp, err := n.Produce(ctx, &ProduceRequest{Acks: req.Acks, Timeout: req.Timeout, Topics: share})
+		resp, err := n.Produce(ctx, &ProduceRequest{TransactionalID: req.TransactionalID, Acks: req.Acks, Timeout: req.Timeout, Topics: share})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,217 @@
+package partlog_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/record"
+	"github.com/partlog/partlog/transport"
+	"github.com/partlog/partlog/vfs"
+)
+
+// rawTxn drives a transactional id's requests by hand, as a Kafka client
+// would send them, so that a test can hold one back and deliver it late.
+type rawTxn struct {
+	t      *testing.T
+	ctx    context.Context
+	client partlog.Client
+	id     string
+	// version is the EndTxn version: 5 and up is transaction version 2,
+	// whose EndTxn bumps the epoch (KIP-890 part 2).
+	version       int16
+	producerID    int64
+	producerEpoch int16
+	sequence      int32 // the next batch's base sequence on t-0
+}
+
+// newRawTxn initialises transactional id id on the node's client.
+func newRawTxn(t *testing.T, ctx context.Context, c partlog.Client, id string, endTxnVersion int16) *rawTxn {
+	r := &rawTxn{t: t, ctx: ctx, client: c, id: id, version: endTxnVersion}
+	retryBusy(t, func() error {
+		resp, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: time.Minute,
+			ProducerID: -1, ProducerEpoch: -1})
+		require.NoError(t, err)
+		r.producerID, r.producerEpoch = resp.ProducerID, resp.ProducerEpoch
+		return resp.Err
+	})
+	return r
+}
+
+// add adds partition 0 of topic to the transaction.
+func (r *rawTxn) add(topic string) {
+	retryBusy(r.t, func() error {
+		resp, err := r.client.AddPartitionsToTxn(r.ctx, &transport.AddPartitionsToTxnRequest{Transactions: []transport.AddPartitionsToTxnTransaction{
+			{TransactionalID: r.id, ProducerID: r.producerID, ProducerEpoch: r.producerEpoch,
+				Partitions: []kafka.TopicPartition{{Topic: topic, Partition: 0}}}}})
+		require.NoError(r.t, err)
+		require.NoError(r.t, resp.Err)
+		return resp.Transactions[0].Partitions[0].Err
+	})
+}
+
+// batch builds the transaction's next batch, holding value.
+func (r *rawTxn) batch(value string) []byte {
+	opts := record.DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = r.producerID, r.producerEpoch, r.sequence, true
+	b := record.NewBuilder(opts)
+	b.Append(record.Record{Value: []byte(value)})
+	r.sequence++
+	return b.Build()
+}
+
+// produce sends batch to partition 0 of topic and returns the partition's
+// answer.
+func (r *rawTxn) produce(topic string, batch []byte) error {
+	resp, err := r.client.Produce(r.ctx, &transport.ProduceRequest{TransactionalID: r.id, Acks: kafka.AcksAll,
+		Topics: []transport.ProduceTopic{{Topic: topic, Partitions: []transport.ProducePartition{{Partition: 0, Records: batch}}}}})
+	require.NoError(r.t, err)
+	return resp.Topics[0].Partitions[0].Err
+}
+
+// end ends the transaction; under transaction version 2 the producer
+// takes the epoch the answer gives, and its sequence starts over.
+func (r *rawTxn) end(result transport.TxnResult) {
+	retryBusy(r.t, func() error {
+		resp, err := r.client.EndTxn(r.ctx, &transport.EndTxnRequest{Version: r.version, TransactionalID: r.id,
+			ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, Result: result})
+		require.NoError(r.t, err)
+		if resp.Err == nil && r.version >= 5 {
+			r.producerID, r.producerEpoch, r.sequence = resp.ProducerID, resp.ProducerEpoch, 0
+		}
+		return resp.Err
+	})
+}
+
+// offsets returns partition 0 of topic's log end offset and last stable
+// offset, once no marker is on its way: the LSO read twice around a
+// settled virtual clock.
+func offsets(t *testing.T, ctx context.Context, c partlog.Client, topic string) (leo, lso int64) {
+	synctest.Wait()
+	list := func(iso kafka.IsolationLevel) int64 {
+		resp, err := c.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Isolation: iso,
+			Topics: []transport.ListOffsetsTopic{{Topic: topic, Partitions: []transport.ListOffsetsPartition{
+				{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp}}}}})
+		require.NoError(t, err)
+		require.NoError(t, resp.Topics[0].Partitions[0].Err)
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	return list(kafka.ReadUncommitted), list(kafka.ReadCommitted)
+}
+
+// TestTxnLateProduceRefused is reliability test 21 (c) (KIP-890 part 1):
+// a produce of transaction T1 arrives at the partition after T1 was
+// aborted, and no transaction has started since. A client of transaction
+// version 0 keeps its epoch, so only the partition leader's question to
+// the coordinator stands between the late batch and a transaction that
+// no coordinator will ever end: the leader refuses it with
+// INVALID_TXN_STATE and the last stable offset keeps up with the log. The
+// negative control turns verification off
+// (transaction.partition.verification.enable=false): the late batch opens
+// a hanging transaction and the LSO stops at it for good.
+func TestTxnLateProduceRefused(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verification=%v", verify), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := openNode(t, vfs.NewMem(), partlog.TransactionPartitionVerification(verify))
+				defer n.Close()
+				ctx := context.Background()
+				require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+				c := n.Client()
+
+				r := newRawTxn(t, ctx, c, "tx", 3)
+				r.add("t")
+				require.NoError(t, r.produce("t", r.batch("t1-a")))
+				late := r.batch("t1-late") // held back
+				r.end(transport.TxnAbort)
+				leo, lso := offsets(t, ctx, c, "t")
+				require.Equal(t, []int64{2, 2}, []int64{leo, lso}, "t1-a and the ABORT marker")
+
+				err := r.produce("t", late)
+				leo, lso = offsets(t, ctx, c, "t")
+				if !verify {
+					require.NoError(t, err, "without verification the late batch is taken")
+					require.Equal(t, []int64{3, 2}, []int64{leo, lso}, "and its transaction hangs: the LSO stays before it")
+					return
+				}
+				require.ErrorIs(t, err, kafka.ErrInvalidTxnState)
+				require.Equal(t, []int64{2, 2}, []int64{leo, lso}, "nothing taken, nothing hanging")
+				r.sequence-- // the partition never took the late batch's sequence
+
+				// The producer goes on: its next transaction verifies and
+				// commits, and the LSO follows the COMMIT marker.
+				r.add("t")
+				require.NoError(t, r.produce("t", r.batch("t2-a")))
+				r.end(transport.TxnCommit)
+				leo, lso = offsets(t, ctx, c, "t")
+				require.Equal(t, []int64{4, 4}, []int64{leo, lso})
+			})
+		})
+	}
+}
+
+// TestTxnProduceToPartitionNotAdded: a transactional batch to a partition
+// the producer never added to its transaction is refused with
+// INVALID_TXN_STATE, and one sent without a transactional id with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers; the partition
+// takes neither.
+func TestTxnProduceToPartitionNotAdded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := openNode(t, vfs.NewMem())
+		defer n.Close()
+		ctx := context.Background()
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "u"}))
+		c := n.Client()
+		r := newRawTxn(t, ctx, c, "tx", 5)
+		r.add("t")
+		require.ErrorIs(t, r.produce("u", r.batch("not added")), kafka.ErrInvalidTxnState)
+
+		r.sequence = 0
+		b := r.batch("anonymous")
+		resp, err := c.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll,
+			Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 0, Records: b}}}}})
+		require.NoError(t, err)
+		require.ErrorIs(t, resp.Topics[0].Partitions[0].Err, kafka.ErrTransactionalIDAuthorizationFailed)
+		for _, topic := range []string{"t", "u"} {
+			leo, _ := offsets(t, ctx, c, topic)
+			require.Zero(t, leo, topic)
+		}
+	})
+}
+
+// TestTxnLateProduceAfterNextTransactionAdded is reliability test 21 (b)
+// under transaction version 2: T1's held-back produce reaches the
+// partition after T1 aborted and T2 added the same partition. The
+// coordinator bumped the epoch when T1 ended, so the batch's epoch is
+// stale: refused, while T2's own batch is taken and commits. (Under
+// transaction version 0 the same late batch would pass verification and
+// join T2 — the gap KIP-890 part 2 closes; txn's TestLateProduce shows the
+// coordinator's side.)
+func TestTxnLateProduceAfterNextTransactionAdded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := openNode(t, vfs.NewMem())
+		defer n.Close()
+		ctx := context.Background()
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+		c := n.Client()
+		r := newRawTxn(t, ctx, c, "tx", 5)
+		r.add("t")
+		require.NoError(t, r.produce("t", r.batch("t1-a")))
+		late := r.batch("t1-late")
+		r.end(transport.TxnAbort)
+		r.add("t") // T2
+		err := r.produce("t", late)
+		require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch, "T1's epoch is over")
+		require.NoError(t, r.produce("t", r.batch("t2-a")))
+		r.end(transport.TxnCommit)
+		leo, lso := offsets(t, ctx, c, "t")
+		require.Equal(t, []int64{4, 4}, []int64{leo, lso}, "t1-a, ABORT, t2-a, COMMIT")
+	})
+}
