@@ -19,13 +19,15 @@ import (
 
 // retryBusy repeats call while the coordinator answers that it is busy
 // or moving (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
-// NOT_COORDINATOR), as a Kafka producer does.
+// NOT_COORDINATOR) or unreachable (NETWORK_EXCEPTION), as a Kafka
+// producer does.
 func retryBusy(t *testing.T, call func() error) {
 	t.Helper()
 	for range 100 {
 		err := call()
 		if errors.Is(err, kafka.ErrConcurrentTransactions) || errors.Is(err, kafka.ErrCoordinatorLoadInProgress) ||
-			errors.Is(err, kafka.ErrNotCoordinator) || errors.Is(err, kafka.ErrCoordinatorNotAvailable) {
+			errors.Is(err, kafka.ErrNotCoordinator) || errors.Is(err, kafka.ErrCoordinatorNotAvailable) ||
+			errors.Is(err, kafka.ErrNetwork) {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}

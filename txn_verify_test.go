@@ -2,10 +2,10 @@ package partlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,74 +16,154 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
+// txnClient is what a transactional client calls: a node's Client, or a
+// ClusterClient.
+type txnClient interface {
+	transport.Client
+	transport.ProducerIDClient
+	transport.GroupClient
+	transport.TxnClient
+}
+
 // rawTxn drives a transactional id's requests by hand, as a Kafka client
 // would send them, so that a test can hold one back and deliver it late.
 type rawTxn struct {
 	t      *testing.T
 	ctx    context.Context
-	client partlog.Client
+	client txnClient
 	id     string
 	// version is the EndTxn version: 5 and up is transaction version 2,
 	// whose EndTxn bumps the epoch (KIP-890 part 2).
 	version       int16
 	producerID    int64
 	producerEpoch int16
-	sequence      int32 // the next batch's base sequence on t-0
+	// sequence is the next batch's base sequence on each partition.
+	sequence map[kafka.TopicPartition]int32
+	// lastEnd is the last EndTxn sent, for a retry.
+	lastEnd *transport.EndTxnRequest
 }
 
 // newRawTxn initialises transactional id id on the node's client.
-func newRawTxn(t *testing.T, ctx context.Context, c partlog.Client, id string, endTxnVersion int16) *rawTxn {
-	r := &rawTxn{t: t, ctx: ctx, client: c, id: id, version: endTxnVersion}
+func newRawTxn(t *testing.T, ctx context.Context, c txnClient, id string, endTxnVersion int16) *rawTxn {
+	r := &rawTxn{t: t, ctx: ctx, client: c, id: id, version: endTxnVersion, sequence: map[kafka.TopicPartition]int32{}}
 	retryBusy(t, func() error {
-		resp, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: time.Minute,
+		resp, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: txnTimeout,
 			ProducerID: -1, ProducerEpoch: -1})
-		require.NoError(t, err)
+		if err != nil {
+			return err
+		}
 		r.producerID, r.producerEpoch = resp.ProducerID, resp.ProducerEpoch
 		return resp.Err
 	})
 	return r
 }
 
-// add adds partition 0 of topic to the transaction.
-func (r *rawTxn) add(topic string) {
+// add adds partitions to the transaction.
+func (r *rawTxn) add(tps ...kafka.TopicPartition) {
 	retryBusy(r.t, func() error {
 		resp, err := r.client.AddPartitionsToTxn(r.ctx, &transport.AddPartitionsToTxnRequest{Transactions: []transport.AddPartitionsToTxnTransaction{
-			{TransactionalID: r.id, ProducerID: r.producerID, ProducerEpoch: r.producerEpoch,
-				Partitions: []kafka.TopicPartition{{Topic: topic, Partition: 0}}}}})
-		require.NoError(r.t, err)
+			{TransactionalID: r.id, ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, Partitions: tps}}})
+		if err != nil {
+			return err
+		}
 		require.NoError(r.t, resp.Err)
-		return resp.Transactions[0].Partitions[0].Err
+		var errs []error
+		for _, pr := range resp.Transactions[0].Partitions {
+			errs = append(errs, pr.Err)
+		}
+		return errors.Join(errs...)
 	})
 }
 
-// batch builds the transaction's next batch, holding value.
-func (r *rawTxn) batch(value string) []byte {
+// addOffsets adds group's offsets partition to the transaction.
+func (r *rawTxn) addOffsets(group string) {
+	retryBusy(r.t, func() error {
+		resp, err := r.client.AddOffsetsToTxn(r.ctx, &transport.AddOffsetsToTxnRequest{TransactionalID: r.id,
+			ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, Group: group})
+		if err != nil {
+			return err
+		}
+		return resp.Err
+	})
+}
+
+// commitOffsets commits group's offset of a partition of topic in the
+// transaction, as a group without members (generation -1).
+func (r *rawTxn) commitOffsets(group, topic string, partition int32, offset int64) {
+	retryBusy(r.t, func() error {
+		resp, err := r.client.TxnOffsetCommit(r.ctx, &transport.TxnOffsetCommitRequest{TransactionalID: r.id, Group: group,
+			ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, GenerationID: -1,
+			Topics: []transport.OffsetCommitTopic{{Topic: topic, Partitions: []transport.OffsetCommitPartition{
+				{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}})
+		if err != nil {
+			return err
+		}
+		return resp.Topics[0].Partitions[0].Err
+	})
+}
+
+// batchFor builds the transaction's next batch for tp, holding value.
+func (r *rawTxn) batchFor(tp kafka.TopicPartition, value string) []byte {
 	opts := record.DefaultBatchOptions()
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = r.producerID, r.producerEpoch, r.sequence, true
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = r.producerID, r.producerEpoch, r.sequence[tp], true
 	b := record.NewBuilder(opts)
 	b.Append(record.Record{Value: []byte(value)})
-	r.sequence++
+	r.sequence[tp]++
 	return b.Build()
 }
 
-// produce sends batch to partition 0 of topic and returns the partition's
-// answer.
-func (r *rawTxn) produce(topic string, batch []byte) error {
+// produceTo sends batch to tp and returns the partition's answer.
+func (r *rawTxn) produceTo(tp kafka.TopicPartition, batch []byte) error {
 	resp, err := r.client.Produce(r.ctx, &transport.ProduceRequest{TransactionalID: r.id, Acks: kafka.AcksAll,
-		Topics: []transport.ProduceTopic{{Topic: topic, Partitions: []transport.ProducePartition{{Partition: 0, Records: batch}}}}})
+		Topics: []transport.ProduceTopic{{Topic: tp.Topic, Partitions: []transport.ProducePartition{{Partition: tp.Partition, Records: batch}}}}})
 	require.NoError(r.t, err)
 	return resp.Topics[0].Partitions[0].Err
 }
 
-// end ends the transaction; under transaction version 2 the producer
-// takes the epoch the answer gives, and its sequence starts over.
+// batch and produce are batchFor and produceTo for partition 0 of topic
+// "t".
+func (r *rawTxn) batch(value string) []byte { return r.batchFor(t0, value) }
+func (r *rawTxn) produce(topic string, batch []byte) error {
+	return r.produceTo(kafka.TopicPartition{Topic: topic}, batch)
+}
+
+// t0 is partition 0 of topic "t".
+var t0 = kafka.TopicPartition{Topic: "t"}
+
+// endOnce sends EndTxn once and returns its error; under transaction
+// version 2 the producer takes the epoch the answer gives, and its
+// sequences start over.
+func (r *rawTxn) endOnce(result transport.TxnResult) error {
+	r.lastEnd = &transport.EndTxnRequest{Version: r.version, TransactionalID: r.id,
+		ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, Result: result}
+	resp, err := r.client.EndTxn(r.ctx, r.lastEnd)
+	if err != nil {
+		return err
+	}
+	if resp.Err == nil && r.version >= 5 {
+		r.producerID, r.producerEpoch = resp.ProducerID, resp.ProducerEpoch
+		clear(r.sequence)
+	}
+	return resp.Err
+}
+
+// end ends the transaction, retrying while the coordinator is busy.
 func (r *rawTxn) end(result transport.TxnResult) {
+	retryBusy(r.t, func() error { return r.endOnce(result) })
+}
+
+// endAgain sends the last EndTxn again, as a client whose answer was lost
+// does, until the coordinator answers: the answer must be a success with
+// the producer id and epoch the first gave.
+func (r *rawTxn) endAgain(result transport.TxnResult) {
+	require.Equal(r.t, result, r.lastEnd.Result)
 	retryBusy(r.t, func() error {
-		resp, err := r.client.EndTxn(r.ctx, &transport.EndTxnRequest{Version: r.version, TransactionalID: r.id,
-			ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, Result: result})
-		require.NoError(r.t, err)
+		resp, err := r.client.EndTxn(r.ctx, r.lastEnd)
+		if err != nil {
+			return err
+		}
 		if resp.Err == nil && r.version >= 5 {
-			r.producerID, r.producerEpoch, r.sequence = resp.ProducerID, resp.ProducerEpoch, 0
+			require.Equal(r.t, []any{r.producerID, r.producerEpoch}, []any{resp.ProducerID, resp.ProducerEpoch})
 		}
 		return resp.Err
 	})
@@ -92,7 +172,7 @@ func (r *rawTxn) end(result transport.TxnResult) {
 // offsets returns partition 0 of topic's log end offset and last stable
 // offset, once no marker is on its way: the LSO read twice around a
 // settled virtual clock.
-func offsets(t *testing.T, ctx context.Context, c partlog.Client, topic string) (leo, lso int64) {
+func offsets(t *testing.T, ctx context.Context, c txnClient, topic string) (leo, lso int64) {
 	synctest.Wait()
 	list := func(iso kafka.IsolationLevel) int64 {
 		resp, err := c.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Isolation: iso,
@@ -126,7 +206,7 @@ func TestTxnLateProduceRefused(t *testing.T) {
 				c := n.Client()
 
 				r := newRawTxn(t, ctx, c, "tx", 3)
-				r.add("t")
+				r.add(t0)
 				require.NoError(t, r.produce("t", r.batch("t1-a")))
 				late := r.batch("t1-late") // held back
 				r.end(transport.TxnAbort)
@@ -142,11 +222,11 @@ func TestTxnLateProduceRefused(t *testing.T) {
 				}
 				require.ErrorIs(t, err, kafka.ErrInvalidTxnState)
 				require.Equal(t, []int64{2, 2}, []int64{leo, lso}, "nothing taken, nothing hanging")
-				r.sequence-- // the partition never took the late batch's sequence
+				r.sequence[t0]-- // the partition never took the late batch's sequence
 
 				// The producer goes on: its next transaction verifies and
 				// commits, and the LSO follows the COMMIT marker.
-				r.add("t")
+				r.add(t0)
 				require.NoError(t, r.produce("t", r.batch("t2-a")))
 				r.end(transport.TxnCommit)
 				leo, lso = offsets(t, ctx, c, "t")
@@ -170,10 +250,11 @@ func TestTxnProduceToPartitionNotAdded(t *testing.T) {
 		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "u"}))
 		c := n.Client()
 		r := newRawTxn(t, ctx, c, "tx", 5)
-		r.add("t")
-		require.ErrorIs(t, r.produce("u", r.batch("not added")), kafka.ErrInvalidTxnState)
+		r.add(t0)
+		u0 := kafka.TopicPartition{Topic: "u"}
+		require.ErrorIs(t, r.produceTo(u0, r.batchFor(u0, "not added")), kafka.ErrInvalidTxnState)
 
-		r.sequence = 0
+		r.sequence[t0] = 0
 		b := r.batch("anonymous")
 		resp, err := c.Produce(ctx, &transport.ProduceRequest{Acks: kafka.AcksAll,
 			Topics: []transport.ProduceTopic{{Topic: "t", Partitions: []transport.ProducePartition{{Partition: 0, Records: b}}}}})
@@ -202,11 +283,11 @@ func TestTxnLateProduceAfterNextTransactionAdded(t *testing.T) {
 		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
 		c := n.Client()
 		r := newRawTxn(t, ctx, c, "tx", 5)
-		r.add("t")
+		r.add(t0)
 		require.NoError(t, r.produce("t", r.batch("t1-a")))
 		late := r.batch("t1-late")
 		r.end(transport.TxnAbort)
-		r.add("t") // T2
+		r.add(t0) // T2
 		err := r.produce("t", late)
 		require.ErrorIs(t, err, kafka.ErrInvalidProducerEpoch, "T1's epoch is over")
 		require.NoError(t, r.produce("t", r.batch("t2-a")))

@@ -19,6 +19,23 @@ func (h nodeHooks) EnforceRetention() error                { return h.n.enforceR
 func (h nodeHooks) ExpireProducers() error                 { return h.n.expireProducersNow() }
 func (h nodeHooks) SyncMetadata(ctx context.Context) error { return h.n.syncMetadata(ctx) }
 func (h nodeHooks) Halt() error                            { return h.n.halt() }
+func (h nodeHooks) FailTxnSteps(fault func(nodehooks.TxnStep) error) {
+	if fault == nil {
+		h.n.txnFault.Store(nil)
+		return
+	}
+	h.n.txnFault.Store(&fault)
+}
 func (h nodeHooks) Log(topic string, partition int32) (*log.Log, error) {
 	return h.n.partitionLog(topic, partition)
+}
+
+// txnStepFault returns the error a test's fault gives step, nil without
+// one (see partlogtest.FailTransactionSteps).
+func (n *Broker) txnStepFault(step func() nodehooks.TxnStep) error {
+	f := n.txnFault.Load()
+	if f == nil {
+		return nil
+	}
+	return (*f)(step())
 }

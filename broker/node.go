@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/internal/props"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
@@ -61,6 +62,9 @@ type Broker struct {
 	// verifier keeps the transaction coordinators' answers the produce
 	// path asked for (KIP-890 part 1), for the partitions' checks.
 	verifier *txnVerifier
+	// txnFault is a test's fault for the transaction coordinator's steps
+	// (partlogtest.FailTransactionSteps), nil without one.
+	txnFault atomic.Pointer[func(nodehooks.TxnStep) error]
 	member   *clusterMember
 	// controller is the in-process controller of a node on its own, which
 	// the node closes; nil for a member of a cluster whose controller runs

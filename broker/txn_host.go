@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/topicconfig"
@@ -187,6 +188,9 @@ func (h *txnHost) append(a txn.Append) error {
 	if rh == nil || !rh.leadsIn(n.meta.NodeID, a.CoordinatorEpoch) {
 		return fmt.Errorf("%w: node %d does not lead %s in epoch %d", kafka.ErrNotLeaderOrFollower, n.meta.NodeID, tp, a.CoordinatorEpoch)
 	}
+	if err := n.txnStepFault(func() nodehooks.TxnStep { return appendStep(a) }); err != nil {
+		return err
+	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	for _, r := range a.Records {
 		b.Append(record.Record{Timestamp: a.TimestampMs, Key: r.Key, Value: r.Value})
@@ -195,6 +199,17 @@ func (h *txnHost) append(a txn.Append) error {
 	defer cancel()
 	_, _, err := n.appendReplicated(ctx, rh, b.Build(), kafka.AcksAll, txnAppendTimeout)
 	return err
+}
+
+// appendStep describes a to a test's fault.
+func appendStep(a txn.Append) nodehooks.TxnStep {
+	var step nodehooks.TxnStep
+	for _, r := range a.Records {
+		if v, err := txn.DecodeValue(r.Value); err == nil && r.Value != nil {
+			step.Append = append(step.Append, v)
+		}
+	}
+	return step
 }
 
 // writeMarkers writes a transaction's markers and reports each

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/replica"
@@ -28,6 +29,10 @@ func (n *Broker) writeMarkers(mw txn.MarkerWrite) []txn.MarkerResult {
 	remote := map[int32][]int{} // leader -> indexes into results
 	for i, tp := range mw.Partitions {
 		results[i].Partition = tp
+		if err := n.txnStepFault(func() nodehooks.TxnStep { return nodehooks.TxnStep{Marker: tp, IsMarker: true} }); err != nil {
+			results[i].Err = err
+			continue
+		}
 		t, ok := md.Topics[tp.Topic]
 		if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			results[i].Err = fmt.Errorf("%w: %s", txn.ErrPartitionDeleted, tp)

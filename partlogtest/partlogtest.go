@@ -44,6 +44,21 @@ func SyncMetadata(ctx context.Context, n *partlog.Node) error {
 // have stopped for the session timeout.
 func Halt(n *partlog.Node) error { return nodehooks.Of(n).Halt() }
 
+// TxnStep is a step of a transaction coordinator that a fault can fail:
+// an append to __transaction_state (Append holds the transactions it
+// writes) or a marker (IsMarker, to Marker).
+type TxnStep = nodehooks.TxnStep
+
+// FailTransactionSteps offers each step n's transaction coordinator is
+// about to take to fault first: a step fault fails does not happen, as if
+// the node had crashed just before it — the append fails, the marker is
+// not written — and the coordinator sees the error. With a fault that
+// fails every step from some point on, then Halt, a test crashes a
+// coordinator between any two of its steps. nil removes the fault.
+func FailTransactionSteps(n *partlog.Node, fault func(TxnStep) error) {
+	nodehooks.Of(n).FailTxnSteps(fault)
+}
+
 // Log returns the log of a replica n hosts, to read it directly. The
 // errors are those of a fetch: kafka.ErrUnknownTopicOrPartition,
 // ErrNotLeaderOrFollower, ErrKafkaStorage. The log is n's: it closes with

@@ -6,7 +6,9 @@ package nodehooks
 import (
 	"context"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/txn"
 )
 
 // Node is a partlog.Node's test hooks.
@@ -17,6 +19,18 @@ type Node interface {
 	SyncMetadata(ctx context.Context) error
 	Halt() error
 	Log(topic string, partition int32) (*log.Log, error)
+	FailTxnSteps(fault func(TxnStep) error)
+}
+
+// TxnStep is a step a transaction coordinator takes that others see: an
+// append to __transaction_state, or a marker written to a partition.
+type TxnStep struct {
+	// Append holds, for an append, the transactions its records write.
+	Append []txn.Value
+	// Marker is, for a marker, the partition it goes to.
+	Marker kafka.TopicPartition
+	// IsMarker says the step is a marker.
+	IsMarker bool
 }
 
 // Of returns the hooks of n, a *partlog.Node. Package partlog sets it.
