@@ -17,10 +17,10 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// allChecks returns the checks in the table's order: the data path, then
-// the admin workflow (admin_test.go).
+// allChecks returns the checks in the table's order: the data path,
+// transactions (txn_test.go), then the admin workflow (admin_test.go).
 func allChecks() []check {
-	return append([]check{
+	checks := []check{
 		{id: "produce", name: "produce keys + headers, acks 0/1/all; read back exact", timeout: 60 * time.Second, run: checkProduce},
 		{id: "compression", name: "gzip/snappy/lz4/zstd produced and read by the client", timeout: 60 * time.Second, run: checkCompression},
 		{id: "compression-partlog", name: "gzip/snappy/lz4/zstd from partlog's producer, read by the client", timeout: 60 * time.Second, run: checkCompressionPartlog},
@@ -28,9 +28,11 @@ func allChecks() []check {
 		{id: "end-of-partition", name: "end of partition (EOF event, or the high watermark)", timeout: 30 * time.Second, run: checkEndOfPartition},
 		{id: "group", name: "consumer group: two members share, commit, one leaves, the other takes over", timeout: 90 * time.Second, run: checkGroup},
 		{id: "idempotent", name: "idempotent producer", timeout: 30 * time.Second, run: checkIdempotent},
-		{id: "leader-kill", name: "leader SIGKILLed under acks=all: every ack read back once, at its offset", timeout: 90 * time.Second,
-			clusterOnly: true, disruptive: true, run: checkLeaderKill},
-	}, adminChecks()...)
+	}
+	checks = append(checks, txnChecks()...)
+	checks = append(checks, check{id: "leader-kill", name: "leader SIGKILLed under acks=all: every ack read back once, at its offset", timeout: 90 * time.Second,
+		clusterOnly: true, disruptive: true, run: checkLeaderKill})
+	return append(checks, adminChecks()...)
 }
 
 // codecs are the compression codecs Kafka defines, by compression.type.

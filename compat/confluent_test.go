@@ -7,8 +7,10 @@ package compat
 // produces with Producer and delivery callbacks, consumes with an assigned
 // Consumer (a group member with subscribe, committing each record
 // synchronously and on revocation), sees the end of a partition as
-// librdkafka's _PARTITION_EOF event (enable.partition.eof=true), and runs
-// the admin calls of AdminClient. Version 1.7.0 has no DeleteRecords,
+// librdkafka's _PARTITION_EOF event (enable.partition.eof=true), runs
+// transactions with transactional.id (init_transactions, begin_transaction,
+// send_offsets_to_transaction, commit_transaction, abort_transaction), and
+// runs the admin calls of AdminClient. Version 1.7.0 has no DeleteRecords,
 // IncrementalAlterConfigs, DescribeLogDirs, ElectLeaders or
 // DescribeProducers: those cells are N/A.
 func confluentDriver() scriptDriver {

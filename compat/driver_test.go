@@ -44,6 +44,25 @@ type driver interface {
 	// "key-<i%30>" and value "<i>", and goes to the partition of its key.
 	produceStream(ctx context.Context, tg *target, topic string) (stream, error)
 
+	// transact runs spec.Transactions in order as one transactional
+	// producer (transactional.id spec.TransactionalID): each begins a
+	// transaction, sends its records to their partitions, waits until
+	// every one is acknowledged (so that an aborted transaction's records
+	// are in the log too), and commits or aborts. It returns where each
+	// record of each transaction landed, in order, as produce does.
+	transact(ctx context.Context, tg *target, spec txnSpec) ([]rec, error)
+
+	// transform consumes spec.Input in group spec.Group and, in
+	// transactions of a producer with transactional.id
+	// spec.TransactionalID, produces transformed(r) of each record r to
+	// spec.Output and sends the consumed offsets to the transaction
+	// (sendOffsetsToTransaction), never committing them otherwise. It
+	// returns once transactions holding spec.Count records have
+	// committed; with spec.Abort, once its first transaction, offsets
+	// sent, is aborted. Either way it then closes without committing,
+	// and returns how many records those transactions held.
+	transform(ctx context.Context, tg *target, spec transformSpec) (int, error)
+
 	// admin returns the client's admin calls.
 	admin() admin
 }
@@ -66,6 +85,37 @@ type consumeSpec struct {
 	Partition int32  `json:"partition"`
 	From      start  `json:"from"`
 	Count     int    `json:"count"`
+	// Isolation is the consumer's isolation.level: "read_committed",
+	// "read_uncommitted", or "" for the client's default.
+	Isolation string `json:"isolation,omitempty"`
+}
+
+// txnSpec is what transact sends.
+type txnSpec struct {
+	Topic           string `json:"topic"`
+	TransactionalID string `json:"transactional_id"`
+	// Transactions are run one after the other.
+	Transactions []txn `json:"transactions"`
+}
+
+// txn is one transaction of a txnSpec.
+type txn struct {
+	// Records go each to its Partition.
+	Records []rec `json:"records"`
+	// Commit commits the transaction; false aborts it.
+	Commit bool `json:"commit"`
+}
+
+// transformSpec is what transform reads, writes and commits.
+type transformSpec struct {
+	Input           string `json:"input"`
+	Output          string `json:"output"`
+	Group           string `json:"group"`
+	TransactionalID string `json:"transactional_id"`
+	// Count is how many records to carry over in committed transactions.
+	Count int `json:"count"`
+	// Abort makes the first transaction the last, aborted.
+	Abort bool `json:"abort"`
 }
 
 // start is where a consumer starts reading a partition.

@@ -126,8 +126,11 @@ func kcatRecs(lines []string) ([]rec, error) {
 func (d kcatDriver) consume(ctx context.Context, tg *target, spec consumeSpec) ([]rec, error) {
 	offset := map[string]string{"beginning": "beginning", "end": "end", "offset": strconv.FormatInt(spec.From.At, 10),
 		"timestamp": fmt.Sprintf("s@%d", spec.From.At)}[spec.From.Kind]
-	lines, _, err := d.run(ctx, tg, "", "-C", "-J", "-t", spec.Topic, "-p", strconv.Itoa(int(spec.Partition)), "-o", offset,
-		"-c", strconv.Itoa(spec.Count))
+	args := []string{"-C", "-J", "-t", spec.Topic, "-p", strconv.Itoa(int(spec.Partition)), "-o", offset, "-c", strconv.Itoa(spec.Count)}
+	if spec.Isolation != "" {
+		args = append(args, "-X", "isolation.level="+spec.Isolation)
+	}
+	lines, _, err := d.run(ctx, tg, "", args...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +245,15 @@ func (m *kcatMember) Leave() error {
 
 func (kcatDriver) produceStream(context.Context, *target, string) (stream, error) {
 	return nil, na("kcat reports no offsets when it produces")
+}
+
+// errKcatTxn: kcat produces outside transactions only.
+var errKcatTxn = na("kcat has no transactions")
+
+func (kcatDriver) transact(context.Context, *target, txnSpec) ([]rec, error) { return nil, errKcatTxn }
+
+func (kcatDriver) transform(context.Context, *target, transformSpec) (int, error) {
+	return 0, errKcatTxn
 }
 
 // kcatAdmin: kcat has no admin calls.

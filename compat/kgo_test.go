@@ -23,12 +23,42 @@ func (d kgoDriver) admin() admin { return d }
 
 // client returns a kgo client bootstrapped from tg's nodes, closed when
 // ctx's check ends by the caller.
-func (kgoDriver) client(tg *target, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tg.addrs()...), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}, opts...)...)
+func (d kgoDriver) client(tg *target, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(d.opts(tg, opts...)...)
+}
+
+// opts returns the options of every client: tg's nodes as seeds, and a
+// short retry backoff; then opts.
+func (kgoDriver) opts(tg *target, opts ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(tg.addrs()...), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}, opts...)
+}
+
+// kgoIsolation is kgo's option for a consumeSpec's Isolation.
+func kgoIsolation(isolation string) kgo.Opt {
+	if isolation == "read_committed" {
+		return kgo.FetchIsolationLevel(kgo.ReadCommitted())
+	}
+	return kgo.FetchIsolationLevel(kgo.ReadUncommitted()) // kgo's default
 }
 
 var kgoCodecs = map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
 	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+
+// kgoRecords converts records to produce, each to its Partition.
+func kgoRecords(topic string, recs []rec) []*kgo.Record {
+	var krs []*kgo.Record
+	for _, r := range recs {
+		kr := &kgo.Record{Topic: topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+		if r.Timestamp != 0 {
+			kr.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		for _, h := range r.Headers {
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		krs = append(krs, kr)
+	}
+	return krs
+}
 
 func (d kgoDriver) produce(ctx context.Context, tg *target, spec produceSpec) ([]rec, error) {
 	opts := []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgoCodecs[spec.Compression])}
@@ -48,17 +78,7 @@ func (d kgoDriver) produce(ctx context.Context, tg *target, spec produceSpec) ([
 		return nil, err
 	}
 	defer cl.Close()
-	var krs []*kgo.Record
-	for _, r := range spec.Records {
-		kr := &kgo.Record{Topic: spec.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
-		if r.Timestamp != 0 {
-			kr.Timestamp = time.UnixMilli(r.Timestamp)
-		}
-		for _, h := range r.Headers {
-			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-		}
-		krs = append(krs, kr)
-	}
+	krs := kgoRecords(spec.Topic, spec.Records)
 	results := cl.ProduceSync(ctx, krs...)
 	if err := results.FirstErr(); err != nil {
 		return nil, err
@@ -100,7 +120,7 @@ func (d kgoDriver) consume(ctx context.Context, tg *target, spec consumeSpec) ([
 	case "end":
 		at = kgo.NewOffset().AtEnd()
 	}
-	cl, err := d.client(tg, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{spec.Topic: {spec.Partition: at}}))
+	cl, err := d.client(tg, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{spec.Topic: {spec.Partition: at}}), kgoIsolation(spec.Isolation))
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +269,88 @@ func (m *kgoMember) Leave() error {
 	m.cl.Close()
 	close(m.events)
 	return err
+}
+
+// transact runs the transactions with one client of spec's transactional
+// id: BeginTransaction, ProduceSync (every record acknowledged), and
+// EndTransaction with TryCommit or TryAbort.
+func (d kgoDriver) transact(ctx context.Context, tg *target, spec txnSpec) ([]rec, error) {
+	cl, err := d.client(tg, kgo.TransactionalID(spec.TransactionalID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []rec
+	for i, t := range spec.Transactions {
+		if err := cl.BeginTransaction(); err != nil {
+			return nil, fmt.Errorf("transaction %d: begin: %w", i+1, err)
+		}
+		krs := kgoRecords(spec.Topic, t.Records)
+		if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+			cl.EndTransaction(ctx, kgo.TryAbort)
+			return nil, fmt.Errorf("transaction %d: produce: %w", i+1, err)
+		}
+		for _, kr := range krs { // ProduceSync sets each record's offset
+			out = append(out, rec{Partition: kr.Partition, Offset: kr.Offset})
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(t.Commit)); err != nil {
+			return nil, fmt.Errorf("transaction %d: end (commit %v): %w", i+1, t.Commit, err)
+		}
+	}
+	return out, nil
+}
+
+// transform is a GroupTransactSession: records polled (read_committed,
+// stable offsets required) are transformed and produced between Begin and
+// End, which sends the polled offsets to the transaction (AddOffsetsToTxn,
+// TxnOffsetCommit) when it commits. A session ending with TryAbort sends
+// no offsets at all: the run that aborts produces, then aborts.
+func (d kgoDriver) transform(ctx context.Context, tg *target, spec transformSpec) (int, error) {
+	s, err := kgo.NewGroupTransactSession(d.opts(tg, kgo.TransactionalID(spec.TransactionalID), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ConsumerGroup(spec.Group), kgo.ConsumeTopics(spec.Input), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.HeartbeatInterval(300*time.Millisecond), kgo.SessionTimeout(10*time.Second))...)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	done := 0
+	for done < spec.Count {
+		fs := s.PollRecords(ctx, spec.Count-done)
+		if err := ctx.Err(); err != nil {
+			return done, fmt.Errorf("%d of %d records carried over: %w", done, spec.Count, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return done, errs[0].Err
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := s.Begin(); err != nil {
+			return done, fmt.Errorf("begin: %w", err)
+		}
+		var krs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			t := transformed(kgoRec(r))
+			krs = append(krs, kgoRecords(spec.Output, []rec{t})...)
+		})
+		if err := s.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+			s.End(ctx, kgo.TryAbort)
+			return done, fmt.Errorf("produce: %w", err)
+		}
+		if spec.Abort {
+			_, err := s.End(ctx, kgo.TryAbort)
+			return len(krs), err
+		}
+		committed, err := s.End(ctx, kgo.TryCommit)
+		if err != nil {
+			return done, fmt.Errorf("end: %w", err)
+		}
+		if committed { // else the session aborted, and polls the records again
+			done += len(krs)
+		}
+	}
+	return done, nil
 }
 
 // kgoStream produces with kgo's defaults: idempotent, acks=all.

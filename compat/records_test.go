@@ -303,7 +303,14 @@ func (tg *target) listOffsets(ctx context.Context, topic string, partitions int3
 
 // listOffset asks for one partition's offset at timestamp.
 func (tg *target) listOffset(ctx context.Context, topic string, partition int32, timestamp int64) (int64, error) {
-	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Topics: []transport.ListOffsetsTopic{{Topic: topic,
+	return tg.listOffsetAs(ctx, topic, partition, timestamp, kafka.ReadUncommitted)
+}
+
+// listOffsetAs asks for one partition's offset at timestamp, as a
+// consumer of the given isolation level does: under kafka.ReadCommitted,
+// kafka.LatestTimestamp is the last stable offset.
+func (tg *target) listOffsetAs(ctx context.Context, topic string, partition int32, timestamp int64, isolation kafka.IsolationLevel) (int64, error) {
+	req := &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID, Isolation: isolation, Topics: []transport.ListOffsetsTopic{{Topic: topic,
 		Partitions: []transport.ListOffsetsPartition{{Partition: partition, CurrentLeaderEpoch: -1, Timestamp: timestamp}}}}}
 	offset, err := retrying(ctx, func() (int64, error) {
 		resp, err := tg.client.ListOffsets(ctx, req)

@@ -45,6 +45,22 @@ func bytesOrNilEncoder(b []byte) sarama.Encoder {
 	return sarama.ByteEncoder(b)
 }
 
+// saramaMessages converts records to produce, each to its Partition.
+func saramaMessages(topic string, recs []rec) []*sarama.ProducerMessage {
+	var msgs []*sarama.ProducerMessage
+	for _, r := range recs {
+		m := &sarama.ProducerMessage{Topic: topic, Partition: r.Partition, Key: bytesOrNilEncoder(r.Key), Value: bytesOrNilEncoder(r.Value)}
+		if r.Timestamp != 0 {
+			m.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		for _, h := range r.Headers {
+			m.Headers = append(m.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
 func (d saramaDriver) produce(ctx context.Context, tg *target, spec produceSpec) ([]rec, error) {
 	cfg := d.config()
 	cfg.Producer.Return.Successes = true
@@ -60,17 +76,7 @@ func (d saramaDriver) produce(ctx context.Context, tg *target, spec produceSpec)
 		return nil, err
 	}
 	defer p.Close()
-	var msgs []*sarama.ProducerMessage
-	for _, r := range spec.Records {
-		m := &sarama.ProducerMessage{Topic: spec.Topic, Partition: r.Partition, Key: bytesOrNilEncoder(r.Key), Value: bytesOrNilEncoder(r.Value)}
-		if r.Timestamp != 0 {
-			m.Timestamp = time.UnixMilli(r.Timestamp)
-		}
-		for _, h := range r.Headers {
-			m.Headers = append(m.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := saramaMessages(spec.Topic, spec.Records)
 	if err := withContext(ctx, func() error { return p.SendMessages(msgs) }); err != nil {
 		return nil, err
 	}
@@ -122,7 +128,11 @@ func (d saramaDriver) startOffset(client sarama.Client, topic string, partition 
 }
 
 func (d saramaDriver) consume(ctx context.Context, tg *target, spec consumeSpec) ([]rec, error) {
-	client, err := sarama.NewClient(tg.addrs(), d.config())
+	cfg := d.config()
+	if spec.Isolation == "read_committed" {
+		cfg.Consumer.IsolationLevel = sarama.ReadCommitted // else sarama's default, ReadUncommitted
+	}
+	client, err := sarama.NewClient(tg.addrs(), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +272,208 @@ func (m *saramaMember) Leave() error {
 	err := m.group.Close()
 	close(m.events)
 	return err
+}
+
+// txnConfig is the config of a transactional producer: idempotent (which
+// sarama requires of one), acks=all, one request in flight, records to
+// the partition they name.
+func (d saramaDriver) txnConfig(transactionalID string) *sarama.Config {
+	cfg := d.config()
+	cfg.Producer.Transaction.ID = transactionalID
+	cfg.Producer.Transaction.Retry.Backoff = 50 * time.Millisecond
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Net.MaxOpenRequests = 1
+	return cfg
+}
+
+// transact runs the transactions with one SyncProducer of spec's
+// transactional id: BeginTxn, SendMessages (every record acknowledged),
+// and CommitTxn or AbortTxn.
+func (d saramaDriver) transact(ctx context.Context, tg *target, spec txnSpec) ([]rec, error) {
+	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(spec.TransactionalID))
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	var out []rec
+	for i, t := range spec.Transactions {
+		if err := p.BeginTxn(); err != nil {
+			return nil, fmt.Errorf("transaction %d: begin: %w", i+1, err)
+		}
+		msgs := saramaMessages(spec.Topic, t.Records)
+		if err := withContext(ctx, func() error { return p.SendMessages(msgs) }); err != nil {
+			p.AbortTxn()
+			return nil, fmt.Errorf("transaction %d: send: %w", i+1, err)
+		}
+		for _, m := range msgs {
+			out = append(out, rec{Partition: m.Partition, Offset: m.Offset})
+		}
+		end := p.AbortTxn
+		if t.Commit {
+			end = p.CommitTxn
+		}
+		if err := withContext(ctx, end); err != nil {
+			return nil, fmt.Errorf("transaction %d: end (commit %v): %w", i+1, t.Commit, err)
+		}
+	}
+	return out, nil
+}
+
+// transform consumes in a ConsumerGroup (read_committed, no auto commit)
+// and, for what a claim has at hand, runs a transaction of a SyncProducer:
+// SendMessages of the transforms, AddOffsetsToTxnWithGroupMetadata with
+// the session's member and generation (KIP-447), CommitTxn — or AbortTxn,
+// and the end, in the run that aborts.
+func (d saramaDriver) transform(ctx context.Context, tg *target, spec transformSpec) (int, error) {
+	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(spec.TransactionalID))
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	cfg := d.config()
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	g, err := sarama.NewConsumerGroup(tg.addrs(), spec.Group, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer g.Close()
+	h := &saramaTransform{spec: spec, p: p, finished: make(chan struct{})}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	consumed := make(chan error, 1)
+	go func() {
+		for runCtx.Err() == nil {
+			if err := g.Consume(runCtx, []string{spec.Input}, h); err != nil && runCtx.Err() == nil {
+				consumed <- err
+				return
+			}
+		}
+		consumed <- nil
+	}()
+	// Consume returns when ctx is done, or when runCtx is cancelled at
+	// the end.
+	var consumeErr error
+	select {
+	case <-h.finished:
+		cancel()
+		consumeErr = <-consumed
+	case consumeErr = <-consumed:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.over:
+		return h.done, h.err
+	case consumeErr != nil:
+		return h.done, consumeErr
+	}
+	return h.done, fmt.Errorf("%d of %d records carried over: %w", h.done, spec.Count, ctx.Err())
+}
+
+// saramaTransform is transform's ConsumerGroupHandler. Claims run side by
+// side; their transactions, one producer's, take turns.
+type saramaTransform struct {
+	spec     transformSpec
+	p        sarama.SyncProducer
+	finished chan struct{} // closed at the end: Count carried over, the abort, or a failure
+
+	mu   sync.Mutex
+	done int // records in committed (or, in the run that aborts, the aborted) transactions
+	over bool
+	err  error
+}
+
+func (h *saramaTransform) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaTransform) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim takes a message, and those that came with it, and carries
+// them over in a transaction.
+func (h *saramaTransform) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		var msgs []*sarama.ConsumerMessage
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			msgs = append(msgs, m)
+		case <-s.Context().Done():
+			return nil
+		}
+	more:
+		for {
+			select {
+			case m, ok := <-claim.Messages():
+				if !ok {
+					break more
+				}
+				msgs = append(msgs, m)
+			default:
+				break more
+			}
+		}
+		if !h.carry(s, msgs) {
+			return nil
+		}
+	}
+}
+
+// carry runs the transaction of msgs, one partition's, and reports
+// whether to go on.
+func (h *saramaTransform) carry(s sarama.ConsumerGroupSession, msgs []*sarama.ConsumerMessage) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.over {
+		return false
+	}
+	fail := func(what string, err error) bool {
+		h.p.AbortTxn()
+		h.end(fmt.Errorf("%s: %w", what, err))
+		return false
+	}
+	if err := h.p.BeginTxn(); err != nil {
+		return fail("begin", err)
+	}
+	var out []rec
+	for _, m := range msgs {
+		out = append(out, transformed(saramaRec(m)))
+	}
+	if err := h.p.SendMessages(saramaMessages(h.spec.Output, out)); err != nil {
+		return fail("send", err)
+	}
+	last := msgs[len(msgs)-1]
+	offsets := map[string][]*sarama.PartitionOffsetMetadata{last.Topic: {{Partition: last.Partition, Offset: last.Offset + 1}}}
+	if err := h.p.AddOffsetsToTxnWithGroupMetadata(offsets, sarama.NewConsumerGroupMetadataFromSession(s, h.spec.Group, nil)); err != nil {
+		return fail("add offsets", err)
+	}
+	if h.spec.Abort {
+		h.done = len(msgs)
+		h.end(h.p.AbortTxn())
+		return false
+	}
+	if err := h.p.CommitTxn(); err != nil {
+		h.end(fmt.Errorf("commit: %w", err))
+		return false
+	}
+	h.done += len(msgs)
+	if h.done >= h.spec.Count {
+		h.end(nil)
+		return false
+	}
+	return true
+}
+
+// end ends the transform with err (nil for success); h.mu is held.
+func (h *saramaTransform) end(err error) {
+	h.over, h.err = true, err
+	close(h.finished)
 }
 
 // saramaStream is an idempotent async producer at acks=all.

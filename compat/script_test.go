@@ -27,6 +27,18 @@ import (
 //     (a memberEvent, a streamAck) until their standard input closes,
 //     which tells them to stop (commit and leave the group; stop sending
 //     and wait for every outcome), and exit once they have.
+//
+// The ops and their fields are the driver's methods and their specs' JSON
+// fields: "produce" (a produceSpec; result: the acknowledgements, as
+// jsonRecs with partition and offset), "consume" (a consumeSpec, whose
+// "isolation" sets isolation.level when present; result: the jsonRecs
+// read), "consume_to_end" ({topic, partition}; result: {records, end}),
+// "member" ({group, topic}), "stream" ({topic}), "transact" (a txnSpec:
+// {topic, transactional_id, transactions: [{records, commit}]}; result:
+// the acknowledgements of every transaction's records, in order),
+// "transform" (a transformSpec: {input, output, group, transactional_id,
+// count, abort}; result: the number of records its transactions held),
+// and the admin calls below, an op each.
 
 // proc is a client process with its standard output read line by line.
 type proc struct {
@@ -221,6 +233,18 @@ func (d scriptDriver) consumeToEnd(ctx context.Context, tg *target, topic string
 	}
 	err := d.call(ctx, tg, "consume_to_end", map[string]any{"topic": topic, "partition": partition}, &out)
 	return out.Records, out.End, err
+}
+
+func (d scriptDriver) transact(ctx context.Context, tg *target, spec txnSpec) ([]rec, error) {
+	var out []rec
+	err := d.call(ctx, tg, "transact", spec, &out)
+	return out, err
+}
+
+func (d scriptDriver) transform(ctx context.Context, tg *target, spec transformSpec) (int, error) {
+	var n int
+	err := d.call(ctx, tg, "transform", spec, &n)
+	return n, err
 }
 
 // scriptMember is a group member run by the script's "member" op.

@@ -80,26 +80,126 @@ const withTimeout = (promise, what) => Promise.race([
 // stdinClosed resolves once standard input, after the request, closes.
 let stdinClosed
 
+// messagesOf converts records to produce, each to its partition.
+const messagesOf = records => records.map(r => ({
+  key: buf(r.key), value: buf(r.value), partition: r.partition, headers: headersOut(r.headers), timestamp: r.timestamp ? String(r.timestamp) : undefined
+}))
+
+// acksOf gives each record of one send its partition and offset, from the
+// send's answer: one per partition, with the base offset of its records
+// in the order sent; none with acks=0 (offset -1).
+const acksOf = (records, sent) => {
+  const base = {}
+  for (const m of sent) base[m.partition] = Number(m.baseOffset)
+  const next = {}
+  return records.map(r => {
+    if (!(r.partition in base)) return { partition: r.partition, offset: -1 }
+    next[r.partition] = (next[r.partition] || 0) + 1
+    return { partition: r.partition, offset: base[r.partition] + next[r.partition] - 1 }
+  })
+}
+
 async function produce (req) {
   const kafka = client(req)
   const producer = kafka.producer({ idempotent: req.idempotent, maxInFlightRequests: req.idempotent ? 1 : undefined, allowAutoTopicCreation: false })
   await producer.connect()
   try {
-    const messages = req.records.map(r => ({
-      key: buf(r.key), value: buf(r.value), partition: r.partition, headers: headersOut(r.headers), timestamp: r.timestamp ? String(r.timestamp) : undefined
-    }))
-    const sent = await producer.send({ topic: req.topic, acks: req.acks, compression: codecs[req.compression], messages })
-    // One answer per partition, with the base offset of its records in
-    // the order sent; none with acks=0.
-    const base = {}
-    for (const m of sent) base[m.partition] = Number(m.baseOffset)
-    const next = {}
-    return req.records.map(r => {
-      if (!(r.partition in base)) return { partition: r.partition, offset: -1 }
-      next[r.partition] = (next[r.partition] || 0) + 1
-      return { partition: r.partition, offset: base[r.partition] + next[r.partition] - 1 }
-    })
+    const sent = await producer.send({ topic: req.topic, acks: req.acks, compression: codecs[req.compression], messages: messagesOf(req.records) })
+    return acksOf(req.records, sent)
   } finally {
+    await producer.disconnect()
+  }
+}
+
+// transactionalProducer is a connected producer of the request's
+// transactional id: idempotent, one request in flight, as kafkajs
+// requires of one.
+async function transactionalProducer (kafka, req) {
+  const producer = kafka.producer({ transactionalId: req.transactional_id, idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false })
+  await producer.connect()
+  return producer
+}
+
+// transact runs each transaction: producer.transaction(), send (which
+// resolves once every record is acknowledged), then commit or abort.
+async function transact (req) {
+  const producer = await transactionalProducer(client(req), req)
+  try {
+    const acked = []
+    for (const t of req.transactions) {
+      const txn = await producer.transaction()
+      try {
+        const sent = await txn.send({ topic: req.topic, acks: -1, messages: messagesOf(t.records) })
+        acked.push(...acksOf(t.records, sent))
+      } catch (e) {
+        await txn.abort().catch(() => {})
+        throw e
+      }
+      if (t.commit) await txn.commit()
+      else await txn.abort()
+    }
+    return acked
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+// transform consumes the input in the group (read_committed, kafkajs's
+// default; no auto commit) and carries each batch over in a transaction:
+// send of the transforms, sendOffsets of the batch's next offset to the
+// group, commit -- or, in the run that aborts, abort after the first.
+// Batches come one at a time (partitionsConsumedConcurrently 1), so one
+// transaction is open at a time.
+async function transform (req) {
+  const kafka = client(req)
+  const producer = await transactionalProducer(kafka, req)
+  const consumer = kafka.consumer({
+    groupId: req.group, readUncommitted: false, heartbeatInterval: 300, sessionTimeout: 10000, maxWaitTimeInMs: 100, allowAutoTopicCreation: false
+  })
+  try {
+    await consumer.connect()
+    await consumer.subscribe({ topics: [req.input], fromBeginning: true })
+    let done = 0
+    let over = false
+    let settle
+    const finished = new Promise((resolve, reject) => { settle = { resolve, reject } })
+    const end = (f, v) => { over = true; f(v) }
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        if (over || batch.messages.length === 0) return
+        const msgs = batch.messages.slice(0, req.count - done)
+        const last = msgs[msgs.length - 1]
+        const txn = await producer.transaction()
+        try {
+          await txn.send({
+            topic: req.output,
+            acks: -1,
+            messages: msgs.map(m => ({
+              key: m.key, value: Buffer.concat([Buffer.from('transformed: '), m.value]), partition: batch.partition, headers: { 'input-offset': m.offset }
+            }))
+          })
+          await txn.sendOffsets({
+            consumerGroupId: req.group, topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }] }]
+          })
+          if (req.abort) {
+            await txn.abort()
+            end(settle.resolve, msgs.length)
+            return
+          }
+          await txn.commit()
+        } catch (e) {
+          await txn.abort().catch(() => {})
+          end(settle.reject, e)
+          return
+        }
+        done += msgs.length
+        if (done >= req.count) end(settle.resolve, done)
+      }
+    })
+    return await withTimeout(finished, 'transform')
+  } finally {
+    await consumer.disconnect()
     await producer.disconnect()
   }
 }
@@ -111,7 +211,12 @@ async function produce (req) {
 async function readPartition (req, from, onBatch) {
   const kafka = client(req)
   const consumer = kafka.consumer({
-    groupId: `partlog-compat-${process.pid}-${Date.now()}`, heartbeatInterval: 300, sessionTimeout: 10000, maxWaitTimeInMs: 100, allowAutoTopicCreation: false
+    groupId: `partlog-compat-${process.pid}-${Date.now()}`,
+    heartbeatInterval: 300,
+    sessionTimeout: 10000,
+    maxWaitTimeInMs: 100,
+    allowAutoTopicCreation: false,
+    readUncommitted: req.isolation === 'read_uncommitted' // else kafkajs's default, read_committed
   })
   await consumer.connect()
   try {
@@ -239,6 +344,8 @@ const ops = {
   consume_to_end: consumeToEnd,
   member,
   stream,
+  transact,
+  transform,
   create_topic: req => withAdmin(req, async admin => {
     await admin.createTopics({
       waitForLeaders: true,

@@ -92,7 +92,10 @@ def consumer(req, **conf):
 
 
 def consume(req):
-    c = consumer(req)
+    conf = {}
+    if req.get("isolation"):
+        conf["isolation.level"] = req["isolation"]  # else librdkafka's default, read_committed
+    c = consumer(req, **conf)
     try:
         start = req["from"]
         tp = TopicPartition(req["topic"], req["partition"])
@@ -206,6 +209,82 @@ def stream(req):
         raise Exception("records still unacknowledged 60 s after the stop")
 
 
+def transactional_producer(req):
+    """A Producer of the request's transactional.id, its transactions
+    initialised (InitProducerId)."""
+    p = Producer({"bootstrap.servers": req["bootstrap"], "transactional.id": req["transactional_id"], "linger.ms": 5})
+    p.init_transactions(TIMEOUT)
+    return p
+
+
+def transact(req):
+    """Runs each transaction: begin_transaction, produce, flush (every
+    record acknowledged, so that an aborted one's records are in the log
+    too), then commit_transaction or abort_transaction."""
+    p = transactional_producer(req)
+    acked = []
+    for n, txn in enumerate(req["transactions"], 1):
+        p.begin_transaction()
+        outcomes = [None] * len(txn["records"])
+        for i, r in enumerate(txn["records"]):
+            def delivered(err, msg, i=i):
+                outcomes[i] = err if err else msg
+            p.produce(req["topic"], value=raw(r["value"]), key=raw(r["key"]), partition=r["partition"],
+                      headers=[(k, raw(v)) for k, v in r["headers"]], on_delivery=delivered)
+        if p.flush(TIMEOUT) > 0:
+            raise Exception("transaction %d: records still unacknowledged after %d s" % (n, TIMEOUT))
+        for i, o in enumerate(outcomes):
+            if isinstance(o, KafkaError):
+                raise Exception("transaction %d, record %d: %s" % (n, i, o))
+            acked.append({"partition": o.partition(), "offset": o.offset()})
+        if txn["commit"]:
+            p.commit_transaction(TIMEOUT)
+        else:
+            p.abort_transaction(TIMEOUT)
+    return acked
+
+
+def transform(req):
+    """Consumes the input in the group (read_committed, no auto commit) and
+    carries each batch that consume() returns over in a transaction: the
+    transforms produced, send_offsets_to_transaction with the consumer's
+    position and group metadata, commit_transaction -- or, in the run that
+    aborts, abort_transaction after the first, records flushed."""
+    c = consumer(req, **{"group.id": req["group"], "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "heartbeat.interval.ms": 300, "session.timeout.ms": 10000})
+    p = transactional_producer(req)
+    try:
+        c.subscribe([req["input"]])
+        done = 0
+        deadline = time.monotonic() + TIMEOUT
+        while done < req["count"]:
+            if time.monotonic() > deadline:
+                raise Exception("%d of %d records carried over in %d s" % (done, req["count"], TIMEOUT))
+            msgs = c.consume(num_messages=req["count"] - done, timeout=0.5)
+            for msg in msgs:
+                if msg.error():
+                    raise KafkaException(msg.error())
+            if not msgs:
+                continue
+            p.begin_transaction()
+            for msg in msgs:
+                p.produce(req["output"], key=msg.key(), value=b"transformed: " + msg.value(), partition=msg.partition(),
+                          headers=[("input-offset", str(msg.offset()).encode())])
+            consumed = sorted({msg.partition() for msg in msgs})
+            positions = c.position([TopicPartition(req["input"], part) for part in consumed])
+            p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), TIMEOUT)
+            if req["abort"]:
+                if p.flush(TIMEOUT) > 0:
+                    raise Exception("records still unacknowledged after %d s" % TIMEOUT)
+                p.abort_transaction(TIMEOUT)
+                return len(msgs)
+            p.commit_transaction(TIMEOUT)
+            done += len(msgs)
+        return done
+    finally:
+        c.close()
+
+
 def admin(req):
     return AdminClient({"bootstrap.servers": req["bootstrap"]})
 
@@ -289,6 +368,7 @@ def not_in(call):
 
 OPS = {
     "produce": produce, "consume": consume, "consume_to_end": consume_to_end, "member": member, "stream": stream,
+    "transact": transact, "transform": transform,
     "create_topic": create_topic, "partitions": partitions, "delete_topic": delete_topic,
     "create_partitions": create_partitions, "alter_topic_config": alter_topic_config,
     "incremental_alter_topic_config": not_in("incremental_alter_configs (2.2.0)"),
