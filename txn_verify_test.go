@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,11 +44,17 @@ type rawTxn struct {
 	lastEnd *transport.EndTxnRequest
 }
 
-// newRawTxn initialises transactional id id on the node's client.
+// newRawTxn initialises transactional id id on the node's client, with
+// a transaction timeout of txnTimeout.
 func newRawTxn(t *testing.T, ctx context.Context, c txnClient, id string, endTxnVersion int16) *rawTxn {
+	return newRawTxnTimeout(t, ctx, c, id, endTxnVersion, txnTimeout)
+}
+
+// newRawTxnTimeout is newRawTxn with a transaction timeout.
+func newRawTxnTimeout(t *testing.T, ctx context.Context, c txnClient, id string, endTxnVersion int16, timeout time.Duration) *rawTxn {
 	r := &rawTxn{t: t, ctx: ctx, client: c, id: id, version: endTxnVersion, sequence: map[kafka.TopicPartition]int32{}}
 	retryBusy(t, func() error {
-		resp, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: txnTimeout,
+		resp, err := c.InitProducerID(ctx, &transport.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: timeout,
 			ProducerID: -1, ProducerEpoch: -1})
 		if err != nil {
 			return err
