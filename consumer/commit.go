@@ -147,7 +147,9 @@ func (c *Consumer) CommitAsync(ctx context.Context, done func(map[kafka.TopicPar
 
 // Committed returns the group's committed offsets for tps, or for every
 // assigned partition when none is named; a partition without one is left
-// out.
+// out. While a transaction that commits offsets for one of them is
+// undecided (UNSTABLE_OFFSET_COMMIT) it waits, retrying with the
+// consumer's backoff, until ctx is done, as Kafka's committed() does.
 func (c *Consumer) Committed(ctx context.Context, tps ...kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
 	g := c.grp
 	if g == nil {
@@ -159,7 +161,19 @@ func (c *Consumer) Committed(ctx context.Context, tps ...kafka.TopicPartition) (
 			return map[kafka.TopicPartition]CommittedOffset{}, nil
 		}
 	}
-	return g.store.FetchOffsets(ctx, g.cfg.group, tps)
+	for failures := 0; ; failures++ {
+		offsets, err := g.store.FetchOffsets(ctx, g.cfg.group, tps)
+		if !errors.Is(err, kafka.ErrUnstableOffsetCommit) {
+			return offsets, err
+		}
+		r := retry{failures: failures}
+		r.fail(&c.cfg, time.Now(), false)
+		select {
+		case <-time.After(time.Until(r.until)):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("consumer: %w (%w)", ctx.Err(), err)
+		}
+	}
 }
 
 // Lag returns, for each assigned partition with a position and a high

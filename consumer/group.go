@@ -394,6 +394,10 @@ func (g *groupMember) joinAndSync(ctx context.Context) error {
 	g.generation = jr.GenerationID
 	g.leader = jr.Leader == jr.MemberID
 	g.rebalances++
+	// A member of the generation from here on: it heartbeats while it
+	// applies the assignment, whose committed offsets may take a while
+	// (a transaction holding them keeps them UNSTABLE_OFFSET_COMMIT).
+	g.joining = false
 	g.mu.Unlock()
 	return g.apply(ctx, a.Partitions)
 }

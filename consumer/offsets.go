@@ -52,7 +52,9 @@ type OffsetStore interface {
 	// ErrRebalanceInProgress).
 	CommitOffsets(ctx context.Context, group string, gen Generation, offsets map[kafka.TopicPartition]CommittedOffset) error
 	// FetchOffsets returns group's committed offsets for tps; a partition
-	// without one is left out of the map.
+	// without one is left out of the map. A partition whose offset a
+	// transaction holds, until its outcome is known, is an error
+	// matching kafka.ErrUnstableOffsetCommit, which is retriable.
 	FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error)
 }
 
@@ -89,7 +91,10 @@ func (s coordinatorStore) CommitOffsets(ctx context.Context, group string, gen G
 }
 
 func (s coordinatorStore) FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
-	req := &transport.OffsetFetchRequest{Group: group}
+	// require_stable, as Kafka's consumer sends it: an offset a
+	// transaction has committed but whose marker has not yet reached the
+	// group's coordinator is UNSTABLE_OFFSET_COMMIT, not the previous one.
+	req := &transport.OffsetFetchRequest{Group: group, RequireStable: true}
 	if tps != nil {
 		req.Topics = []transport.OffsetFetchTopic{}
 	}

@@ -36,12 +36,10 @@
 // and exits non-zero if a square is missing, duplicated or wrong.
 //
 // The members fetch the group's committed offsets with require_stable
-// (KIP-447), as Kafka's consumer always does, through an OffsetStore of
-// this program's own (stableOffsets in member.go): partlog's consumer
-// fetches them without it, and then a member that rebalances just after
-// committing a transaction may start from the offsets before it — the
-// commit's marker not yet on __consumer_offsets — and square numbers
-// twice.
+// (KIP-447), as partlog's consumer and Kafka's always do: without it, a
+// member that rebalances just after committing a transaction could start
+// from the offsets before it — the commit's marker not yet on
+// __consumer_offsets — and square numbers twice.
 //
 // -break shows what the check catches when the mechanism is switched off:
 // with -break offsets the members commit their offsets with the consumer
@@ -127,11 +125,8 @@ const (
 //
 // The member that takes the dead one's partitions over waits, inside the
 // rebalance, for the dead transaction to end (its offsets are unstable
-// until then): about transactionTimeout less sessionTimeout. partlog's
-// consumer sends no heartbeats while a rebalance fetches offsets, so that
-// wait must stay well below sessionTimeout, or the group drops the
-// survivor too and rebalances again (exactly-once still holds; the run
-// only takes longer).
+// until then): about transactionTimeout less sessionTimeout, heartbeating
+// meanwhile.
 var (
 	sessionTimeout        = time.Second
 	heartbeatInterval     = 100 * time.Millisecond

@@ -13,7 +13,6 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/producer"
-	"github.com/partlog/partlog/transport"
 )
 
 // errCrashed is how a member's loop ends when its process dies.
@@ -63,7 +62,7 @@ func newMember(node *partlog.Node, name string, crashIn int, brk breakMode, out 
 		consumer.SessionTimeout(sessionTimeout), consumer.HeartbeatInterval(heartbeatInterval),
 		consumer.MaxPollRecords(pollRecords), consumer.FetchMaxWait(50*time.Millisecond),
 		consumer.RetryBackoff(20*time.Millisecond), consumer.RetryBackoffMax(100*time.Millisecond),
-		consumer.Offsets(stableOffsets{gc: m.link, onUnstable: m.unstable}),
+		consumer.Offsets(reportingOffsets{OffsetStore: consumer.CoordinatorOffsets(m.link), onUnstable: m.unstable}),
 		consumer.OnPartitionsAssigned(m.assigned),
 		consumer.OnPartitionsRevoked(m.revoked),
 		consumer.OnPartitionsLost(m.lost),
@@ -268,28 +267,16 @@ func (m *member) assigned(ctx context.Context, c *consumer.Consumer, tps []kafka
 }
 
 // committedOffsets returns the group's committed offsets of tps, once
-// they are stable: Committed answers a partition's UNSTABLE_OFFSET_COMMIT
-// with an error, which is retried here.
+// they are stable (Committed waits out UNSTABLE_OFFSET_COMMIT).
 func (m *member) committedOffsets(ctx context.Context, tps []kafka.TopicPartition) (map[kafka.TopicPartition]consumer.CommittedOffset, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitAtMost)
 	defer cancel()
-	for {
-		offsets, err := m.c.Committed(ctx, tps...)
-		if err == nil {
-			m.stable()
-			return offsets, nil
-		}
-		if !kafka.IsRetriable(err) {
-			return nil, err
-		}
-		retry := time.NewTimer(20 * time.Millisecond)
-		select {
-		case <-retry.C:
-		case <-ctx.Done():
-			retry.Stop()
-			return nil, fmt.Errorf("the committed offsets of %s: %w (last error: %w)", describePartitions(tps), ctx.Err(), err)
-		}
+	offsets, err := m.c.Committed(ctx, tps...)
+	if err != nil {
+		return nil, fmt.Errorf("the committed offsets of %s: %w", describePartitions(tps), err)
 	}
+	m.stable()
+	return offsets, nil
 }
 
 // revoked prints the partitions a rebalance takes from the member.
@@ -379,63 +366,22 @@ func (m *member) abandon() {
 	m.p.Close()
 }
 
-// stableOffsets is the group's offsets in its coordinator, fetched as
-// Kafka's consumer fetches them: with require_stable (KIP-447), so that a
-// partition whose offsets are in a transaction still open is answered
+// reportingOffsets is the consumer's own offset store, which fetches with
+// require_stable as Kafka's consumer does (KIP-447), so that a partition
+// whose offsets are in a transaction still open is answered
 // UNSTABLE_OFFSET_COMMIT — retriable: the consumer tries again until the
-// transaction has ended — rather than with the offset committed before
-// it, which the transaction may be about to move on.
-//
-// partlog's consumer does not ask for stable offsets yet (its
-// CoordinatorOffsets sends OffsetFetch without RequireStable); this store
-// stands in for it until it does.
-type stableOffsets struct {
-	gc         transport.GroupClient
+// transaction has ended — rather than with the offset committed before it.
+// It tells onUnstable when that happens, for the program's progress lines.
+type reportingOffsets struct {
+	consumer.OffsetStore
 	onUnstable func([]kafka.TopicPartition)
 }
 
-// CommitOffsets commits through the coordinator, as the consumer's own
-// store does.
-func (s stableOffsets) CommitOffsets(ctx context.Context, group string, gen consumer.Generation, offsets map[kafka.TopicPartition]consumer.CommittedOffset) error {
-	return consumer.CoordinatorOffsets(s.gc).CommitOffsets(ctx, group, gen, offsets)
-}
-
-// FetchOffsets fetches the stable offsets of tps.
-func (s stableOffsets) FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]consumer.CommittedOffset, error) {
-	req := &transport.OffsetFetchRequest{Group: group, RequireStable: true}
-	for _, tp := range tps {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-			req.Topics = append(req.Topics, transport.OffsetFetchTopic{Topic: tp.Topic})
-		}
-		t := &req.Topics[len(req.Topics)-1]
-		t.Partitions = append(t.Partitions, tp.Partition)
+// FetchOffsets fetches the stable offsets of tps, reporting a wait.
+func (s reportingOffsets) FetchOffsets(ctx context.Context, group string, tps []kafka.TopicPartition) (map[kafka.TopicPartition]consumer.CommittedOffset, error) {
+	offsets, err := s.OffsetStore.FetchOffsets(ctx, group, tps)
+	if errors.Is(err, kafka.ErrUnstableOffsetCommit) {
+		s.onUnstable(tps)
 	}
-	resp, err := s.gc.OffsetFetch(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Err != nil {
-		return nil, resp.Err
-	}
-	offsets := map[kafka.TopicPartition]consumer.CommittedOffset{}
-	var errs []error
-	var unstable []kafka.TopicPartition
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			switch {
-			case errors.Is(p.Err, kafka.ErrUnstableOffsetCommit):
-				unstable = append(unstable, tp)
-				errs = append(errs, fmt.Errorf("%v: %w", tp, p.Err))
-			case p.Err != nil:
-				errs = append(errs, fmt.Errorf("%v: %w", tp, p.Err))
-			case p.Offset >= 0:
-				offsets[tp] = consumer.CommittedOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
-			}
-		}
-	}
-	if len(unstable) > 0 && s.onUnstable != nil {
-		s.onUnstable(unstable)
-	}
-	return offsets, errors.Join(errs...)
+	return offsets, err
 }
