@@ -274,6 +274,16 @@ func eachLogBatch(t *testing.T, l *log.Log, fn func(record.Header, *record.Batch
 	}
 }
 
+// highWatermark returns tp's high watermark.
+func (c *testCluster) highWatermark(t *testing.T, ctx context.Context, client txnClient, tp kafka.TopicPartition) int64 {
+	resp, err := client.ListOffsets(ctx, &transport.ListOffsetsRequest{ReplicaID: kafka.ConsumerReplicaID,
+		Topics: []transport.ListOffsetsTopic{{Topic: tp.Topic, Partitions: []transport.ListOffsetsPartition{
+			{Partition: tp.Partition, CurrentLeaderEpoch: -1, Timestamp: kafka.LatestTimestamp}}}}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Topics[0].Partitions[0].Err)
+	return resp.Topics[0].Partitions[0].Offset
+}
+
 // stable reports whether tp's last stable offset is its high watermark.
 func (c *testCluster) stable(t *testing.T, ctx context.Context, client txnClient, tp kafka.TopicPartition) bool {
 	list := func(iso kafka.IsolationLevel) (int64, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/xsync"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 )
@@ -48,7 +49,7 @@ type coordinatorPartitions struct {
 	createMu sync.Mutex
 	// loadMu orders the loads and unloads of partitions, which run in the
 	// background.
-	loadMu sync.Mutex
+	loadMu xsync.Mutex
 
 	mu  sync.Mutex
 	led map[int32]*partitionLeadership

@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/partlog/partlog/internal/xsync"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
@@ -55,14 +55,17 @@ type Coordinator struct {
 	log  Log
 	opts Options
 
-	mu     sync.Mutex
+	// mu is held across the writes of group metadata to the log, which
+	// wait for replication: an xsync.Mutex, so that a bubble's clock
+	// moves on while requests wait for it.
+	mu     xsync.Mutex
 	groups map[string]*group
 	closed bool
 	// commitLocks orders each group's commits: a commit holds its group's
 	// lock from its checks to its cache update, and the coordinator's
 	// lock only around them, not while its records are written, so that
 	// the commits of different groups share fsyncs.
-	commitLocks map[string]*sync.Mutex
+	commitLocks map[string]*xsync.Mutex
 	// pending holds the offsets of open transactions, by partition of
 	// __consumer_offsets, then producer id (txn_offsets.go).
 	pending map[int32]map[int64]pendingTxn
@@ -71,7 +74,7 @@ type Coordinator struct {
 // New returns a coordinator that writes to log. Load replays what log holds
 // before requests come in.
 func New(log Log, opts Options) *Coordinator {
-	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*sync.Mutex{},
+	return &Coordinator{log: log, opts: opts.withDefaults(), groups: map[string]*group{}, commitLocks: map[string]*xsync.Mutex{},
 		pending: map[int32]map[int64]pendingTxn{}}
 }
 

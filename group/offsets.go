@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
-	"sync"
 
+	"github.com/partlog/partlog/internal/xsync"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
@@ -18,7 +18,7 @@ func (c *Coordinator) Commit(req *transport.OffsetCommitRequest) *transport.Offs
 	c.mu.Lock()
 	lock := c.commitLocks[req.Group]
 	if lock == nil {
-		lock = new(sync.Mutex)
+		lock = new(xsync.Mutex)
 		c.commitLocks[req.Group] = lock
 	}
 	c.mu.Unlock()

@@ -133,11 +133,6 @@ type transaction struct {
 	client transport.TxnClient
 	id     string
 
-	// addMu is held by the goroutine that adds partitions for as long as
-	// it runs, and taken by endTxn, so that no AddPartitionsToTxn races
-	// an EndTxn.
-	addMu sync.Mutex
-
 	mu sync.Mutex
 	// state is the TransactionState, written under mu; Produce reads it
 	// without.
@@ -149,9 +144,13 @@ type transaction struct {
 	// partition or the offsets were added, so it must be ended with EndTxn.
 	started bool
 	// pending are the partitions waiting to be added; adding says a
-	// goroutine adds them.
+	// goroutine adds them, and addDone is closed when it returns, so that
+	// endTxn waits for it and no AddPartitionsToTxn races an EndTxn. (A
+	// channel, not a mutex held across the goroutine's retries: waiting
+	// on one is a durable block, as testing/synctest needs.)
 	pending []*partitionState
 	adding  bool
+	addDone chan struct{}
 }
 
 // stateOf returns the transaction's state.
@@ -436,8 +435,12 @@ func (p *Producer) AbortTransaction(ctx context.Context) error {
 // ctx), and makes the producer ready for the next one.
 func (p *Producer) endTxn(ctx context.Context, result transport.TxnResult) error {
 	t := p.txn
-	t.addMu.Lock()
-	t.addMu.Unlock()
+	t.mu.Lock()
+	adding := t.addDone
+	t.mu.Unlock()
+	if adding != nil {
+		<-adding
+	}
 	t.mu.Lock()
 	started := t.started
 	t.mu.Unlock()
@@ -584,7 +587,7 @@ func (p *Producer) requestPartitions(needed []*partitionState) {
 		}
 	}
 	if len(t.pending) > 0 && !t.adding {
-		t.adding = true
+		t.adding, t.addDone = true, make(chan struct{})
 		p.goroutines.Go(p.addPartitions)
 	}
 }
@@ -596,14 +599,13 @@ func (p *Producer) requestPartitions(needed []*partitionState) {
 // and fails them.
 func (p *Producer) addPartitions() {
 	t := p.txn
-	t.addMu.Lock()
-	defer t.addMu.Unlock()
 	for {
 		t.mu.Lock()
 		parts := t.pending
 		t.pending = nil
 		if len(parts) == 0 {
 			t.adding = false
+			close(t.addDone)
 			t.mu.Unlock()
 			return
 		}
