@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/stretchr/testify/require"
 
@@ -327,7 +328,7 @@ func requireTxnConsistent(t tb, l *plog.Log, h *txnHistory, what string) {
 			markers[b.h.BaseOffset] = true
 			continue
 		}
-		if m := h.batchTxn[b.h.BaseOffset]; m != nil {
+		if m := h.batchTxn[b.h.BaseOffset]; m != nil && b.h.ProducerID == m.pid {
 			if _, ok := firstLeft[m]; !ok {
 				firstLeft[m] = b.h.BaseOffset
 			}
@@ -343,7 +344,7 @@ func requireTxnConsistent(t tb, l *plog.Log, h *txnHistory, what string) {
 		if m.aborted {
 			require.True(t, slices.ContainsFunc(entries, func(e segment.AbortedTxn) bool {
 				return e.ProducerID == m.pid && e.FirstOffset <= first && e.LastOffset == m.marker
-			}), "%s: %v has a batch at %d but no .txnindex entry: %v", what, m, first, entries)
+			}), "%s: %v has a batch at %d but no .txnindex entry: %v\n%s", what, m, first, entries, dumpBatches(bs))
 		}
 	}
 	for _, e := range entries {
@@ -367,4 +368,13 @@ func writtenOf(rs []txnRecord) []written {
 		out = append(out, r.written)
 	}
 	return out
+}
+
+// dumpBatches lists batches, one a line, for failure messages.
+func dumpBatches(bs []logBatch) string {
+	var sb strings.Builder
+	for _, b := range bs {
+		fmt.Fprintf(&sb, "%d-%d pid=%d e=%d ctl=%v txn=%v n=%d marker=%d hz=%v\n", b.h.BaseOffset, b.h.LastOffset(), b.h.ProducerID, b.h.ProducerEpoch, b.h.Attributes.IsControl(), b.h.Attributes.IsTransactional(), b.h.NumRecords, b.marker, b.h.Attributes.HasDeleteHorizon())
+	}
+	return sb.String()
 }
