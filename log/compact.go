@@ -161,11 +161,11 @@ func (l *Log) firstDirtyLocked() int64 {
 }
 
 // Clean compacts the log when its policy includes compact, as Kafka's log
-// cleaner does, and does nothing otherwise. It is CleanWithin with
-// CleanBounds{UpTo: upTo}, keeping no marker that it need not: for a log
-// without a producer state to load, such as one a program reads and
-// writes by itself. A partition's log is cleaned by the partition (see
-// partition.Partition.Clean), which knows the bounds.
+// cleaner does, and does nothing otherwise: it is CleanWithin up to upTo
+// (pass the last stable offset, or the log end offset when no transaction
+// is open), without a bound on the removal of markers, for a log no
+// producer state snapshot is loaded with. A partition's log is cleaned by
+// the partition (see partition.Partition.Clean), which knows both bounds.
 func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	return l.CleanWithin(ctx, CleanBounds{UpTo: upTo, KeepMarkersFrom: math.MaxInt64})
 }
@@ -192,22 +192,21 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 // the last batch of a rewritten segment (so that the segment keeps its end
 // offset).
 //
-// Transactions are cleaned as Kafka cleans them (see compact_txn.go): an
-// aborted transaction's batches go whatever their keys, and its records
-// never supersede another; a committed transaction's records are
-// compacted as any; a transaction with no marker in the log stays whole
-// and supersedes nothing. A marker stays while a batch of its transaction
-// is in the log; once none is, it is stamped with a delete horizon as a
-// tombstone is, and the first clean after the horizon removes it, unless
-// it lies at or above b.KeepMarkersFrom or holds its producer's epoch. A
-// cleaned segment carries the .txnindex entries of the segments it
-// replaces, but those of transactions whose batches were all gone when
-// the clean began.
+// Transactions are cleaned as Kafka cleans them: an aborted transaction's
+// batches go whatever their keys, and its records never supersede
+// another; a committed transaction's records are compacted as any; a
+// transaction with no marker in the log stays whole and supersedes
+// nothing. A marker stays while a batch of its transaction is in the log;
+// once none is, it is stamped with a delete horizon as a tombstone is, and
+// the first clean after the horizon removes it, unless it lies at or
+// above b.KeepMarkersFrom or holds its producer's epoch. A cleaned segment
+// carries the .txnindex entries of the segments it replaces, but those of
+// transactions whose batches were all gone when the clean began.
 //
 // Each cleaned segment is written aside (".cleaned"), made durable, then
 // swapped in crash-safely (see Open): appends and reads go on meanwhile,
-// blocked only while the segment list changes. Clean returns ctx's error
-// when ctx ends first, ErrClosed when the log is closed meanwhile (Close
+// blocked only while the segment list changes. A clean returns ctx's
+// error when ctx ends first, ErrClosed when the log is closed meanwhile (Close
 // stops the clean and waits for it), and ErrCleanAborted when retention or
 // truncation changed the segments under it. Before a swap commits, an
 // error leaves the log as it was, its .cleaned files removed; a failure
