@@ -50,7 +50,7 @@ func (n *Broker) cleanAll(ctx context.Context) error {
 			return err
 		}
 		name := partitionName(p)
-		st, err := p.Log().Clean(ctx, p.HighWatermark())
+		st, err := p.Clean(ctx) // up to the last stable offset
 		switch {
 		case errors.Is(err, log.ErrCleanAborted):
 			n.logger.Info("log clean aborted; the next pass retries", "partition", name)
@@ -62,7 +62,8 @@ func (n *Broker) cleanAll(ctx context.Context) error {
 			cleaned = true
 			n.logger.Info("cleaned log", "partition", name, "dirty_ratio", st.DirtyRatio,
 				"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten,
-				"records_read", st.RecordsRead, "records_kept", st.RecordsKept)
+				"records_read", st.RecordsRead, "records_kept", st.RecordsKept,
+				"aborted_records_removed", st.AbortedRecordsRemoved, "markers_removed", st.MarkersRemoved)
 		}
 	}
 	if cleaned {

@@ -9,28 +9,30 @@ import (
 	"github.com/partlog/partlog/segment"
 )
 
-// cleaner is one Clean's working state.
+// cleaner is one clean's working state.
 type cleaner struct {
-	l     *Log
-	now   int64 // the clean's time, for delete horizons
-	stats *CleanStats
+	l      *Log
+	now    int64 // the clean's time, for delete horizons
+	bounds CleanBounds
+	stats  *CleanStats
 
-	offsets       *offsetMap
-	producerTails map[int64]int64 // producer ID -> base offset of its last data batch
-	txns          cleanerTxns
+	offsets *offsetMap
+	tails   map[int64]*producerTail // producer ID -> where its state lies
+	txns    cleanerTxns
 
 	// Scratch reused from batch to batch.
 	records []record.Record
 	keep    []int
+	kept    []record.Record
 	builder *record.Builder
 	out     []byte
 	scratch []byte
 	headers []record.Header
 }
 
-func newCleaner(l *Log, now int64, st *CleanStats) *cleaner {
-	return &cleaner{l: l, now: now, stats: st, offsets: newOffsetMap(), producerTails: map[int64]int64{},
-		txns:    cleanerTxns{open: map[int64]int64{}, aborted: map[int64][][2]int64{}},
+func newCleaner(l *Log, now int64, b CleanBounds, st *CleanStats) *cleaner {
+	return &cleaner{l: l, now: now, bounds: b, stats: st, offsets: newOffsetMap(), tails: map[int64]*producerTail{},
+		txns:    cleanerTxns{open: map[int64]int64{}, aborted: map[int64][][2]int64{}, live: map[int64]bool{}},
 		builder: record.NewBuilder(record.DefaultBatchOptions())}
 }
 
@@ -118,9 +120,9 @@ func (c *cleaner) cleanGroup(ctx context.Context, group []*segment.Segment) (*se
 }
 
 // copyTxnIndexes gives the cleaned segment the .txnindex entries of the
-// segments it replaces, whose markers it keeps — and a .txnindex even when
-// there are none, which an interrupted swap's recovery relies on (see
-// swap.go).
+// segments it replaces, but those of transactions the clean found empty
+// (see keepsAbortedTxn) — and a .txnindex even when there are none, which
+// an interrupted swap's recovery relies on (see swap.go).
 func (c *cleaner) copyTxnIndexes(group []*segment.Segment, out *segment.Segment) error {
 	l := c.l
 	if err := out.EnsureTxnIndex(); err != nil {
@@ -143,6 +145,9 @@ func (c *cleaner) copyTxnIndexes(group []*segment.Segment, out *segment.Segment)
 			return fmt.Errorf("log: clean %s: %w", l.dir, err)
 		}
 		for _, e := range es {
+			if !c.keepsAbortedTxn(e) {
+				continue
+			}
 			if err := out.AppendAbortedTxn(e); err != nil {
 				return fmt.Errorf("log: clean %s: %w", l.dir, err)
 			}
@@ -193,10 +198,21 @@ func (c *cleaner) write(out *segment.Segment) error {
 // call.
 func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []byte, same bool, err error) {
 	if h.Attributes.IsControl() {
-		return batch, true, nil // transaction markers stay
+		return c.filterControl(&h, batch, mustKeep)
 	}
-	if c.txns.keepsWhole(&h) {
-		return batch, true, nil // an open or aborted transaction's records stay as they are
+	switch c.txns.state(&h) {
+	case txnOpen:
+		return batch, true, nil // undecided: its records stay as they are
+	case txnAborted:
+		if c.l.cleaning.off.keepAborted {
+			return batch, true, nil
+		}
+		c.stats.RecordsRead += int64(h.NumRecords)
+		c.stats.AbortedRecordsRemoved += int64(h.NumRecords)
+		return c.emptied(&h, batch, mustKeep)
+	}
+	if h.NumRecords == 0 {
+		return c.emptied(&h, batch, mustKeep)
 	}
 	b, err := record.DecodeInto(c.records, batch, record.SkipCRC) // the scanner checked it
 	if err != nil {
@@ -226,24 +242,33 @@ func (c *cleaner) filter(h record.Header, batch []byte, mustKeep bool) (kept []b
 	case len(c.keep) == len(b.Records) && !needHorizon:
 		return batch, true, nil
 	case len(c.keep) == 0:
-		if tail, ok := c.producerTails[h.ProducerID]; mustKeep || ok && tail == h.BaseOffset {
-			return record.EmptyBatch(h), false, nil
-		}
-		return nil, false, nil
+		return c.emptied(&h, batch, mustKeep)
 	}
+	c.kept = c.kept[:0]
+	for _, i := range c.keep {
+		c.kept = append(c.kept, b.Records[i])
+	}
+	return c.rewrite(&h, c.kept, needHorizon), false, nil
+}
+
+// rewrite returns h's batch with only the records kept (at least one),
+// and with a delete horizon DeleteRetentionMs ahead when stampHorizon. The
+// batch keeps its offset range. The returned bytes are valid until the
+// next call.
+func (c *cleaner) rewrite(h *record.Header, kept []record.Record, stampHorizon bool) []byte {
 	opts := h.Options()
-	if needHorizon {
+	if stampHorizon {
 		opts.DeleteHorizon = max(c.now+max(c.l.options().DeleteRetentionMs.Milliseconds(), 0), 1)
 	}
 	c.builder.Reset(opts)
-	for _, i := range c.keep {
-		c.builder.AppendWithOffset(b.Records[i])
+	for _, r := range kept {
+		c.builder.AppendWithOffset(r)
 	}
 	c.scratch = c.builder.AppendTo(c.scratch[:0])
 	// The batch keeps its offset range; rewriting the delta costs a
 	// second CRC pass, needed only when its last record went.
-	if last := b.Records[c.keep[len(c.keep)-1]]; last.Offset != h.LastOffset() {
+	if last := kept[len(kept)-1]; last.Offset != h.LastOffset() {
 		record.SetLastOffsetDelta(c.scratch, h.LastOffsetDelta)
 	}
-	return c.scratch, false, nil
+	return c.scratch
 }

@@ -108,7 +108,7 @@ type CleanStats struct {
 	// had been compacted before.
 	FirstDirtyOffset int64
 	// FirstUncleanableOffset is where the cleanable section ended: the
-	// active segment, the segment holding the upTo offset, or the first
+	// active segment, the segment holding the UpTo offset, or the first
 	// dirty segment younger than MinCompactionLagMs. After a clean it is
 	// the new first dirty offset.
 	FirstUncleanableOffset int64
@@ -123,6 +123,27 @@ type CleanStats struct {
 	// replaced and those kept; TombstonesRemoved counts the tombstones
 	// removed because their delete horizon had passed.
 	RecordsRead, RecordsKept, TombstonesRemoved int64
+	// AbortedRecordsRemoved counts the records of aborted transactions
+	// removed, and MarkersRemoved the transaction markers removed once
+	// their transactions were empty and their delete horizons had passed.
+	AbortedRecordsRemoved, MarkersRemoved int64
+}
+
+// CleanBounds are the offsets a clean stays below that only the log's
+// owner knows: the partition, which keeps the transactions and the
+// producer state.
+type CleanBounds struct {
+	// UpTo ends the cleanable section: only whole sealed segments ending
+	// at or below it are cleaned. A partition passes its last stable
+	// offset, as Kafka's cleaner stops at it: nothing of a transaction
+	// not yet decided, nor anything after its first offset, is cleaned.
+	UpTo int64
+	// KeepMarkersFrom keeps every transaction marker at or above it, even
+	// once its transaction is empty and its delete horizon has passed. A
+	// partition passes the offset of its oldest producer state snapshot:
+	// a load from a snapshot taken inside a transaction finds the
+	// transaction open, and needs its marker to close it.
+	KeepMarkersFrom int64
 }
 
 // FirstDirtyOffset returns the offset below which the log has been
@@ -140,14 +161,23 @@ func (l *Log) firstDirtyLocked() int64 {
 }
 
 // Clean compacts the log when its policy includes compact, as Kafka's log
-// cleaner does, and does nothing otherwise.
+// cleaner does, and does nothing otherwise: it is CleanWithin up to upTo
+// (pass the last stable offset, or the log end offset when no transaction
+// is open), without a bound on the removal of markers, for a log no
+// producer state snapshot is loaded with. A partition's log is cleaned by
+// the partition (see partition.Partition.Clean), which knows both bounds.
+func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
+	return l.CleanWithin(ctx, CleanBounds{UpTo: upTo, KeepMarkersFrom: math.MaxInt64})
+}
+
+// CleanWithin compacts the log when its policy includes compact, as
+// Kafka's log cleaner does, and does nothing otherwise.
 //
-// Only whole sealed segments ending at or below upTo are cleaned (pass the
-// high watermark, or the last stable offset once transactions exist);
+// Only whole sealed segments ending at or below b.UpTo are cleaned;
 // neither the active segment nor a segment from the first dirty one whose
 // newest record is younger than MinCompactionLagMs is. The dirty section
-// runs from FirstDirtyOffset to there. Clean does nothing unless the dirty
-// bytes are at least MinCleanableDirtyRatio of the cleanable bytes.
+// runs from FirstDirtyOffset to there. A clean does nothing unless the
+// dirty bytes are at least MinCleanableDirtyRatio of the cleanable bytes.
 //
 // A clean maps each key of the dirty section to its latest offset, then
 // rewrites the cleanable segments, merging neighbours up to SegmentBytes,
@@ -155,24 +185,33 @@ func (l *Log) firstDirtyLocked() int64 {
 // cleaned log has gaps. Records without a key go. A tombstone (null value)
 // that is the latest of its key stays, and its batch is stamped with a
 // delete horizon DeleteRetentionMs ahead (KIP-534); the first clean after
-// the horizon removes it. Control batches stay whole, and so do the
-// batches of transactions still open at the end of the log or aborted,
-// whose records supersede none (a committed transaction's records are
-// compacted as any). A batch whose records all went stays, empty, when it
-// is the last data batch of its producer (so that its producer ID, epoch
-// and sequence range survive) or the last batch of a rewritten segment
-// (so that the segment keeps its end offset). A cleaned segment carries
-// the .txnindex entries of the segments it replaces.
+// the horizon removes it. A batch whose records all went stays, empty,
+// when it holds its producer's state — its last data batch, whose producer
+// ID, epoch and sequence range survive, or its last marker when that
+// began a newer epoch — and, as an empty batch of no producer, when it is
+// the last batch of a rewritten segment (so that the segment keeps its end
+// offset).
+//
+// Transactions are cleaned as Kafka cleans them: an aborted transaction's
+// batches go whatever their keys, and its records never supersede
+// another; a committed transaction's records are compacted as any; a
+// transaction with no marker in the log stays whole and supersedes
+// nothing. A marker stays while a batch of its transaction is in the log;
+// once none is, it is stamped with a delete horizon as a tombstone is, and
+// the first clean after the horizon removes it, unless it lies at or
+// above b.KeepMarkersFrom or holds its producer's epoch. A cleaned segment
+// carries the .txnindex entries of the segments it replaces, but those of
+// transactions whose batches were all gone when the clean began.
 //
 // Each cleaned segment is written aside (".cleaned"), made durable, then
 // swapped in crash-safely (see Open): appends and reads go on meanwhile,
-// blocked only while the segment list changes. Clean returns ctx's error
-// when ctx ends first, ErrClosed when the log is closed meanwhile (Close
+// blocked only while the segment list changes. A clean returns ctx's
+// error when ctx ends first, ErrClosed when the log is closed meanwhile (Close
 // stops the clean and waits for it), and ErrCleanAborted when retention or
 // truncation changed the segments under it. Before a swap commits, an
 // error leaves the log as it was, its .cleaned files removed; a failure
 // while swapping fails the log (ErrStorage), and Open completes the swap.
-func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
+func (l *Log) CleanWithin(ctx context.Context, b CleanBounds) (CleanStats, error) {
 	if !l.options().CleanupPolicy.Compacts() {
 		return CleanStats{}, nil
 	}
@@ -182,7 +221,7 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 		return CleanStats{}, err
 	}
 	now := l.nowMs()
-	p := l.planClean(upTo, now)
+	p := l.planClean(b.UpTo, now)
 	st := CleanStats{FirstDirtyOffset: p.firstDirty, FirstUncleanableOffset: p.firstUncleanable}
 	if p.dirtyBytes == 0 {
 		return st, nil
@@ -192,8 +231,8 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 		return st, nil
 	}
 	st.Cleaned = true
-	c := newCleaner(l, now, &st)
-	if err := c.findProducerTails(ctx, p.all); err != nil {
+	c := newCleaner(l, now, b, &st)
+	if err := c.scanTransactions(ctx, p.all); err != nil {
 		return st, l.cleanFailed(p, err)
 	}
 	if err := c.buildOffsetMap(ctx, p.cleanable[p.dirty:]); err != nil {
@@ -230,7 +269,8 @@ func (l *Log) Clean(ctx context.Context, upTo int64) (CleanStats, error) {
 	l.mu.Unlock()
 	l.logger.Info("cleaned log", "first_dirty", p.firstDirty, "first_uncleanable", p.firstUncleanable,
 		"dirty_ratio", st.DirtyRatio, "segments_read", st.SegmentsRead, "segments_written", st.SegmentsWritten,
-		"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten)
+		"bytes_read", st.BytesRead, "bytes_written", st.BytesWritten,
+		"aborted_records_removed", st.AbortedRecordsRemoved, "markers_removed", st.MarkersRemoved)
 	return st, nil
 }
 
@@ -246,6 +286,10 @@ type cleaning struct {
 	generation uint64
 	// closing tells a clean in progress to stop: Close waits for it.
 	closing atomic.Bool
+	// off switches transaction rules off, for tests that show each one
+	// matters. Set before the log is used; the zero value is the
+	// cleaner as documented.
+	off cleanerRules
 }
 
 // stopCleaning makes a clean in progress stop at its next segment and waits

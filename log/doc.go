@@ -57,11 +57,15 @@
 //
 // # Compaction
 //
-// A log whose CleanupPolicy includes compact is compacted by Clean, as
-// Kafka's log cleaner does it: the latest record of each key stays at its
-// offset and older ones go, tombstones go DeleteRetentionMs after the clean
-// that first kept them, and control batches, the batches of open and
-// aborted transactions, and each producer's last batch stay. A cleaned segment replaces the ones it came from crash-safely
+// A log whose CleanupPolicy includes compact is compacted by Clean (or
+// CleanWithin, with the bounds its partition knows), as Kafka's log
+// cleaner does it: the latest record of each key stays at its offset and
+// older ones go; tombstones go DeleteRetentionMs after the clean that
+// first kept them; aborted transactions' records go, and supersede none;
+// a transaction marker goes DeleteRetentionMs after the clean that first
+// found its transaction empty; each producer's last batch stays. Nothing
+// at or above the bound the caller passes — the last stable offset — is
+// cleaned. A cleaned segment replaces the ones it came from crash-safely
 // through ".cleaned", ".swap" and ".deleted" files, which Open finishes or
 // rolls back. A Dir keeps each log's first dirty offset in Kafka's
 // cleaner-offset-checkpoint.
