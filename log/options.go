@@ -72,8 +72,10 @@ type Options struct {
 	CleanupPolicy CleanupPolicy
 	// DeleteRetentionMs is delete.retention.ms: how long a tombstone (a
 	// record with a null value) stays after the clean that first kept it
-	// as the latest value of its key. Zero means 1 day; negative means
-	// none, so the next clean removes it.
+	// as the latest value of its key, and how long a transaction marker
+	// stays after the clean that first found its transaction's records
+	// all cleaned away. Zero means 1 day; negative means none, so the next
+	// clean removes it.
 	DeleteRetentionMs time.Duration
 	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: Clean compacts
 	// only once the dirty bytes are at least this share of the cleanable
