@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"sync"
 
@@ -79,6 +80,28 @@ func parseTxnEntry(b []byte, prev, base, next int64) (AbortedTxn, error) {
 		return e, fmt.Errorf("last stable offset %d for a marker at %d", e.LastStableOffset, e.LastOffset)
 	}
 	return e, nil
+}
+
+// DecodeTxnIndex decodes the contents of the .txnindex of the segment
+// whose base offset is base, as a tool reads it: it returns the entries
+// in order up to the first that is damaged — a version other than 0, a
+// negative producer id, offsets out of order or below base — or a partial
+// entry at the end, and an error naming that entry's position; nil when
+// every byte decoded.
+func DecodeTxnIndex(data []byte, base int64) ([]AbortedTxn, error) {
+	var out []AbortedTxn
+	prev := int64(-1)
+	for pos := 0; pos < len(data); pos += TxnIndexEntrySize {
+		if len(data)-pos < TxnIndexEntrySize {
+			return out, fmt.Errorf("%w: a partial entry of %d bytes at position %d", ErrCorrupt, len(data)-pos, pos)
+		}
+		e, err := parseTxnEntry(data[pos:pos+TxnIndexEntrySize], prev, base, math.MaxInt64)
+		if err != nil {
+			return out, fmt.Errorf("%w: entry at position %d: %v", ErrCorrupt, pos, err)
+		}
+		out, prev = append(out, e), e.LastOffset
+	}
+	return out, nil
 }
 
 // txnIndex is a segment's .txnindex file: the aborted transactions whose

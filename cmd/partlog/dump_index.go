@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/partlog/partlog/index"
@@ -328,4 +329,27 @@ func (l *logFile) find(offset int64) (h record.Header, found bool, err error) {
 		l.cur, l.hasCur = l.sc.Header(), true
 	}
 	return l.cur, true, nil
+}
+
+// dumpTxnIndex prints the aborted transactions of the .txnindex at path,
+// a line each as Kafka's DumpLogSegments prints them, up to the first
+// damaged entry, which is reported.
+func dumpTxnIndex(out *bufio.Writer, path string, base int64) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		fmt.Fprintf(out, "%s is empty.\n", path)
+		return nil
+	}
+	txns, err := segment.DecodeTxnIndex(data, base)
+	for _, e := range txns {
+		fmt.Fprintf(out, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStableOffset)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

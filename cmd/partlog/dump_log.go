@@ -115,10 +115,10 @@ func dumpFile(out *bufio.Writer, path string, opts dumpLogOptions) error {
 	fmt.Fprintf(out, "Dumping %s\n", path)
 	suffix := filepath.Ext(path)
 	switch suffix {
-	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix:
+	case segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix:
 	default:
-		return fmt.Errorf("%s: unsupported file type %q; dump-log reads %s, %s and %s files",
-			path, suffix, segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix)
+		return fmt.Errorf("%s: unsupported file type %q; dump-log reads %s, %s, %s and %s files",
+			path, suffix, segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix)
 	}
 	base, _, ok := segment.ParseFileName(filepath.Base(path))
 	if !ok {
@@ -130,6 +130,8 @@ func dumpFile(out *bufio.Writer, path string, opts dumpLogOptions) error {
 		return dumpLog(out, path, base, opts)
 	case segment.IndexSuffix:
 		return dumpOffsetIndex(out, path, base, opts.verifyIndexOnly)
+	case segment.TxnIndexSuffix:
+		return dumpTxnIndex(out, path, base)
 	default:
 		return dumpTimeIndex(out, path, base, opts.verifyIndexOnly)
 	}

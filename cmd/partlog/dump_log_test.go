@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/index"
+	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/segment"
 	"github.com/partlog/partlog/vfs"
@@ -307,7 +310,7 @@ func TestDumpLogBadFiles(t *testing.T) {
 	fx := writeSegment(t, 0, mixedBatches()...)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "00000000000000000000.log")
-	other := filepath.Join(dir, "00000000000000000000.txnindex")
+	other := filepath.Join(dir, "00000000000000000000.snapshot")
 	badName := filepath.Join(dir, "segment.log")
 	require.NoError(t, os.WriteFile(other, nil, 0o644))
 	require.NoError(t, os.WriteFile(badName, nil, 0o644))
@@ -318,7 +321,7 @@ func TestDumpLogBadFiles(t *testing.T) {
 	require.Equal(t, append(want, fx.batchLines(nil)...), lines(stdout), "the good file is dumped")
 	require.Equal(t, []string{
 		"partlog: dump-log: open " + missing + ": no such file or directory",
-		"partlog: dump-log: " + other + `: unsupported file type ".txnindex"; dump-log reads .log, .index and .timeindex files`,
+		"partlog: dump-log: " + other + `: unsupported file type ".snapshot"; dump-log reads .log, .index, .timeindex and .txnindex files`,
 		"partlog: dump-log: " + badName + ": not a segment file name: want the base offset in 20 digits, as in 00000000000000000000.log",
 	}, lines(stderr))
 }
@@ -391,4 +394,42 @@ func TestDumpLogControlTypesAndDeleteHorizon(t *testing.T) {
 	require.True(t, strings.HasPrefix(got[7], "| offset: 3 CreateTime: 1700000000003 keySize: 1 valueSize: -1 sequence: -1 headerKeys: [] controlRecord: invalid (record: corrupt record batch: "), got[7])
 	require.Contains(t, got[8], " deleteHorizonMs: OptionalLong[1700086400000] position: ")
 	require.Equal(t, "| offset: 4 CreateTime: 1700000000004 keySize: 1 valueSize: -1 sequence: -1 headerKeys: [] key: k", got[9])
+}
+
+// TestDumpLogTxnIndex: dump-log prints a .txnindex a line per aborted
+// transaction, as kafka-dump-log does, and a damaged tail after the good
+// entries; a .log shows the transaction's markers.
+func TestDumpLogTxnIndex(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	n, err := partlog.Open(dir)
+	require.NoError(t, err)
+	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+	p, err := producer.New(n.Client(), producer.TransactionalID("tx"))
+	require.NoError(t, err)
+	for _, end := range []func(context.Context) error{p.AbortTransaction, p.CommitTransaction} {
+		require.NoError(t, p.BeginTransaction())
+		require.NoError(t, p.ProduceSync(ctx, &producer.Record{Topic: "t", Value: []byte("v")}).FirstErr())
+		require.NoError(t, end(ctx))
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, n.Close())
+
+	txnindex := filepath.Join(dir, "t-0", "00000000000000000000.txnindex")
+	stdout, stderr, code := cli(t, "dump-log", "--print-data-log", txnindex, filepath.Join(dir, "t-0", "00000000000000000000.log"))
+	require.Equal(t, exitOK, code, stderr)
+	got := lines(stdout)
+	require.Equal(t, []string{"Dumping " + txnindex, "version: 0 producerId: 0 firstOffset: 0 lastOffset: 1 lastStableOffset: 2"}, got[:2])
+	require.Contains(t, stdout, "endTxnMarker: ABORT coordinatorEpoch: 0")
+	require.Contains(t, stdout, "endTxnMarker: COMMIT coordinatorEpoch: 0")
+
+	f, err := os.OpenFile(txnindex, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0, 0, 0, 0, 1})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	stdout, stderr, code = cli(t, "dump-log", txnindex)
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, got[:2], lines(stdout), "the good entry is printed")
+	require.Equal(t, []string{"partlog: dump-log: " + txnindex + ": segment: corrupt record batch: a partial entry of 5 bytes at position 34"}, lines(stderr))
 }
