@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -301,5 +302,43 @@ func TestTxnLateProduceAfterNextTransactionAdded(t *testing.T) {
 		r.end(transport.TxnCommit)
 		leo, lso := offsets(t, ctx, c, "t")
 		require.Equal(t, []int64{4, 4}, []int64{leo, lso}, "t1-a, ABORT, t2-a, COMMIT")
+	})
+}
+
+// TestTxnDuplicateEndTxnAndMarkers is reliability test 21 (d): an EndTxn
+// sent twice gets the same outcome both times — the second finds the
+// transaction complete and answers with the producer id and epoch the
+// first did — and a WriteTxnMarkers delivered twice appends a marker that
+// ends nothing: the committed record is read once, the LSO keeps up with
+// the log, and the producer's next transaction goes on.
+func TestTxnDuplicateEndTxnAndMarkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := openNode(t, vfs.NewMem())
+		defer n.Close()
+		ctx := context.Background()
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
+		c := n.Client()
+		r := newRawTxn(t, ctx, c, "tx", 5)
+		r.add(t0)
+		require.NoError(t, r.produce("t", r.batch("t1")))
+		first := *r
+		r.end(transport.TxnCommit)
+		r.endAgain(transport.TxnCommit)
+		leo, lso := offsets(t, ctx, c, "t")
+		require.Equal(t, []int64{2, 2}, []int64{leo, lso}, "t1 and its COMMIT")
+
+		// The coordinator's WriteTxnMarkers, delivered again.
+		resp, err := c.WriteTxnMarkers(ctx, &transport.WriteTxnMarkersRequest{Markers: []transport.TxnMarker{{
+			ProducerID: first.producerID, ProducerEpoch: r.producerEpoch, Result: transport.TxnCommit,
+			Partitions: []kafka.TopicPartition{t0}}}})
+		require.NoError(t, err)
+		require.NoError(t, resp.Markers[0].Partitions[0].Err)
+		leo, lso = offsets(t, ctx, c, "t")
+		require.Equal(t, []int64{3, 3}, []int64{leo, lso}, "a marker that ends nothing leaves nothing unstable")
+
+		r.add(t0)
+		require.NoError(t, r.produce("t", r.batch("t2")))
+		r.end(transport.TxnCommit)
+		require.Equal(t, []string{"t1", "t2"}, txnReadAll(t, ctx, n, "t", 5, consumer.ReadCommitted))
 	})
 }
