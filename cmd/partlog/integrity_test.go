@@ -165,7 +165,13 @@ func (c cliCase) run(t *testing.T) {
 		c.cli(t, inputs[0], append(append([]string{"produce", "--topic", "t"}, target...), keyFlags...)...)
 	}
 
-	out := c.cli(t, nil, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--timeout", "500ms",
+	// The consumer stops once it has printed every line produced, and
+	// gives up only after 30 s without a record: an idle timeout short
+	// enough to end a complete read at once would, on a loaded machine,
+	// end one that has not started. Should the files hold more records
+	// than that, the comparison with them below says so.
+	total := strconv.Itoa(c.lines * c.producers)
+	out := c.cli(t, nil, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--timeout", "30s", "--max-messages", total,
 		"--print-timestamp", "--print-partition", "--print-offset", "--print-key")
 	consumed := parseConsumed(t, out)
 	disk, err := integrity.ReadDir(dir, "t", c.partitions)
