@@ -83,6 +83,42 @@ func (st *latencyStats) totalBytes() int64 {
 	return n
 }
 
+// moveTo adds what st counted to dst and zeroes st: the records of a
+// transaction, counted by perf produce once it committed. Nothing may
+// record into st meanwhile; dst may be read and recorded into.
+func (st *latencyStats) moveTo(dst *latencyStats) {
+	for i := range st.shards {
+		s, d := &st.shards[i], &dst.shards[i&int(dst.mask)]
+		for j := range s.hist {
+			if n := s.hist[j].Load(); n != 0 {
+				s.hist[j].Store(0)
+				d.hist[j].Add(n)
+			}
+		}
+		d.sum.Add(s.sum.Swap(0))
+		d.bytes.Add(s.bytes.Swap(0))
+		for us, m := s.windowMax.Swap(0), d.windowMax.Load(); us > m; m = d.windowMax.Load() {
+			if d.windowMax.CompareAndSwap(m, us) {
+				break
+			}
+		}
+	}
+}
+
+// reset zeroes st's counts: the records of a transaction that did not
+// commit. Nothing may record into st meanwhile.
+func (st *latencyStats) reset() {
+	for i := range st.shards {
+		s := &st.shards[i]
+		for j := range s.hist {
+			s.hist[j].Store(0)
+		}
+		s.sum.Store(0)
+		s.bytes.Store(0)
+		s.windowMax.Store(0)
+	}
+}
+
 // fail records a record that failed.
 func (st *latencyStats) fail(err error) {
 	st.mu.Lock()

@@ -20,6 +20,7 @@ print:
       (--record-size S | --payload-file F [--payload-delimiter D])
       [--acks A] [--batch-size B] [--linger DUR] [--throughput R]
       [--producer-props k=v...] [--partitions P] [--config k=v]...
+      [--transactional-id ID] [--transaction-duration-ms DUR]
   partlog perf consume --dir D --topic T --messages N [--fetch-size B]
       [--timeout DUR] [--from-latest]
 

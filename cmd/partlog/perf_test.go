@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,4 +333,210 @@ func TestExpandMultiValue(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, expandMultiValue(tc.in, "producer-props"), "%v", tc.in)
 	}
+}
+
+// perfTxnLine is perf produce's line on transactions.
+var perfTxnLine = regexp.MustCompile(`^(\d+) transactions committed, \d+\.\d transactions/sec, \d+\.\d\d ms avg commit latency, \d+\.\d\d ms max commit latency, \d+\.\d\d ms 50th, \d+\.\d\d ms 95th, \d+\.\d\d ms 99th\.$`)
+
+// dumpTopic returns what dump-log --deep-iteration prints of topic t's
+// partitions in dir: its batch lines and its record lines.
+func dumpTopic(t *testing.T, dir string, partitions int) (batches, records []string) {
+	t.Helper()
+	var logs []string
+	for p := range partitions {
+		l, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("t-%d", p), "*.log"))
+		require.NoError(t, err)
+		logs = append(logs, l...)
+	}
+	stdout, stderr, code := cli(t, append([]string{"dump-log", "--deep-iteration"}, logs...)...)
+	require.Equal(t, exitOK, code, stderr)
+	for _, l := range lines(stdout) {
+		switch {
+		case strings.HasPrefix(l, "baseOffset: "):
+			batches = append(batches, l)
+		case strings.HasPrefix(l, "| offset: "):
+			records = append(records, l)
+		}
+	}
+	return batches, records
+}
+
+// TestPerfProduceTransactions: with --transactional-id and
+// --transaction-duration-ms every record is written in a transaction that
+// committed, the run reports as many records as read_committed reads and
+// as many transactions as the log holds commits, and its lines are
+// Kafka's plus one on the transactions.
+func TestPerfProduceTransactions(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "3000", "--record-size", "100",
+		"--partitions", "2", "--config", noFlush, "--batch-size", "4096", "--throughput", "30000",
+		"--transactional-id", "perf-txn", "--transaction-duration-ms", "1")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	out := lines(stdout)
+	require.GreaterOrEqual(t, len(out), 2)
+	for _, line := range out[:len(out)-2] {
+		require.Regexp(t, perfWindowLine, line)
+	}
+	m := perfTotalLine.FindStringSubmatch(out[len(out)-2])
+	require.NotNil(t, m, out[len(out)-2])
+	require.Equal(t, "3000", m[1])
+	m = perfTxnLine.FindStringSubmatch(out[len(out)-1])
+	require.NotNil(t, m, out[len(out)-1])
+	txns, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.Positive(t, txns)
+
+	// The log holds the 3000 records, all transactional, and one COMMIT
+	// marker per partition each transaction wrote to; each transaction
+	// has an epoch of its own (transaction version 2), so the epochs of
+	// the markers count the transactions.
+	batches, records := dumpTopic(t, dir, 2)
+	data, epochs := 0, map[string]bool{}
+	for _, b := range batches {
+		require.Contains(t, b, " isTransactional: true ")
+		if strings.Contains(b, " isControl: true ") {
+			epochs[regexp.MustCompile(`producerEpoch: \d+`).FindString(b)] = true
+		}
+	}
+	for _, r := range records {
+		if strings.Contains(r, " endTxnMarker: ") {
+			require.Contains(t, r, " endTxnMarker: COMMIT ")
+		} else {
+			data++
+		}
+	}
+	require.Equal(t, 3000, data)
+	require.Len(t, epochs, txns)
+
+	// A read_committed consumer reads every one of them.
+	_, stderr, code = cli(t, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--isolation-level", "read_committed",
+		"--max-messages", "3000", "--timeout", "1m")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Processed a total of 3000 messages\n", stderr)
+
+	stdout, stderr, code = cli(t, "transactions", "list", "--dir", dir)
+	require.Equal(t, exitOK, code, stderr)
+	rows := fields(stdout)
+	require.Len(t, rows, 2)
+	require.Equal(t, "perf-txn", rows[1][0])
+	require.Contains(t, []string{"PrepareCommit", "CompleteCommit"}, rows[1][3], "the node may close before it completes")
+
+	// --transaction-duration-ms alone names an id as Kafka's tool does,
+	// and a run shorter than a transaction commits one at the end.
+	stdout, stderr, code = cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "10", "--record-size", "10",
+		"--transaction-duration-ms", "1h")
+	require.Equal(t, exitOK, code, stderr)
+	out = lines(stdout)
+	require.Regexp(t, `^10 records sent, `, out[0])
+	require.Regexp(t, `^1 transactions committed, `, out[1])
+	stdout, stderr, code = cli(t, "transactions", "list", "--dir", dir)
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^performance-producer-\w+ +1 +\d+ +(Prepare|Complete)Commit$`, stdout)
+}
+
+// TestPerfProduceTransactionFails: a record that fails stops the run, its
+// transaction is aborted, and nothing counts or reads as committed.
+func TestPerfProduceTransactionFails(t *testing.T) {
+	dir := newTopic(t, 1, "max.message.bytes=1000")
+	stdout, stderr, code := cli(t, "perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "100", "--record-size", "2000",
+		"--producer-props", "transactional.id=perf-fail")
+	require.Equal(t, exitFailure, code)
+	out := lines(stdout)
+	require.Len(t, out, 2)
+	require.Regexp(t, `^0 records sent, `, out[0])
+	require.Regexp(t, `^0 transactions committed, `, out[1])
+	require.Regexp(t, `^partlog: perf produce: \d+ records failed; the first: .*MESSAGE_TOO_LARGE`, stderr)
+	// The log holds no record, only the marker of the aborted transaction.
+	_, records := dumpTopic(t, dir, 1)
+	require.Len(t, records, 1)
+	require.Contains(t, records[0], " endTxnMarker: ABORT ")
+
+	stdout, stderr, code = cli(t, "transactions", "list", "--dir", dir)
+	require.Equal(t, exitOK, code, stderr)
+	rows := fields(stdout)
+	require.Len(t, rows, 2)
+	require.Equal(t, "perf-fail", rows[1][0])
+	require.Contains(t, []string{"PrepareAbort", "CompleteAbort"}, rows[1][3], "the node may close before it completes")
+}
+
+func TestPerfProduceTransactionsUsage(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "1", "--record-size", "1"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--transaction-duration-ms", "0"}, "perf produce: --transaction-duration-ms must be positive"},
+		{[]string{"--transactional-id", ""}, "perf produce: --transactional-id is empty"},
+		{[]string{"--transactional-id", "a", "--producer-props", "transactional.id=b"}, "perf produce: --transactional-id and --producer-props transactional.id both set transactional.id; give one"},
+		{[]string{"--producer-props", "transactional.id="}, "perf produce: --producer-props transactional.id is empty"},
+	} {
+		stdout, stderr, code := cli(t, append(base, tc.args...)...)
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Empty(t, stdout, tc.args)
+		require.Equal(t, "partlog: "+tc.want, lines(stderr)[0], tc.args)
+	}
+}
+
+func TestWriteTransactionsLine(t *testing.T) {
+	var b strings.Builder
+	writeTransactionsLine(&b, 50, 5*time.Second, 4200*time.Microsecond, 21370*time.Microsecond,
+		3510*time.Microsecond, 9020*time.Microsecond, 21330*time.Microsecond)
+	require.Equal(t, "50 transactions committed, 10.0 transactions/sec, 4.20 ms avg commit latency, 21.37 ms max commit latency, 3.51 ms 50th, 9.02 ms 95th, 21.33 ms 99th.\n", b.String())
+}
+
+// firstWrite is an io.Writer for output written from several goroutines
+// that closes written at its first write.
+type firstWrite struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	once    sync.Once
+	written chan struct{}
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.once.Do(func() { close(w.written) })
+	return w.b.Write(p)
+}
+
+// TestPerfProduceTransactionsInterrupted: records count only once their
+// transaction committed — none in the windows while the one transaction
+// is open — and an interrupt commits the open transaction and ends the
+// run without a failure.
+func TestPerfProduceTransactionsInterrupted(t *testing.T) {
+	old := progressInterval
+	progressInterval = time.Millisecond
+	defer func() { progressInterval = old }()
+	signals := interruptContext
+	interrupt := interruptible(t)
+	dir := t.TempDir()
+	out := &firstWrite{written: make(chan struct{})}
+	var errOut strings.Builder
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"perf", "produce", "--dir", dir, "--topic", "t", "--num-records", "1000000000", "--record-size", "10",
+			"--config", noFlush, "--buffer-memory", "65536", "--transaction-duration-ms", "1h"}, out, &errOut)
+	}()
+	<-out.written // a window's line, while the transaction is open
+	interrupt()
+	require.Equal(t, exitOK, <-done, errOut.String())
+	interruptContext = signals // the commands below are not interrupted
+	require.Empty(t, errOut.String())
+	got := lines(out.b.String())
+	require.GreaterOrEqual(t, len(got), 3)
+	require.Regexp(t, `^0 records sent, `, got[0])
+	m := perfTotalLine.FindStringSubmatch(got[len(got)-2])
+	require.NotNil(t, m, got[len(got)-2])
+	require.Regexp(t, `^1 transactions committed, `, got[len(got)-1])
+
+	_, records := dumpTopic(t, dir, 1)
+	require.Equal(t, m[1], strconv.Itoa(len(records)-1), "the records, and a COMMIT marker")
+	require.Contains(t, records[len(records)-1], " endTxnMarker: COMMIT ")
+	_, stderr, code := cli(t, "consume", "--dir", dir, "--topic", "t", "--from-beginning", "--isolation-level", "read_committed",
+		"--max-messages", m[1], "--timeout", "1m")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Processed a total of "+m[1]+" messages\n", stderr)
 }
