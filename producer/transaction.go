@@ -271,11 +271,21 @@ func (p *Producer) initTransactions(ctx context.Context, fromID int64, fromEpoch
 	return nil
 }
 
+// The calls that add to a transaction, as txnRetry names them, and how
+// soon they retry while the coordinator answers CONCURRENT_TRANSACTIONS.
+const (
+	addPartitionsCall    = "AddPartitionsToTxn"
+	addOffsetsCall       = "AddOffsetsToTxn"
+	concurrentTxnBackoff = 20 * time.Millisecond
+)
+
 // txnRetry calls call, with a context bounded by RequestTimeout, until it
 // succeeds, fails with an error that is not retriable, or ctx ends;
 // every RetryBackoff while it fails with a retriable error
 // (kafka.ErrConcurrentTransactions, ErrNotCoordinator,
-// ErrCoordinatorLoadInProgress, ...) or gets no answer.
+// ErrCoordinatorLoadInProgress, ...) or gets no answer — but an add to a
+// transaction answered CONCURRENT_TRANSACTIONS retries after at most
+// 20 ms.
 func (p *Producer) txnRetry(ctx context.Context, what string, call func(ctx context.Context) error) error {
 	for {
 		rctx, cancel := context.WithTimeout(ctx, p.cfg.requestTimeout)
@@ -291,7 +301,15 @@ func (p *Producer) txnRetry(ctx context.Context, what string, call func(ctx cont
 		if p.ctx.Err() != nil {
 			return fmt.Errorf("%w: %s: %w", ErrClosed, what, err)
 		}
-		timer := time.NewTimer(p.cfg.retryBackoff)
+		backoff := p.cfg.retryBackoff
+		if errors.Is(err, kafka.ErrConcurrentTransactions) && (what == addPartitionsCall || what == addOffsetsCall) {
+			// The last transaction is still completing — its markers
+			// follow the EndTxn answer — which takes milliseconds: the
+			// next one's first add retries soon, as Kafka's producer
+			// does (KAFKA-5477), not after a whole retry.backoff.ms.
+			backoff = min(backoff, concurrentTxnBackoff)
+		}
+		timer := time.NewTimer(backoff)
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -512,7 +530,7 @@ func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[kaf
 		return err
 	}
 	id, epoch := p.idem.id.Load(), int16(p.idem.epoch.Load())
-	err = p.txnRetry(ctx, "AddOffsetsToTxn", func(ctx context.Context) error {
+	err = p.txnRetry(ctx, addOffsetsCall, func(ctx context.Context) error {
 		r, err := t.client.AddOffsetsToTxn(ctx, &transport.AddOffsetsToTxnRequest{Version: addOffsetsToTxnVersion,
 			TransactionalID: t.id, ProducerID: id, ProducerEpoch: epoch, Group: group.Group})
 		if err != nil {
@@ -638,7 +656,7 @@ func (p *Producer) addPartitionsOnce(parts []*partitionState) error {
 	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
-	return p.txnRetry(ctx, "AddPartitionsToTxn", func(ctx context.Context) error {
+	return p.txnRetry(ctx, addPartitionsCall, func(ctx context.Context) error {
 		if s := t.stateOf(); s != StateInTransaction && s != StateCommitting {
 			cancel()
 			return fmt.Errorf("transaction %v", s)

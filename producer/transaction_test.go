@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -492,4 +493,33 @@ func TestTransactionalOptions(t *testing.T) {
 	f.fail("InitProducerId", kafka.ErrInvalidTransactionTimeout)
 	_, err = producer.New(f, producer.TransactionalID("tx"))
 	require.ErrorIs(t, err, kafka.ErrInvalidTransactionTimeout)
+}
+
+// TestConcurrentTransactionsRetriedSoon: while the coordinator still
+// completes the last transaction (CONCURRENT_TRANSACTIONS), an add to the
+// next one retries after 20 ms, as Kafka's producer does, not after
+// retry.backoff.ms; other retriable errors wait the whole backoff.
+func TestConcurrentTransactionsRetriedSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeTxn()
+		p := newTxnProducer(t, f, producer.RetryBackoff(time.Second))
+		ctx := context.Background()
+		f.fail("AddPartitionsToTxn", kafka.ErrConcurrentTransactions, kafka.ErrConcurrentTransactions, kafka.ErrConcurrentTransactions)
+		f.fail("AddOffsetsToTxn", kafka.ErrConcurrentTransactions)
+		start := time.Now()
+		require.NoError(t, p.BeginTransaction())
+		wait := produceAll(p, to(0, "a"))
+		require.Equal(t, []error{nil}, wait())
+		require.NoError(t, p.SendOffsetsToTransaction(ctx, map[kafka.TopicPartition]int64{{Topic: "in", Partition: 0}: 5},
+			producer.GroupMetadata{Group: "g", GenerationID: 3, MemberID: "m"}))
+		require.Equal(t, 80*time.Millisecond, time.Since(start), "four retries 20 ms apart")
+		require.NoError(t, p.CommitTransaction(ctx))
+
+		f.fail("AddPartitionsToTxn", kafka.ErrNotCoordinator)
+		start = time.Now()
+		require.NoError(t, p.BeginTransaction())
+		require.Equal(t, []error{nil}, produceAll(p, to(0, "b"))())
+		require.Equal(t, time.Second, time.Since(start), "NOT_COORDINATOR waits retry.backoff.ms")
+		require.NoError(t, p.CommitTransaction(ctx))
+	})
 }
