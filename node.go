@@ -76,7 +76,10 @@ func Open(dir string, opts ...Option) (*Node, error) {
 func (n *Node) Client() Client { return n.b }
 
 // Close stops the node: requests in flight finish, the replicas' logs are
-// synced and closed, and the data directory is unlocked.
+// synced and closed, and the data directory is unlocked. A node in a
+// cluster first moves its leaderships to other replicas (a controlled
+// shutdown); one served with transport.NewServer is closed before its
+// server (see broker.Broker.Close).
 func (n *Node) Close() error { return n.b.Close() }
 
 // ClusterID returns the id of the cluster the node belongs to, from its

@@ -403,6 +403,7 @@ func (m *clusterMember) leave(controlled bool) {
 		m.mu.Lock()
 		epoch := m.brokerEpoch
 		m.mu.Unlock()
+		m.n.logger.Info("controlled shutdown", "broker_epoch", epoch)
 		if err := m.ctl.Shutdown(ctx, m.n.meta.NodeID, epoch); err != nil {
 			m.n.logger.Warn("controlled shutdown failed", "err", err)
 		}

@@ -291,7 +291,11 @@ func (n *Broker) enforceRetentionNow() error {
 // for the requests in flight, then flushes every partition and writes the
 // clean-shutdown state, so that the next Open scans nothing. A node in a
 // cluster first asks the controller to move the leadership of its
-// partitions to other replicas (Kafka's controlled shutdown).
+// partitions to other replicas (Kafka's controlled shutdown). A program
+// that serves the node with transport.NewServer closes the node before the
+// server, as a Kafka broker shuts down before its socket server stops: a
+// node whose server closed first is cut off from its followers while it is
+// still in the cluster, and its leaders shrink their ISRs to themselves.
 func (n *Broker) Close() error { return n.close(true) }
 
 // halt closes the node without telling its cluster first, as a crash

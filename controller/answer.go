@@ -61,6 +61,7 @@ func (c *Controller) answerLocked(req *request) (*response, error) {
 	}
 	resp := &response{}
 	var err error
+	c.cause = req.Op
 	switch req.Op {
 	case opRegister:
 		if resp.BrokerEpoch, err = c.machine.RegisterNode(req.Node); err == nil && c.addrs[req.Node] != req.Address {

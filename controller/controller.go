@@ -36,6 +36,10 @@ type Controller struct {
 	pids    producerIDs
 	closed  bool
 
+	// cause names what is changing the metadata, for the log: a call's op,
+	// or "tick".
+	cause string
+
 	changed chan struct{} // closed and replaced on every change
 	stop    chan struct{}
 	done    chan struct{}
@@ -116,8 +120,35 @@ func (s *countingStore) Append(recs []Record) error {
 	if err := s.Store.Append(recs); err != nil {
 		return err
 	}
+	for _, r := range recs {
+		s.c.logRecord(r)
+	}
 	s.c.bumpLocked()
 	return nil
+}
+
+// logRecord logs a committed change, with the call or the tick that made
+// it: the nodes' registrations and fences and the topics' changes at Info,
+// the partitions' leaders and ISRs at Debug. The caller holds mu.
+func (c *Controller) logRecord(r Record) {
+	switch r.Type {
+	case RecordRegisterNode:
+		c.logger.Info("node registered", "node", r.Node, "broker_epoch", r.BrokerEpoch, "cause", c.cause)
+	case RecordFenceNode:
+		c.logger.Info("node fenced", "node", r.Node, "broker_epoch", r.BrokerEpoch, "cause", c.cause)
+	case RecordUnfenceNode:
+		c.logger.Info("node unfenced", "node", r.Node, "broker_epoch", r.BrokerEpoch, "cause", c.cause)
+	case RecordPartition:
+		s := r.State
+		c.logger.Debug("partition state", "partition", kafka.TopicPartition{Topic: r.Topic, Partition: r.Partition}.String(),
+			"leader", s.Leader, "leader_epoch", s.LeaderEpoch, "partition_epoch", s.PartitionEpoch, "isr", s.ISR, "cause", c.cause)
+	case RecordTopic:
+		c.logger.Info("topic created", "topic", r.Topic, "partitions", r.Partitions, "cause", c.cause)
+	case RecordRemoveTopic:
+		c.logger.Info("topic deleted", "topic", r.Topic, "cause", c.cause)
+	case RecordTopicConfig:
+		c.logger.Info("topic configs changed", "topic", r.Topic, "configs", r.Configs, "cause", c.cause)
+	}
 }
 
 // bumpLocked records a change of the metadata and wakes its watchers. The
@@ -139,6 +170,7 @@ func (c *Controller) run(tick time.Duration) {
 			return
 		case <-t.C:
 			c.mu.Lock()
+			c.cause = "tick" // a session's expiry, a preferred leader's election
 			if err := c.machine.Tick(); err != nil {
 				c.logger.Error("controller tick failed", "err", err)
 			}

@@ -143,10 +143,18 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case err := <-served:
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
-	s.Close()
+	// The node closes before its server, as a Kafka broker's controlled
+	// shutdown comes before its socket server stops: Close stops the
+	// node's heartbeats and ISR changes and moves its leaderships at once.
+	// Closing the server first cut the node's replicas off from their
+	// followers while it was still in the cluster, for as long as the
+	// server waited for its requests in progress (up to a produce's
+	// timeout): its leaders shrank their ISRs to themselves, and the
+	// controlled shutdown then left those partitions without a leader.
 	if err := n.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
+	s.Close()
 	if err := stopProfile(); err != nil {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
