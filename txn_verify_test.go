@@ -27,6 +27,20 @@ type txnClient interface {
 	transport.TxnClient
 }
 
+// txnBubbleNode opens a node on the in-memory filesystem, closed when the
+// test ends, with topics of one partition, and returns it with a context
+// and its client; for a test in a synctest bubble.
+func txnBubbleNode(t *testing.T, topics []string, opts ...partlog.Option) (*partlog.Node, context.Context, partlog.Client) {
+	t.Helper()
+	n := openNode(t, vfs.NewMem(), opts...)
+	t.Cleanup(func() { n.Close() })
+	ctx := context.Background()
+	for _, name := range topics {
+		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: name}))
+	}
+	return n, ctx, n.Client()
+}
+
 // rawTxn drives a transactional id's requests by hand, as a Kafka client
 // would send them, so that a test can hold one back and deliver it late.
 type rawTxn struct {
@@ -207,12 +221,7 @@ func TestTxnLateProduceRefused(t *testing.T) {
 	for _, verify := range []bool{true, false} {
 		t.Run(fmt.Sprintf("verification=%v", verify), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				n := openNode(t, vfs.NewMem(), partlog.TransactionPartitionVerification(verify))
-				defer n.Close()
-				ctx := context.Background()
-				require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
-				c := n.Client()
-
+				_, ctx, c := txnBubbleNode(t, []string{"t"}, partlog.TransactionPartitionVerification(verify))
 				r := newRawTxn(t, ctx, c, "tx", 3)
 				r.add(t0)
 				require.NoError(t, r.produce("t", r.batch("t1-a")))
@@ -251,12 +260,7 @@ func TestTxnLateProduceRefused(t *testing.T) {
 // takes neither.
 func TestTxnProduceToPartitionNotAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := openNode(t, vfs.NewMem())
-		defer n.Close()
-		ctx := context.Background()
-		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
-		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "u"}))
-		c := n.Client()
+		_, ctx, c := txnBubbleNode(t, []string{"t", "u"})
 		r := newRawTxn(t, ctx, c, "tx", 5)
 		r.add(t0)
 		u0 := kafka.TopicPartition{Topic: "u"}
@@ -285,11 +289,7 @@ func TestTxnProduceToPartitionNotAdded(t *testing.T) {
 // coordinator's side.)
 func TestTxnLateProduceAfterNextTransactionAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := openNode(t, vfs.NewMem())
-		defer n.Close()
-		ctx := context.Background()
-		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
-		c := n.Client()
+		_, ctx, c := txnBubbleNode(t, []string{"t"})
 		r := newRawTxn(t, ctx, c, "tx", 5)
 		r.add(t0)
 		require.NoError(t, r.produce("t", r.batch("t1-a")))
@@ -313,11 +313,7 @@ func TestTxnLateProduceAfterNextTransactionAdded(t *testing.T) {
 // the log, and the producer's next transaction goes on.
 func TestTxnDuplicateEndTxnAndMarkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := openNode(t, vfs.NewMem())
-		defer n.Close()
-		ctx := context.Background()
-		require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "t"}))
-		c := n.Client()
+		n, ctx, c := txnBubbleNode(t, []string{"t"})
 		r := newRawTxn(t, ctx, c, "tx", 5)
 		r.add(t0)
 		require.NoError(t, r.produce("t", r.batch("t1")))
