@@ -165,6 +165,9 @@ func TestTxnClientReadCommittedWaitsForTheOutcome(t *testing.T) {
 	require.Equal(t, int64(0), pos, "latest under read_committed is the last stable offset")
 
 	require.NoError(t, aborter.AbortTransaction(ctx))
+	// EndTxn is answered once the outcome is durable; the marker follows.
+	// Waiting for it keeps the log's order the one checked below.
+	require.Equal(t, []string{"a1", "c1", "a2", "ABORT"}, txnLogEntries(t, n, "t", 0, 4))
 	require.NoError(t, committer.ProduceSync(ctx, rec("t", "c2")).FirstErr())
 	require.NoError(t, committer.CommitTransaction(ctx))
 	require.Equal(t, []string{"a1", "c1", "a2", "ABORT", "c2", "COMMIT"}, txnLogEntries(t, n, "t", 0, 6))
