@@ -18,6 +18,7 @@ import (
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/record"
@@ -229,16 +230,29 @@ func batchCRCs(t *testing.T, n *partlog.Node, topic string, p int32) []uint32 {
 	t.Helper()
 	l, err := partlogtest.Log(n, topic, p)
 	require.NoError(t, err, "node %d hosts %s-%d", n.NodeID(), topic, p)
-	data, err := l.Read(nil, l.LogStartOffset(), l.LogEndOffset(), 64<<20)
-	require.NoError(t, err)
 	var crcs []uint32
-	for len(data) > 0 {
-		h, err := record.ParseHeader(data)
-		require.NoError(t, err)
-		crcs = append(crcs, h.CRC)
-		data = data[h.Size():]
-	}
+	eachLogBatch(t, l, func(h record.Header, _ *record.Batch) { crcs = append(crcs, h.CRC) })
 	return crcs
+}
+
+// eachLogBatch calls fn with each batch of l, in offset order: a read
+// returns one segment's batches at most, so it reads on from the offset
+// after the last batch until the log end offset.
+func eachLogBatch(t *testing.T, l *log.Log, fn func(record.Header, *record.Batch)) {
+	for next, end := l.LogStartOffset(), l.LogEndOffset(); next < end; {
+		data, err := l.Read(nil, next, end, 1<<24)
+		require.NoError(t, err)
+		require.NotEmpty(t, data, "a read below the log end offset returns a batch")
+		for len(data) > 0 {
+			h, err := record.ParseHeader(data)
+			require.NoError(t, err)
+			b, err := record.Decode(data[:h.Size()])
+			require.NoError(t, err)
+			fn(h, &b)
+			next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			data = data[h.Size():]
+		}
+	}
 }
 
 // answerLosingClient is a cluster client that loses the answer of one

@@ -23,14 +23,11 @@ func txnLogEntries(t *testing.T, n *partlog.Node, topic string, p int32, end int
 	l, err := partlogtest.Log(n, topic, p)
 	require.NoError(t, err)
 	waitUntil(t, "the markers", func() bool { return l.LogEndOffset() >= end })
-	data, err := l.Read(nil, 0, end, 1<<20)
-	require.NoError(t, err)
 	var got []string
-	for len(data) > 0 {
-		h, err := record.ParseHeader(data)
-		require.NoError(t, err)
-		b, err := record.Decode(data[:h.Size()])
-		require.NoError(t, err)
+	eachLogBatch(t, l, func(h record.Header, b *record.Batch) {
+		if h.BaseOffset >= end {
+			return
+		}
 		require.True(t, h.Attributes.IsTransactional(), "every batch of a transactional producer is transactional")
 		for _, r := range b.Records {
 			if h.Attributes.IsControl() {
@@ -41,8 +38,7 @@ func txnLogEntries(t *testing.T, n *partlog.Node, topic string, p int32, end int
 				got = append(got, string(r.Value))
 			}
 		}
-		data = data[h.Size():]
-	}
+	})
 	return got
 }
 

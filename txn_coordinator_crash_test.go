@@ -7,14 +7,12 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
-	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -196,11 +194,10 @@ func testTxnCoordinatorCrash(t *testing.T, crashAt func(partlogtest.TxnStep) boo
 }
 
 // offsetsPartitions returns the partition count of __consumer_offsets,
-// creating it by asking for a group's coordinator.
+// which the transaction's offsets created.
 func (c *testCluster) offsetsPartitions(t *testing.T) int32 {
-	s, err := c.ctl.Partition(kafka.OffsetsTopic, 0)
+	_, err := c.ctl.Partition(kafka.OffsetsTopic, 0)
 	require.NoError(t, err, "the transaction's offsets created %s", kafka.OffsetsTopic)
-	_ = s
 	return kafka.DefaultCoordinatorPartitions
 }
 
@@ -252,26 +249,6 @@ func (c *testCluster) eachBatch(t *testing.T, tp kafka.TopicPartition, fn func(r
 	l, err := partlogtest.Log(c.nodes[c.leader(tp.Topic, tp.Partition)], tp.Topic, tp.Partition)
 	require.NoError(t, err)
 	eachLogBatch(t, l, fn)
-}
-
-// eachLogBatch calls fn with each batch of l, in offset order: a read
-// returns one segment's batches at most, so it reads on from the offset
-// after the last batch until the log end offset.
-func eachLogBatch(t *testing.T, l *log.Log, fn func(record.Header, *record.Batch)) {
-	for next, end := l.LogStartOffset(), l.LogEndOffset(); next < end; {
-		data, err := l.Read(nil, next, end, 1<<24)
-		require.NoError(t, err)
-		require.NotEmpty(t, data, "a read below the log end offset returns a batch")
-		for len(data) > 0 {
-			h, err := record.ParseHeader(data)
-			require.NoError(t, err)
-			b, err := record.Decode(data[:h.Size()])
-			require.NoError(t, err)
-			fn(h, &b)
-			next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
-			data = data[h.Size():]
-		}
-	}
 }
 
 // highWatermark returns tp's high watermark.
@@ -343,6 +320,3 @@ func fetchOffset(t *testing.T, ctx context.Context, client txnClient, group, top
 	})
 	return offset
 }
-
-// txnTimeout is the transaction timeout rawTxn's producers ask for.
-const txnTimeout = time.Minute

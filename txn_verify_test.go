@@ -41,6 +41,9 @@ func txnBubbleNode(t *testing.T, topics []string, opts ...partlog.Option) (*part
 	return n, ctx, n.Client()
 }
 
+// txnTimeout is the transaction timeout rawTxn's producers ask for.
+const txnTimeout = time.Minute
+
 // rawTxn drives a transactional id's requests by hand, as a Kafka client
 // would send them, so that a test can hold one back and deliver it late.
 type rawTxn struct {

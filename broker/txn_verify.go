@@ -93,7 +93,11 @@ func (v *txnVerifier) record(k verifiedTxn, guard partition.VerificationGuard) {
 
 // appendVerified appends a produced batch to h as appendReplicated does,
 // and when the partition refuses it as unverified, asks the coordinator of
-// transactionalID about it and appends again.
+// transactionalID about it and appends again. batch stays the caller's
+// throughout: a refused attempt leaves it whole (the check rewrites only
+// header fields — offsets, epoch, a LogAppendTime stamp with its CRC —
+// that the next attempt writes again), so the same bytes are proposed
+// again.
 func (n *Broker) appendVerified(ctx context.Context, h *replicaHost, transactionalID string, batch []byte, acks kafka.Acks, timeout time.Duration) (int64, int64, error) {
 	for attempt := 1; ; attempt++ {
 		base, appendTime, err := n.appendReplicated(ctx, h, batch, acks, timeout)
