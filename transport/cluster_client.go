@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -412,10 +413,26 @@ func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send f
 	return resps, errs
 }
 
+// Features returns the features of a node the client reached, the first
+// by address that reports any: the cluster's, when its nodes agree, as
+// Kafka's finalized features are.
+func (c *ClusterClient) Features() []Feature {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, addr := range slices.Sorted(maps.Keys(c.nodes)) {
+		if fr, ok := c.nodes[addr].(FeatureReporter); ok {
+			if fs := fr.Features(); len(fs) > 0 {
+				return fs
+			}
+		}
+	}
+	return nil
+}
+
 // Produce sends each partition's batch to its leader.
 func (c *ClusterClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
 	topics, err := perLeader(ctx, c, req.Topics, produceKind, func(ctx context.Context, n NodeClient, _, _ int, share []ProduceTopic) ([]ProduceTopicResponse, error) {
-		resp, err := n.Produce(ctx, &ProduceRequest{TransactionalID: req.TransactionalID, Acks: req.Acks, Timeout: req.Timeout, Topics: share})
+		resp, err := n.Produce(ctx, &ProduceRequest{Version: req.Version, TransactionalID: req.TransactionalID, Acks: req.Acks, Timeout: req.Timeout, Topics: share})
 		if err != nil {
 			return nil, err
 		}

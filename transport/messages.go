@@ -37,6 +37,17 @@ type ProduceRequest struct {
 	Timeout time.Duration
 	// Topics holds the batches to append, topic by topic.
 	Topics []ProduceTopic
+	// Version is the version of Kafka's Produce the request travels in,
+	// which changes what a transactional request means: from version 12
+	// (transaction version 2, KIP-890 part 2) a partition leader adds the
+	// partition to the producer's transaction itself, asking the
+	// transaction's coordinator, where before the producer must have
+	// added it (AddPartitionsToTxn). A Server sets Version from the
+	// request it read. A TCPClient sends the newest version both it and
+	// the node speak up to Version, or up to 11 when Version is zero; a
+	// caller in the same process as the node sets 12 to have its
+	// partitions added.
+	Version int16
 }
 
 // ProduceTopic is the part of a ProduceRequest for one topic.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +85,7 @@ type TCPClient struct {
 	failedAt [connKinds]time.Time
 	failure  [connKinds]error
 	versions map[int16]int16 // the highest version both sides speak, by api key
+	features []Feature       // the node's, from the same ApiVersions
 	// groupConns are the connections for waiting group calls, each
 	// idle (true) or carrying one call (false).
 	groupConns map[*wireConn]bool
@@ -169,7 +171,7 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 	}
 	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
 	if c.versions == nil {
-		versions, err := negotiate(setup, wc)
+		versions, features, err := negotiate(setup, wc)
 		if err != nil {
 			if ctx.Err() == nil && setup.Err() != nil {
 				err = fmt.Errorf("%w: %s accepted the connection but did not answer ApiVersions within %v: is it a Kafka server?",
@@ -178,31 +180,32 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 			wc.fail(err)
 			return nil, err
 		}
-		c.versions = versions
+		c.versions, c.features = versions, features
 	}
 	return wc, nil
 }
 
 // negotiate asks the node for its ApiVersions and returns, for each API
-// the client sends, the highest version both sides speak.
-func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, error) {
+// the client sends, the highest version both sides speak, and the node's
+// features.
+func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, []Feature, error) {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "partlog", "1"
 	resp, err := wc.request(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	av := resp.(*kmsg.ApiVersionsResponse)
 	if av.ErrorCode == 35 { // the node speaks an older ApiVersions
 		req.Version = 0
 		if resp, err = wc.request(ctx, req); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		av = resp.(*kmsg.ApiVersionsResponse)
 	}
 	if err := kafka.ErrorForCode(av.ErrorCode); err != nil {
-		return nil, fmt.Errorf("transport: ApiVersions: %w", err)
+		return nil, nil, fmt.Errorf("transport: ApiVersions: %w", err)
 	}
 	theirs := map[int16]kmsg.ApiVersionsResponseApiKey{}
 	for _, k := range av.ApiKeys {
@@ -216,7 +219,16 @@ func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, error) {
 		}
 		versions[ours.key] = min(ours.max, k.MaxVersion)
 	}
-	return versions, nil
+	return versions, featuresFrom(av), nil
+}
+
+// Features returns the node's features, as its ApiVersions answer gave
+// them on the client's first connection: nil before one. The slice is the
+// caller's.
+func (c *TCPClient) Features() []Feature {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.features)
 }
 
 // version returns the version to send an API in.
@@ -261,10 +273,16 @@ func roundTripIn[Req any, W kmsg.Request, WR kmsg.Response, Resp any](ctx contex
 	return fromWire(resp.(WR)), nil
 }
 
-// Produce sends a Produce request. With acks=0 the node sends no answer,
-// and the response says only that the request was written.
+// Produce sends a Produce request, in version 11 at most unless
+// req.Version asks for more (see ProduceRequest.Version). With acks=0 the
+// node sends no answer, and the response says only that the request was
+// written.
 func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
-	v, err := c.version(0)
+	upTo := req.Version
+	if upTo == 0 {
+		upTo = lastProduceWithoutAdding
+	}
+	v, err := c.versionUpTo(0, upTo)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +303,10 @@ func (c *TCPClient) Produce(ctx context.Context, req *ProduceRequest) (*ProduceR
 	}
 	return produceResponseFromWire(resp.(*kmsg.ProduceResponse)), nil
 }
+
+// lastProduceWithoutAdding is the last version of Produce in which a
+// transactional request does not add its partitions to the transaction.
+const lastProduceWithoutAdding = 11
 
 // unansweredProduce is the answer to an acks=0 Produce: every partition
 // without error, at offset -1, as Kafka's clients report it.

@@ -69,11 +69,12 @@ var ErrServerClosed = errors.New("transport: server closed")
 // are appended in the order it sent them; clients open a connection for
 // fetches, whose long polls would otherwise hold up the rest.
 type Server struct {
-	handler Client
-	opts    ServerOptions
-	apis    []apiRange      // what ApiVersions reports
-	ctx     context.Context // ends at Close: handlers stop waiting
-	cancel  context.CancelFunc
+	handler  Client
+	opts     ServerOptions
+	apis     []apiRange      // what ApiVersions reports
+	features []Feature       // and its features (FeatureReporter)
+	ctx      context.Context // ends at Close: handlers stop waiting
+	cancel   context.CancelFunc
 
 	mu        sync.Mutex
 	closed    bool
@@ -86,7 +87,7 @@ type Server struct {
 func NewServer(handler Client, opts ServerOptions) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		handler: handler, opts: opts.withDefaults(), apis: apisFor(handler), ctx: ctx, cancel: cancel,
+		handler: handler, opts: opts.withDefaults(), apis: apisFor(handler), features: featuresOf(handler), ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
 	}
 }
@@ -264,7 +265,7 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 		return nil, nil, err
 	}
 	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
-		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, h.apiVersion)), nil, nil
+		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, s.features, h.apiVersion)), nil, nil
 	}
 	rng, ok := findRange(s.apis, h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
@@ -509,13 +510,19 @@ func splitAdvertised(advertised string) (host string, port int32, ok bool) {
 }
 
 // apiVersionsResponse answers ApiVersions: the APIs and versions the
-// server supports, or UNSUPPORTED_VERSION in a v0 answer when the client
-// asked in a version newer than the server knows (KIP-511).
-func apiVersionsResponse(apis []apiRange, version int16) kmsg.Response {
+// server supports, with its features from version 3. A client that asked
+// in a version newer than the server knows gets UNSUPPORTED_VERSION in a
+// v0 answer that lists ApiVersions alone, the versions to ask again in
+// (KIP-511), as Kafka answers it: a client given every API there (kgo)
+// would keep that v0 answer, which has no features.
+func apiVersionsResponse(apis []apiRange, features []Feature, version int16) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if rng, _ := findRange(apis, 18); version > rng.max || version < 0 {
-		version = 0
 		resp.ErrorCode = 35 // UNSUPPORTED_VERSION
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = rng.key, rng.min, rng.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+		return resp // version 0
 	}
 	resp.Version = version
 	for _, r := range apis {
@@ -529,6 +536,9 @@ func apiVersionsResponse(apis []apiRange, version int16) kmsg.Response {
 			k.MinVersion = 0
 		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if version >= 3 {
+		addFeatures(resp, features)
 	}
 	return resp
 }

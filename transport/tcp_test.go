@@ -408,7 +408,8 @@ type unknownRequest struct{ kmsg.MetadataRequest }
 func (*unknownRequest) Key() int16 { return 9999 }
 
 // TestTCPApiVersions checks the server's ApiVersions answers: its ranges,
-// and UNSUPPORTED_VERSION in a v0 answer to a version it does not know.
+// and UNSUPPORTED_VERSION in a v0 answer to a version it does not know,
+// listing only ApiVersions' own range.
 func TestTCPApiVersions(t *testing.T) {
 	_, addr := serve(t, &fakeNode{}, ServerOptions{})
 	nc, r := rawConn(t, addr)
@@ -431,8 +432,55 @@ func TestTCPApiVersions(t *testing.T) {
 		for _, k := range resp.ApiKeys {
 			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 		}
-		require.Equal(t, map[int16][2]int16{0: {0, 9}, 1: {4, 12}, 2: {1, 7}, 3: {1, 12}, 18: {0, 3}, 60: {0, 1}}, got,
+		if tc.code != 0 {
+			require.Equal(t, map[int16][2]int16{18: {0, 3}}, got, "KIP-511: the versions of ApiVersions to ask again in, alone")
+			continue
+		}
+		require.Equal(t, map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {1, 12}, 18: {0, 3}, 60: {0, 1}}, got,
 			"a plain Client answers the data calls, and DescribeCluster from its Metadata; Produce from v0, as Kafka 4 lists it for librdkafka (v0-2 are refused)")
+		require.Empty(t, resp.SupportedFeatures, "a Client that reports no features")
+		require.Empty(t, resp.FinalizedFeatures)
+		require.EqualValues(t, -1, resp.FinalizedFeaturesEpoch)
+	}
+}
+
+// featuredNode is a fakeNode with features.
+type featuredNode struct {
+	fakeNode
+	features []Feature
+}
+
+func (n *featuredNode) Features() []Feature { return n.features }
+
+// TestTCPApiVersionsFeatures: ApiVersions v3 reports a FeatureReporter's
+// features, supported and finalized, and leaves a feature at level 0 out
+// of the finalized ones; kgo reads transaction.version from there.
+func TestTCPApiVersionsFeatures(t *testing.T) {
+	for _, finalized := range []int16{2, 0} {
+		node := &featuredNode{features: []Feature{{Name: FeatureTransactionVersion, MinLevel: 0, MaxLevel: 2, Finalized: finalized}}}
+		_, addr := serve(t, node, ServerOptions{})
+		nc, r := rawConn(t, addr)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 3
+		_, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
+		require.NoError(t, err)
+		frame, err := readFrame(r, nil, 1<<20)
+		require.NoError(t, err)
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = 3
+		require.NoError(t, resp.ReadFrom(frame[4:]))
+		require.Len(t, resp.SupportedFeatures, 1)
+		sf := resp.SupportedFeatures[0]
+		require.Equal(t, []any{"transaction.version", int16(0), int16(2)}, []any{sf.Name, sf.MinVersion, sf.MaxVersion})
+		if finalized == 0 {
+			require.Empty(t, resp.FinalizedFeatures, "level 0 is not finalized")
+			require.EqualValues(t, -1, resp.FinalizedFeaturesEpoch)
+			continue
+		}
+		require.Len(t, resp.FinalizedFeatures, 1)
+		ff := resp.FinalizedFeatures[0]
+		require.Equal(t, []any{"transaction.version", int16(2), int16(2)}, []any{ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel})
+		require.GreaterOrEqual(t, resp.FinalizedFeaturesEpoch, int64(0), "Kafka's clients ignore finalized features at epoch -1")
 	}
 }
 

@@ -28,7 +28,7 @@ type apiRange struct {
 // 2); the maximums the last that name topics rather than topic ids, and
 // that carry nothing partlog's types do not hold.
 var supportedAPIs = []apiRange{
-	{key: 0, min: 3, max: 9},  // Produce
+	{key: 0, min: 3, max: 12}, // Produce (v12: transaction version 2)
 	{key: 1, min: 4, max: 12}, // Fetch
 	{key: 2, min: 1, max: 7},  // ListOffsets
 	{key: 3, min: 1, max: 12}, // Metadata
@@ -298,7 +298,7 @@ func produceToWire(r *ProduceRequest, version int16) *kmsg.ProduceRequest {
 }
 
 func produceFromWire(w *kmsg.ProduceRequest) *ProduceRequest {
-	return &ProduceRequest{TransactionalID: deref(w.TransactionID), Acks: kafka.Acks(w.Acks), Timeout: fromMillis(w.TimeoutMillis),
+	return &ProduceRequest{Version: w.Version, TransactionalID: deref(w.TransactionID), Acks: kafka.Acks(w.Acks), Timeout: fromMillis(w.TimeoutMillis),
 		Topics: each(orEmpty(w.Topics), func(wt kmsg.ProduceRequestTopic) ProduceTopic {
 			return ProduceTopic{Topic: wt.Topic,
 				Partitions: each(orEmpty(wt.Partitions), func(wp kmsg.ProduceRequestTopicPartition) ProducePartition {
