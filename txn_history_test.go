@@ -67,6 +67,9 @@ type eosMember struct {
 	p    *producer.Producer
 	stop chan struct{}
 	done chan struct{}
+	// ctx is what the member's calls wait on; kill cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // startEOSMember starts member name on client; it runs until stopped or
@@ -81,6 +84,7 @@ func startEOSMember(t *testing.T, client *transport.ClusterClient, name string, 
 		producer.Linger(0), producer.RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
 	m := &eosMember{name: name, c: c, p: p, stop: make(chan struct{}), done: make(chan struct{})}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	go m.run(t, rand.New(rand.NewPCG(seed, 1)), h)
 	return m
 }
@@ -88,7 +92,7 @@ func startEOSMember(t *testing.T, client *transport.ClusterClient, name string, 
 // run is the member's loop.
 func (m *eosMember) run(t *testing.T, rng *rand.Rand, h *txnHistory) {
 	defer close(m.done)
-	ctx := context.Background()
+	ctx := m.ctx
 	for i := 0; ; i++ {
 		select {
 		case <-m.stop:
@@ -139,17 +143,23 @@ func (m *eosMember) run(t *testing.T, rng *rand.Rand, h *txnHistory) {
 		if a.outcome != txnCommitted {
 			// Go back to the group's committed offsets — the
 			// transaction's own if it did commit after all.
-			m.rewind(ctx)
+			if err := m.rewind(ctx); err != nil {
+				// Going on from its position would skip the aborted
+				// records: a member that cannot rewind stops.
+				t.Logf("member %s stops: it cannot rewind: %v", m.name, err)
+				return
+			}
 		}
 	}
 }
 
-// rewind seeks every assigned partition to the group's committed offset.
-func (m *eosMember) rewind(ctx context.Context) {
+// rewind seeks every assigned partition to the group's committed offset,
+// which Committed waits for while the group's coordinator moves.
+func (m *eosMember) rewind(ctx context.Context) error {
 	tps := m.c.Assignment()
 	committed, err := m.c.Committed(ctx, tps...)
 	if err != nil {
-		return // the next rebalance starts from the committed offsets
+		return err
 	}
 	for _, tp := range tps {
 		if co, ok := committed[tp]; ok {
@@ -158,12 +168,14 @@ func (m *eosMember) rewind(ctx context.Context) {
 			m.c.SeekToBeginning(tp)
 		}
 	}
+	return nil
 }
 
 // kill stops the member dead in whatever it was doing: its open
 // transaction is left for the coordinator's timeout to abort.
 func (m *eosMember) kill() {
 	close(m.stop)
+	m.cancel()
 	<-m.done
 	m.c.Close()
 	m.p.Close()

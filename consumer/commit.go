@@ -148,8 +148,13 @@ func (c *Consumer) CommitAsync(ctx context.Context, done func(map[kafka.TopicPar
 // Committed returns the group's committed offsets for tps, or for every
 // assigned partition when none is named; a partition without one is left
 // out. While a transaction that commits offsets for one of them is
-// undecided (UNSTABLE_OFFSET_COMMIT) it waits, retrying with the
-// consumer's backoff, until ctx is done, as Kafka's committed() does.
+// undecided (UNSTABLE_OFFSET_COMMIT), and while the group's coordinator
+// cannot answer (it moves, loads, or is unreachable: any retriable
+// error), it asks again with the consumer's backoff until ctx is done, as
+// Kafka's committed() does until default.api.timeout.ms. A caller that
+// rewinds to these offsets after an aborted transaction must not go on
+// from its position when they cannot be had: it would skip the aborted
+// records.
 func (c *Consumer) Committed(ctx context.Context, tps ...kafka.TopicPartition) (map[kafka.TopicPartition]CommittedOffset, error) {
 	g := c.grp
 	if g == nil {
@@ -163,7 +168,7 @@ func (c *Consumer) Committed(ctx context.Context, tps ...kafka.TopicPartition) (
 	}
 	for failures := 0; ; failures++ {
 		offsets, err := g.store.FetchOffsets(ctx, g.cfg.group, tps)
-		if !errors.Is(err, kafka.ErrUnstableOffsetCommit) {
+		if err == nil || !kafka.IsRetriable(err) && !errors.Is(err, kafka.ErrUnstableOffsetCommit) {
 			return offsets, err
 		}
 		r := retry{failures: failures}
