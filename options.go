@@ -114,6 +114,19 @@ func TransactionPartitionVerification(enabled bool) Option {
 	return optionFunc(func(o *broker.Options) { o.NoTransactionVerification = !enabled })
 }
 
+// TransactionVersion2 sets whether the node tells Kafka's clients to use
+// transaction version 2 (KIP-890 part 2; the feature transaction.version
+// finalized at 2): the coordinator bumps the producer epoch at the end of
+// every transaction, fencing a late write of the one before, and the
+// partition leaders and group coordinators add the partitions a
+// transaction writes, so a client sends no AddPartitionsToTxn or
+// AddOffsetsToTxn. The default is true; false finalizes the feature at 0,
+// and clients speak the protocol of KIP-98 and KIP-890 part 1. Set it
+// alike on every node of a cluster.
+func TransactionVersion2(enabled bool) Option {
+	return optionFunc(func(o *broker.Options) { o.NoTransactionVersion2 = !enabled })
+}
+
 // LogCleanerInterval sets how often the log cleaner compacts the partitions
 // of topics whose cleanup.policy includes compact (Kafka's
 // log.cleaner.backoff.ms). The default is 15 seconds; zero or negative

@@ -102,14 +102,24 @@ func TestTxnCoordinatorCrashMidCommit(t *testing.T) {
 	}
 }
 
-func testTxnCoordinatorCrash(t *testing.T, crashAt func(partlogtest.TxnStep) bool, commits bool) {
+// newTxnCluster starts three nodes with topics "t" (three partitions) and
+// "in" (one), replicated three times, and returns them with a context and
+// a ClusterClient closed when the test ends; for a test in a synctest
+// bubble.
+func newTxnCluster(t *testing.T) (*testCluster, context.Context, *transport.ClusterClient) {
+	t.Helper()
 	c := newTestCluster(t, 1, 2, 3)
 	ctx := context.Background()
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "t", Partitions: 3, ReplicationFactor: 3}))
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "in", Partitions: 1, ReplicationFactor: 3}))
 	client, err := c.net.Client(ctx)
 	require.NoError(t, err)
-	defer client.Close()
+	t.Cleanup(func() { client.Close() })
+	return c, ctx, client
+}
+
+func testTxnCoordinatorCrash(t *testing.T, crashAt func(partlogtest.TxnStep) bool, commits bool) {
+	c, ctx, client := newTxnCluster(t)
 
 	r := newRawTxn(t, ctx, client, "tx", 5)
 	statePart := kafka.CoordinatorPartition("tx", kafka.DefaultCoordinatorPartitions)

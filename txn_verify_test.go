@@ -53,9 +53,13 @@ type rawTxn struct {
 	id     string
 	// version is the EndTxn version: 5 and up is transaction version 2,
 	// whose EndTxn bumps the epoch (KIP-890 part 2).
-	version       int16
-	producerID    int64
-	producerEpoch int16
+	version int16
+	// produceVersion and offsetCommitVersion are the Produce and
+	// TxnOffsetCommit versions, zero for an in-process call: from 12 and
+	// 5 the broker adds the partition to the transaction itself.
+	produceVersion, offsetCommitVersion int16
+	producerID                          int64
+	producerEpoch                       int16
 	// sequence is the next batch's base sequence on each partition.
 	sequence map[kafka.TopicPartition]int32
 	// lastEnd is the last EndTxn sent, for a retry.
@@ -115,16 +119,19 @@ func (r *rawTxn) addOffsets(group string) {
 // commitOffsets commits group's offset of a partition of topic in the
 // transaction, as a group without members (generation -1).
 func (r *rawTxn) commitOffsets(group, topic string, partition int32, offset int64) {
-	retryBusy(r.t, func() error {
-		resp, err := r.client.TxnOffsetCommit(r.ctx, &transport.TxnOffsetCommitRequest{TransactionalID: r.id, Group: group,
-			ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, GenerationID: -1,
-			Topics: []transport.OffsetCommitTopic{{Topic: topic, Partitions: []transport.OffsetCommitPartition{
-				{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}})
-		if err != nil {
-			return err
-		}
-		return resp.Topics[0].Partitions[0].Err
-	})
+	retryBusy(r.t, func() error { return r.commitOffsetsOnce(group, topic, partition, offset) })
+}
+
+// commitOffsetsOnce is commitOffsets, sent once; it returns the answer.
+func (r *rawTxn) commitOffsetsOnce(group, topic string, partition int32, offset int64) error {
+	resp, err := r.client.TxnOffsetCommit(r.ctx, &transport.TxnOffsetCommitRequest{Version: r.offsetCommitVersion,
+		TransactionalID: r.id, Group: group, ProducerID: r.producerID, ProducerEpoch: r.producerEpoch, GenerationID: -1,
+		Topics: []transport.OffsetCommitTopic{{Topic: topic, Partitions: []transport.OffsetCommitPartition{
+			{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}})
+	if err != nil {
+		return err
+	}
+	return resp.Topics[0].Partitions[0].Err
 }
 
 // batchFor builds the transaction's next batch for tp, holding value.
@@ -139,7 +146,7 @@ func (r *rawTxn) batchFor(tp kafka.TopicPartition, value string) []byte {
 
 // produceTo sends batch to tp and returns the partition's answer.
 func (r *rawTxn) produceTo(tp kafka.TopicPartition, batch []byte) error {
-	resp, err := r.client.Produce(r.ctx, &transport.ProduceRequest{TransactionalID: r.id, Acks: kafka.AcksAll,
+	resp, err := r.client.Produce(r.ctx, &transport.ProduceRequest{Version: r.produceVersion, TransactionalID: r.id, Acks: kafka.AcksAll,
 		Topics: []transport.ProduceTopic{{Topic: tp.Topic, Partitions: []transport.ProducePartition{{Partition: tp.Partition, Records: batch}}}}})
 	require.NoError(r.t, err)
 	return resp.Topics[0].Partitions[0].Err

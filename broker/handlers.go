@@ -53,7 +53,7 @@ func (n *Broker) Produce(ctx context.Context, req *transport.ProduceRequest) (*t
 		}
 	}
 	appendOne := func(j appendJob) {
-		base, appendTime, err := n.appendVerified(ctx, j.h, req.TransactionalID, j.rp.Records, req.Acks, req.Timeout)
+		base, appendTime, err := n.appendVerified(ctx, j.h, req, j.rp.Records)
 		j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset, j.pr.Err = base, appendTime, j.h.p.LogStartOffset(), err
 	}
 	if len(jobs) < 2 || len(distinct) < len(jobs) {

@@ -63,6 +63,15 @@ type Options struct {
 	// 1 off), and a late produce can open a transaction no coordinator
 	// will end.
 	NoTransactionVerification bool
+	// NoTransactionVersion2 finalizes the feature transaction.version at
+	// 0 rather than 2 in what the node reports to Kafka's clients
+	// (ApiVersions): they then add every partition to a transaction
+	// themselves (AddPartitionsToTxn, AddOffsetsToTxn) and keep their
+	// producer epoch across transactions, as before KIP-890 part 2. It is
+	// Kafka's `kafka-features.sh downgrade --feature transaction.version=0`;
+	// set it alike on every node of a cluster. A request in the version 2
+	// protocol is still understood.
+	NoTransactionVersion2 bool
 	// NoAutoCreateTopics is auto.create.topics.enable set to false: a
 	// Metadata request never creates the topics it names.
 	NoAutoCreateTopics bool

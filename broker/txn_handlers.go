@@ -29,6 +29,20 @@ func transactionVersion(version int16) txn.TransactionVersion {
 	return txn.TV0
 }
 
+// The Broker reports the feature transaction.version to Kafka's clients.
+var _ transport.FeatureReporter = (*Broker)(nil)
+
+// Features returns the node's features for ApiVersions: transaction.version,
+// supported from 0 to 2 and finalized at 2 (at 0 with
+// Options.NoTransactionVersion2).
+func (n *Broker) Features() []transport.Feature {
+	tv := transport.Feature{Name: transport.FeatureTransactionVersion, MinLevel: 0, MaxLevel: int16(txn.TV2), Finalized: int16(txn.TV2)}
+	if n.opts.NoTransactionVersion2 {
+		tv.Finalized = int16(txn.TV0)
+	}
+	return []transport.Feature{tv}
+}
+
 // txnCall runs a coordinator request for transactional id id: it finds
 // the id's partition (NOT_COORDINATOR on another node) and waits for the
 // answer.
@@ -59,19 +73,26 @@ func (n *Broker) AddPartitionsToTxn(ctx context.Context, req *transport.AddParti
 				res.Partitions = append(res.Partitions, transport.TxnPartitionResult{TopicPartition: tp, Err: errs[i]})
 			}
 		} else {
-			h := n.txns
-			a := n.txnCall(ctx, t.TransactionalID, func(rid uint64, nowMs int64) {
-				h.c.AddPartitions(txn.AddPartitionsRequest{ID: rid, Version: req.Version, TransactionalID: t.TransactionalID,
-					ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch, Partitions: t.Partitions,
-					TransactionVersion: transactionVersion(req.Version)}, nowMs)
-			})
+			err := n.addTxnPartitions(ctx, t, req.Version)
 			for _, tp := range t.Partitions {
-				res.Partitions = append(res.Partitions, transport.TxnPartitionResult{TopicPartition: tp, Err: a.Err})
+				res.Partitions = append(res.Partitions, transport.TxnPartitionResult{TopicPartition: tp, Err: err})
 			}
 		}
 		resp.Transactions = append(resp.Transactions, res)
 	}
 	return resp, nil
+}
+
+// addTxnPartitions adds the partitions of t, a transaction of an
+// AddPartitionsToTxn of the given version, to its transaction.
+func (n *Broker) addTxnPartitions(ctx context.Context, t transport.AddPartitionsToTxnTransaction, version int16) error {
+	h := n.txns
+	a := n.txnCall(ctx, t.TransactionalID, func(rid uint64, nowMs int64) {
+		h.c.AddPartitions(txn.AddPartitionsRequest{ID: rid, Version: version, TransactionalID: t.TransactionalID,
+			ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch, Partitions: t.Partitions,
+			TransactionVersion: transactionVersion(version)}, nowMs)
+	})
+	return a.Err
 }
 
 // verifyTxnPartitions answers a VerifyOnly transaction of
@@ -223,7 +244,10 @@ func (n *Broker) TxnOffsetCommit(ctx context.Context, req *transport.TxnOffsetCo
 					Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata})
 			}
 		}
-		err = c.TxnCommit(tc)
+		err = n.askTxnOffsetCommit(ctx, req, kafka.TopicPartition{Topic: kafka.OffsetsTopic, Partition: c.PartitionFor(req.Group)})
+		if err == nil {
+			err = c.TxnCommit(tc)
+		}
 	}
 	resp := &transport.TxnOffsetCommitResponse{}
 	for _, t := range req.Topics {

@@ -13,6 +13,12 @@ type driver interface {
 	name() string
 	// label is the client and its version, for the table's header.
 	label() string
+	// transactionVersion is the transaction protocol the client speaks
+	// with a node that finalizes transaction.version at 2: 2 for one that
+	// implements KIP-890 part 2 (its EndTxn moves the producer to the
+	// next epoch, so each marker carries the epoch after its
+	// transaction's), 0 for the others.
+	transactionVersion() int16
 
 	// produce sends spec.Records, each to its Partition, and returns
 	// where each landed as the client's acknowledgement says: a

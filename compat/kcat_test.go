@@ -19,9 +19,10 @@ import (
 // error. It tells no offsets when it produces, and has no admin calls.
 type kcatDriver struct{}
 
-func (kcatDriver) name() string   { return "kcat" }
-func (kcatDriver) label() string  { return "kcat 1.7.1 (librdkafka 2.0.2)" }
-func (d kcatDriver) admin() admin { return kcatAdmin{} }
+func (kcatDriver) name() string              { return "kcat" }
+func (kcatDriver) label() string             { return "kcat 1.7.1 (librdkafka 2.0.2)" }
+func (kcatDriver) transactionVersion() int16 { return 0 }
+func (d kcatDriver) admin() admin            { return kcatAdmin{} }
 
 // run runs kcat with args and input on its standard input, and returns
 // its standard output's lines.

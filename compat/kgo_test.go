@@ -17,9 +17,10 @@ import (
 // admin calls (and kmsg for DescribeCluster, which kadm does not wrap).
 type kgoDriver struct{}
 
-func (kgoDriver) name() string   { return "kgo" }
-func (kgoDriver) label() string  { return "franz-go kgo/kadm 1.22.3/1.20.0" }
-func (d kgoDriver) admin() admin { return d }
+func (kgoDriver) name() string              { return "kgo" }
+func (kgoDriver) label() string             { return "franz-go kgo/kadm 1.22.3/1.20.0" }
+func (kgoDriver) transactionVersion() int16 { return 2 }
+func (d kgoDriver) admin() admin            { return d }
 
 // client returns a kgo client bootstrapped from tg's nodes, closed when
 // ctx's check ends by the caller.

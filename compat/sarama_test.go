@@ -15,9 +15,10 @@ import (
 // 2.8), as a user who does not set Config.Version has it.
 type saramaDriver struct{}
 
-func (saramaDriver) name() string   { return "sarama" }
-func (saramaDriver) label() string  { return "sarama 1.61.1" }
-func (d saramaDriver) admin() admin { return d }
+func (saramaDriver) name() string              { return "sarama" }
+func (saramaDriver) label() string             { return "sarama 1.61.1" }
+func (saramaDriver) transactionVersion() int16 { return 0 }
+func (d saramaDriver) admin() admin            { return d }
 
 // config returns sarama's default config with short backoffs, so that a
 // check does not wait out Kafka's defaults.

@@ -145,9 +145,10 @@ type scriptDriver struct {
 	argv []string
 }
 
-func (d scriptDriver) name() string  { return d.short }
-func (d scriptDriver) label() string { return d.long }
-func (d scriptDriver) admin() admin  { return d }
+func (d scriptDriver) name() string            { return d.short }
+func (d scriptDriver) label() string           { return d.long }
+func (scriptDriver) transactionVersion() int16 { return 0 } // librdkafka 2.0.2, kafkajs 2.2.4
+func (d scriptDriver) admin() admin            { return d }
 
 // start runs the script with the request op and fields.
 func (d scriptDriver) start(ctx context.Context, tg *target, op string, fields any) (*proc, error) {

@@ -70,7 +70,7 @@ func checkTxn(ctx context.Context, x *run) error {
 		if err != nil {
 			return err
 		}
-		txns, err := txnsInLog(p, batches)
+		txns, err := txnsInLog(p, batches, x.d.transactionVersion())
 		if err != nil {
 			return err
 		}
@@ -188,11 +188,18 @@ type txnInLog struct {
 // txnsInLog splits a partition's batches, which one transactional producer
 // wrote a transaction after the other, into its transactions: each a run
 // of transactional data batches of one producer id and epoch, then the
-// control batch of that producer id and epoch holding the marker that
-// ends it. Anything else — a batch outside a transaction, a marker ending
-// nothing, another producer's batch inside a transaction, records after
-// the last marker — is an error.
-func txnsInLog(partition int32, batches []record.Batch) ([]txnInLog, error) {
+// control batch of that producer id holding the marker that ends it — at
+// the transaction's epoch, or, for a client speaking transaction version
+// 2 (tv), at the next one. Anything else — a batch outside a transaction,
+// a marker ending nothing or at another epoch, another producer's batch
+// inside a transaction, records after the last marker — is an error.
+func txnsInLog(partition int32, batches []record.Batch, tv int16) ([]txnInLog, error) {
+	markerEpoch := func(t *txnInLog) int16 {
+		if tv >= 2 {
+			return t.producerEpoch + 1
+		}
+		return t.producerEpoch
+	}
 	var out []txnInLog
 	var cur *txnInLog
 	for _, b := range batches {
@@ -202,9 +209,12 @@ func txnsInLog(partition int32, batches []record.Batch) ([]txnInLog, error) {
 			return nil, fmt.Errorf("partition %d: the batch at offset %d is not transactional (%v)", partition, b.BaseOffset, a)
 		case b.ProducerID < 0:
 			return nil, fmt.Errorf("partition %d: the batch at offset %d has no producer id (%d)", partition, b.BaseOffset, b.ProducerID)
-		case cur != nil && (b.ProducerID != cur.producerID || b.ProducerEpoch != cur.producerEpoch):
+		case cur != nil && !a.IsControl() && (b.ProducerID != cur.producerID || b.ProducerEpoch != cur.producerEpoch):
 			return nil, fmt.Errorf("partition %d: the batch at offset %d (%v) has producer id %d epoch %d, inside a transaction of producer id %d epoch %d",
 				partition, b.BaseOffset, a, b.ProducerID, b.ProducerEpoch, cur.producerID, cur.producerEpoch)
+		case cur != nil && a.IsControl() && (b.ProducerID != cur.producerID || b.ProducerEpoch != markerEpoch(cur)):
+			return nil, fmt.Errorf("partition %d: the marker at offset %d has producer id %d epoch %d, ending a transaction of producer id %d epoch %d (transaction version %d: want epoch %d)",
+				partition, b.BaseOffset, b.ProducerID, b.ProducerEpoch, cur.producerID, cur.producerEpoch, tv, markerEpoch(cur))
 		case !a.IsControl():
 			if cur == nil {
 				cur = &txnInLog{producerID: b.ProducerID, producerEpoch: b.ProducerEpoch}

@@ -199,7 +199,8 @@ func (s *producerState) check(h *record.Header, marker *record.ControlRecord, v 
 //
 // Then the transaction: a batch outside a transaction while the producer
 // has one open is kafka.ErrInvalidTxnState; a transactional batch that
-// would open one asks v, when there is one (KIP-890 part 1).
+// would open one, or that comes at a newer epoch than the open one's,
+// asks v, when there is one (KIP-890 part 1).
 func (s *producerState) checkData(h *record.Header, v *verification) error {
 	e := s.producers[h.ProducerID]
 	if coordinatorWrite(h) {
@@ -248,7 +249,14 @@ func (s *producerState) checkData(h *record.Header, v *verification) error {
 	case open && !h.Attributes.IsTransactional():
 		return fmt.Errorf("%w: producer %d wrote outside a transaction while its transaction from offset %d is open",
 			kafka.ErrInvalidTxnState, h.ProducerID, e.CurrentTxnFirstOffset)
-	case !open:
+	case !open, h.ProducerEpoch != e.ProducerEpoch:
+		// A transaction of an older epoch still open here means its
+		// marker has not come yet: the coordinator is ending it, and this
+		// batch belongs to the next one. Taken unasked, it would join the
+		// old transaction and go with its marker (an ABORT would discard
+		// an acknowledged write); asked, the coordinator answers that it
+		// is busy until the marker is written. Kafka's leader compares
+		// the epochs the same way (hasOngoingTransaction).
 		return v.verify(h)
 	}
 	return nil

@@ -160,6 +160,9 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 		expired []*batch
 		doomed  []*batch // failed by the idempotent producer's fatal error, or the transaction's
 		needed  []*partitionState
+		// addedBySend says a partition joined the transaction by its
+		// first batch (transaction version 2).
+		addedBySend bool
 	)
 	soonest := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
@@ -209,6 +212,11 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 			ps.mu.Unlock()
 			continue
 		}
+		if p.txn != nil && !ps.inTxn && p.txn.addsItself.Load() {
+			// Transaction version 2: the Produce adds the partition.
+			ps.inTxn, ps.txnRequested = true, true
+			addedBySend = true
+		}
 		if p.txn != nil && !ps.inTxn {
 			// Ready, but not in the transaction yet: the partitions of a
 			// drain are added in one request, then their batches go.
@@ -249,6 +257,13 @@ func (p *Producer) collect(reuse *request, send bool) (*request, time.Time) {
 	}
 	if len(needed) > 0 {
 		p.requestPartitions(needed)
+	}
+	if addedBySend {
+		// The coordinator may have the transaction open once the
+		// request is sent, whatever its answer: EndTxn must end it.
+		p.txn.mu.Lock()
+		p.txn.started = true
+		p.txn.mu.Unlock()
 	}
 	if len(expired) > 0 {
 		p.expire(expired, now)
@@ -308,10 +323,15 @@ type sharedContext struct {
 func (p *Producer) send(req *request) {
 	msg := &req.msg
 	msg.Acks, msg.Timeout = p.cfg.acks, p.cfg.requestTimeout
+	msg.Version = 0
 	if p.txn != nil {
 		// The leader asks the transaction's coordinator about the first
-		// batch of the transaction it takes (KIP-890 part 1).
+		// batch of the transaction it takes (KIP-890 part 1), or, under
+		// transaction version 2, has it add the partition (part 2).
 		msg.TransactionalID = p.txn.id
+		if p.txn.addsItself.Load() {
+			msg.Version = produceAddingVersion
+		}
 	}
 	msg.Topics = msg.Topics[:0]
 	for _, b := range req.batches {

@@ -29,6 +29,13 @@ import (
 //     transaction (AddOffsetsToTxn), then commits the offsets in it
 //     (TxnOffsetCommit): they become the group's only when the
 //     transaction commits.
+//   - When the node finalizes transaction.version at 2 (its features, as
+//     the client reports them, say so at BeginTransaction), the producer
+//     sends neither AddPartitionsToTxn nor AddOffsetsToTxn: its Produce
+//     goes in version 12 and its TxnOffsetCommit in version 5, and the
+//     partition's leader and the group's coordinator add the partitions
+//     (KIP-890 part 2). A batch goes out without waiting for a round
+//     trip to the coordinator.
 //   - CommitTransaction flushes every record, then ends the transaction
 //     (EndTxn); AbortTransaction fails what was not sent yet, waits for
 //     what is in flight, and ends it with ABORT. EndTxn goes in version 5
@@ -125,7 +132,10 @@ const (
 	addPartitionsToTxnVersion = 3 // 4 and up are for brokers
 	addOffsetsToTxnVersion    = 4
 	endTxnVersion             = 5 // transaction version 2
-	txnOffsetCommitVersion    = 4 // 5 is for transaction version 2 without AddOffsetsToTxn
+	txnOffsetCommitVersion    = 4 // after AddOffsetsToTxn
+	// Under transaction version 2 the producer adds no partition itself.
+	produceAddingVersion         = 12 // the leader adds the partition
+	txnOffsetCommitAddingVersion = 5  // the group coordinator adds the offsets' partition
 )
 
 // transaction is a transactional producer's state.
@@ -151,6 +161,12 @@ type transaction struct {
 	pending []*partitionState
 	adding  bool
 	addDone chan struct{}
+	// addsItself says the open transaction is in transaction version 2
+	// (the node's feature transaction.version is 2, as BeginTransaction
+	// found it): its partitions are added by the Produce (version 12)
+	// and the TxnOffsetCommit (version 5) that write them, with no
+	// AddPartitionsToTxn or AddOffsetsToTxn.
+	addsItself atomic.Bool
 }
 
 // stateOf returns the transaction's state.
@@ -348,8 +364,18 @@ func (p *Producer) newEpoch(id int64, epoch int16) {
 // StateFatalError). Like Kafka's, it sends nothing: the coordinator learns
 // of the transaction when its first partition or offsets are added.
 func (p *Producer) BeginTransaction() error {
-	_, err := p.enter("BeginTransaction", StateInTransaction, StateReady)
+	t, err := p.enter("BeginTransaction", StateInTransaction, StateReady)
+	if err == nil {
+		t.addsItself.Store(speaksTV2(t.client))
+	}
 	return err
+}
+
+// speaksTV2 reports whether the node behind client finalizes
+// transaction.version at 2 or more (KIP-890 part 2), as its features say.
+func speaksTV2(client transport.TxnClient) bool {
+	fr, ok := client.(transport.FeatureReporter)
+	return ok && transport.FinalizedLevel(fr.Features(), transport.FeatureTransactionVersion) >= 2
 }
 
 // enter moves the transaction to state to when it is in one of from, and
@@ -530,20 +556,25 @@ func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[kaf
 		return err
 	}
 	id, epoch := p.idem.id.Load(), int16(p.idem.epoch.Load())
-	err = p.txnRetry(ctx, addOffsetsCall, func(ctx context.Context) error {
-		r, err := t.client.AddOffsetsToTxn(ctx, &transport.AddOffsetsToTxnRequest{Version: addOffsetsToTxnVersion,
-			TransactionalID: t.id, ProducerID: id, ProducerEpoch: epoch, Group: group.Group})
-		if err != nil {
-			return err
-		}
-		return r.Err
-	})
+	version := int16(txnOffsetCommitVersion)
+	if t.addsItself.Load() {
+		version = txnOffsetCommitAddingVersion
+	} else {
+		err = p.txnRetry(ctx, addOffsetsCall, func(ctx context.Context) error {
+			r, err := t.client.AddOffsetsToTxn(ctx, &transport.AddOffsetsToTxnRequest{Version: addOffsetsToTxnVersion,
+				TransactionalID: t.id, ProducerID: id, ProducerEpoch: epoch, Group: group.Group})
+			if err != nil {
+				return err
+			}
+			return r.Err
+		})
+	}
 	if err == nil {
 		t.mu.Lock()
 		t.started = true
 		t.mu.Unlock()
 		err = p.txnRetry(ctx, "TxnOffsetCommit", func(ctx context.Context) error {
-			return p.txnOffsetCommit(ctx, id, epoch, offsets, group)
+			return p.txnOffsetCommit(ctx, version, id, epoch, offsets, group)
 		})
 	}
 	if err != nil {
@@ -560,8 +591,8 @@ func (p *Producer) SendOffsetsToTransaction(ctx context.Context, offsets map[kaf
 
 // txnOffsetCommit sends one TxnOffsetCommit, and returns the first error
 // of its partitions.
-func (p *Producer) txnOffsetCommit(ctx context.Context, id int64, epoch int16, offsets map[kafka.TopicPartition]int64, group GroupMetadata) error {
-	req := &transport.TxnOffsetCommitRequest{Version: txnOffsetCommitVersion, TransactionalID: p.txn.id, Group: group.Group,
+func (p *Producer) txnOffsetCommit(ctx context.Context, version int16, id int64, epoch int16, offsets map[kafka.TopicPartition]int64, group GroupMetadata) error {
+	req := &transport.TxnOffsetCommitRequest{Version: version, TransactionalID: p.txn.id, Group: group.Group,
 		ProducerID: id, ProducerEpoch: epoch, GenerationID: group.GenerationID, MemberID: group.MemberID,
 		GroupInstanceID: group.GroupInstanceID}
 	byTopic := map[string]int{}

@@ -67,7 +67,13 @@
 // TV0 the epoch stays, as in Kafka before 4.0. For KIP-890 part 1, a
 // partition leader asks VerifyPartitions before it accepts a transactional
 // write: is this producer, at this epoch, in a transaction that includes
-// the partition?
+// the partition? Under TV2 the client adds no partition itself: the
+// partition's leader, and the group's coordinator for the offsets, send
+// AddPartitions (AddPartitionsToTxn version 5) for it, which begins the
+// transaction when none is open. An EndTxn with no transaction open
+// follows Kafka's table (see Coordinator.EndTxn): an ABORT at the current
+// epoch is an empty abort, which moves to the next epoch and writes no
+// marker.
 //
 // # The caller's duties
 //

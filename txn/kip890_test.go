@@ -1,6 +1,8 @@
 package txn
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -159,4 +161,67 @@ func unwrapAll(errs []error) []error {
 		}
 	}
 	return out
+}
+
+// TestTV2EndTxnOutsideATransaction walks Kafka's table of TV2 EndTxn
+// answers when no transaction is Ongoing (see EndTxn): a retry of the
+// ending EndTxn (the epoch before) gets its outcome or
+// INVALID_TXN_STATE; a current COMMIT gets INVALID_TXN_STATE; a current
+// ABORT is an empty abort — it succeeds with the next epoch, writes no
+// marker, and leaves the transaction CompleteAbort. Under TV0, the
+// negative control, a current ABORT is refused, since nothing is open.
+func TestTV2EndTxnOutsideATransaction(t *testing.T) {
+	type row struct {
+		state  string // how the last transaction ended: "empty" (none), "commit", "abort"
+		retry  bool   // the EndTxn carries the epoch before the current one
+		result Result
+		want   error // nil: success; errEmptyAbort: success with the next epoch
+	}
+	errEmptyAbort := errors.New("empty abort")
+	rows := []row{
+		{"empty", true, Abort, kafka.ErrProducerFenced}, {"empty", false, Abort, errEmptyAbort},
+		{"empty", true, Commit, kafka.ErrProducerFenced}, {"empty", false, Commit, kafka.ErrInvalidTxnState},
+		{"abort", true, Abort, nil}, {"abort", false, Abort, errEmptyAbort},
+		{"abort", true, Commit, kafka.ErrInvalidTxnState}, {"abort", false, Commit, kafka.ErrInvalidTxnState},
+		{"commit", true, Abort, kafka.ErrInvalidTxnState}, {"commit", false, Abort, errEmptyAbort},
+		{"commit", true, Commit, nil}, {"commit", false, Commit, kafka.ErrInvalidTxnState},
+	}
+	for _, r := range rows {
+		t.Run(fmt.Sprintf("%s/retry=%v/%v", r.state, r.retry, r.result), func(t *testing.T) {
+			h := newHarness(t, Options{})
+			p := h.newProducer("a", TV2)
+			if r.state != "empty" {
+				require.NoError(t, p.add("t-0").Err)
+				require.NoError(t, p.end(r.state == "commit").Err)
+				h.stabilize()
+			}
+			q := *p
+			if r.retry {
+				q.epoch--
+			}
+			before := h.state("a")
+			markers := len(h.written)
+			a := q.end(r.result)
+			h.stabilize()
+			switch r.want {
+			case nil:
+				require.NoError(t, a.Err)
+				require.Equal(t, before.ProducerEpoch, a.ProducerEpoch, "a retry is answered the epoch it moved to")
+			case errEmptyAbort:
+				require.NoError(t, a.Err)
+				require.Equal(t, before.ProducerEpoch+1, a.ProducerEpoch, "the next epoch")
+				require.Equal(t, CompleteAbort, h.state("a").State)
+				require.Equal(t, before.ProducerEpoch+1, h.state("a").ProducerEpoch)
+				require.Len(t, h.written, markers, "no partition, no marker")
+			default:
+				require.ErrorIs(t, a.Err, r.want)
+				require.Equal(t, before, h.state("a"), "a refusal changes nothing")
+			}
+		})
+	}
+	// TV0: a current ABORT with nothing open is refused.
+	h := newHarness(t, Options{})
+	p := h.newProducer("a", TV0)
+	p.version = 4
+	require.ErrorIs(t, p.end(Abort).Err, kafka.ErrInvalidTxnState)
 }

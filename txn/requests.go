@@ -332,6 +332,25 @@ func (c *Coordinator) wrongProducerID(m *txnMeta, producerID int64, epoch int16)
 
 // EndTxn handles EndTxn (Kafka's handleEndTransaction). nowMs is the
 // caller's clock, in ms.
+//
+// Under TV2 a transaction that is not Ongoing answers as Kafka's table
+// has it, where a retry is the EndTxn of the transaction that ended (its
+// epoch one less than the current, or the exhausted epoch of the previous
+// producer id) and a current request carries the current epoch:
+//
+//	                 Abort            Commit
+//	                 retry  current   retry  current
+//	Empty            PF     EB        PF     ITS
+//	CompleteAbort    NONE   EB        ITS    ITS
+//	CompleteCommit   ITS    EB        NONE   ITS
+//
+// PF is PRODUCER_FENCED, ITS INVALID_TXN_STATE, NONE success, and EB an
+// empty abort: the producer's produce requests all failed before one added
+// a partition, so the coordinator has no transaction open, and the abort
+// succeeds with the next epoch, through PrepareAbort and CompleteAbort with
+// no markers to write. Under TV0 a transaction that is Complete answers a
+// repeat of its own outcome with success and anything else with ITS, and
+// Empty answers ITS.
 func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) {
 	r := &reply{req.ID, apiEndTxn, req.Version}
 	id := req.TransactionalID
@@ -344,16 +363,18 @@ func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) {
 	if err == nil && (m == nil || !m.durable) {
 		err = fmt.Errorf("%w: %q has no producer id", kafka.ErrInvalidProducerIDMapping, id)
 	}
+	var retry bool
 	if err == nil {
-		err = c.checkEnd(m, &req)
+		retry, err = c.checkEnd(m, &req)
 	}
 	if err != nil {
 		fail(err)
 		return
 	}
 	s := &m.cur
-	switch s.state {
-	case Ongoing:
+	tv2 := endsInTV2(s, &req)
+	switch {
+	case s.state == Ongoing, tv2 && !retry && req.Result == Abort && (s.state.completed() || s.state == Empty):
 		next := noProducerID
 		if s.needsNextProducerID(req.TransactionVersion) {
 			if next, err = c.ids.NextProducerID(); err != nil {
@@ -362,44 +383,58 @@ func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) {
 			}
 		}
 		c.begin(m, kindEnd, s.prepared(req.Result, req.TransactionVersion, false, next, nowMs), r, nowMs)
-	case CompleteCommit, CompleteAbort:
-		if resultOf(s.state) != req.Result {
-			fail(fmt.Errorf("%w: %q is %s; it cannot %s", kafka.ErrInvalidTxnState, id, s.state, req.Result))
-			return
-		}
+	case s.state.completed() && retry && resultOf(s.state) == req.Result:
 		c.answer(r, nil, s.producerID, s.epoch) // a retry: the outcome stands
-	case PrepareCommit, PrepareAbort:
+	case s.state.completed():
+		fail(fmt.Errorf("%w: %q is %s; it cannot %s", kafka.ErrInvalidTxnState, id, s.state, req.Result))
+	case s.state.prepared():
 		fail(fmt.Errorf("%w: %q is in %s", kafka.ErrConcurrentTransactions, id, s.state))
 	default: // Empty
 		fail(fmt.Errorf("%w: %q has no open transaction to %s", kafka.ErrInvalidTxnState, id, req.Result))
 	}
 }
 
+// endsInTV2 reports whether req is answered under TV2: the client speaks
+// it, or the transaction was last changed in it.
+func endsInTV2(s *txnState, req *EndTxnRequest) bool {
+	return s.tv.bumpsEpoch() || req.TransactionVersion.bumpsEpoch()
+}
+
 // checkEnd returns the error Kafka answers an EndTxn with before looking at
-// the state, or nil. Under TV2 the epoch moved when the transaction ended,
-// so a retry of its EndTxn carries the epoch before: one less than the
-// current, or, after an epoch overflow, the exhausted epoch of the
-// previous producer id.
-func (c *Coordinator) checkEnd(m *txnMeta, req *EndTxnRequest) error {
+// the state, or nil, and whether the request may be a retry of the EndTxn
+// that ended the transaction. Under TV2 the epoch moved when the
+// transaction ended (unless a fence ended it), so a retry of its EndTxn
+// carries the epoch before:
+// one less than the current, or, after an epoch overflow, the exhausted
+// epoch of the previous producer id. Under TV0 the epoch did not move, and
+// any EndTxn of the current epoch may be a retry.
+func (c *Coordinator) checkEnd(m *txnMeta, req *EndTxnRequest) (retry bool, err error) {
 	s := &m.cur
-	tv2 := s.tv.bumpsEpoch()
-	retryOnOverflow := tv2 && req.ProducerID == s.prevProducerID && req.ProducerEpoch == math.MaxInt16-1 && s.epoch == 0
-	retryOnBump := tv2 && int32(s.epoch) == int32(req.ProducerEpoch)+1
-	valid := req.ProducerEpoch == s.epoch
-	if tv2 && s.state.prepared() {
-		valid = retryOnBump
-	} else if tv2 && s.state.completed() {
-		valid = retryOnBump || retryOnOverflow
+	tv2 := endsInTV2(s, req)
+	// Only an end in TV2 moved the epoch; a fence's single bump, written
+	// as TV0, must not pass for one (see prepared).
+	bumped := s.tv.bumpsEpoch()
+	retryOnOverflow := bumped && req.ProducerID == s.prevProducerID && req.ProducerEpoch == math.MaxInt16-1 && s.epoch == 0
+	retryOnBump := bumped && int32(s.epoch) == int32(req.ProducerEpoch)+1
+	current := req.ProducerEpoch == s.epoch
+	valid := current
+	retry = !tv2
+	switch {
+	case bumped && s.state.prepared():
+		valid, retry = retryOnBump, true
+	case tv2 && s.state.completed():
+		retry = retryOnBump || retryOnOverflow
+		valid = current || retry
 	}
 	switch {
 	case req.ProducerID != s.producerID && !retryOnOverflow:
-		return c.wrongProducerID(m, req.ProducerID, req.ProducerEpoch)
+		return false, c.wrongProducerID(m, req.ProducerID, req.ProducerEpoch)
 	case !valid:
-		return fmt.Errorf("%w: %q has epoch %d; EndTxn came with %d", kafka.ErrProducerFenced, m.id, s.epoch, req.ProducerEpoch)
+		return false, fmt.Errorf("%w: %q has epoch %d; EndTxn came with %d", kafka.ErrProducerFenced, m.id, s.epoch, req.ProducerEpoch)
 	case m.busy():
-		return fmt.Errorf("%w: %q is changing state", kafka.ErrConcurrentTransactions, m.id)
+		return false, fmt.Errorf("%w: %q is changing state", kafka.ErrConcurrentTransactions, m.id)
 	}
-	return nil
+	return retry, nil
 }
 
 // PartitionResult is the answer for one partition.
