@@ -57,6 +57,9 @@ func (h *txnHistory) add(a *txnAttempt) {
 	h.attempts[a.id] = a
 }
 
+// txnTimeoutOfMembers is the members' transaction.timeout.ms.
+const txnTimeoutOfMembers = 2 * time.Second
+
 // eosMember is one consume-transform-produce member of group "eos": a
 // read_committed consumer and a transactional producer of its own
 // (KIP-447), copying each input record to "out" with the attempt's id in a
@@ -67,6 +70,9 @@ type eosMember struct {
 	p    *producer.Producer
 	stop chan struct{}
 	done chan struct{}
+	// pause, when it holds a duration, makes the member stop that long
+	// in its next transaction, after its records and before its offsets.
+	pause chan time.Duration
 	// ctx is what the member's calls wait on; kill cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -80,10 +86,10 @@ func startEOSMember(t *testing.T, client *transport.ClusterClient, name string, 
 		consumer.SessionTimeout(6*time.Second), consumer.HeartbeatInterval(500*time.Millisecond),
 		consumer.RetryBackoff(20*time.Millisecond), consumer.RetryBackoffMax(100*time.Millisecond))
 	require.NoError(t, err)
-	p, err := producer.New(client, producer.TransactionalID("eos-"+name), producer.TransactionTimeout(2*time.Second),
+	p, err := producer.New(client, producer.TransactionalID("eos-"+name), producer.TransactionTimeout(txnTimeoutOfMembers),
 		producer.Linger(0), producer.RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
-	m := &eosMember{name: name, c: c, p: p, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &eosMember{name: name, c: c, p: p, stop: make(chan struct{}), done: make(chan struct{}), pause: make(chan time.Duration, 1)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	go m.run(t, rand.New(rand.NewPCG(seed, 1)), h)
 	return m
@@ -91,7 +97,14 @@ func startEOSMember(t *testing.T, client *transport.ClusterClient, name string, 
 
 // run is the member's loop.
 func (m *eosMember) run(t *testing.T, rng *rand.Rand, h *txnHistory) {
-	defer close(m.done)
+	defer func() {
+		// A member that stops leaves its group, as a process that exits
+		// does: one left in it without polling would hold every
+		// rebalance up to its timeout.
+		m.c.Close()
+		m.p.Close()
+		close(m.done)
+	}()
 	ctx := m.ctx
 	for i := 0; ; i++ {
 		select {
@@ -118,6 +131,17 @@ func (m *eosMember) run(t *testing.T, rng *rand.Rand, h *txnHistory) {
 			offsets[r.TopicPartition()] = r.Offset + 1
 			m.p.Produce(ctx, &producer.Record{Topic: "out", Key: r.Value, Value: r.Value,
 				Headers: []producer.Header{{Key: "attempt", Value: []byte(a.id)}}}, nil)
+		}
+		select {
+		case d := <-m.pause:
+			// A stall (a GC pause, a stopped process) longer than the
+			// transaction timeout: the coordinator aborts the transaction
+			// and fences the producer meanwhile.
+			select {
+			case <-time.After(d):
+			case <-m.stop:
+			}
+		default:
 		}
 		gm := m.c.GroupMetadata()
 		err = m.p.SendOffsetsToTransaction(ctx, offsets,
@@ -177,8 +201,6 @@ func (m *eosMember) kill() {
 	close(m.stop)
 	m.cancel()
 	<-m.done
-	m.c.Close()
-	m.p.Close()
 }
 
 // TestTxnExactlyOnceUnderFaults is the Jepsen-style history check of
@@ -187,7 +209,10 @@ func (m *eosMember) kill() {
 // every record of "in" to "out" in transactions that also commit the
 // consumed offsets, aborting some on purpose, while faults hit at random —
 // a node crashes (leaders and coordinators fail over) and comes back, a
-// member dies mid-transaction, a member joins (a rebalance). At the end,
+// member dies mid-transaction, a member joins (a rebalance), a member
+// stalls mid-transaction past its transaction timeout (the coordinator
+// aborts the transaction and fences the producer; the member stops when
+// it finds out, and another may join). At the end,
 // "out" read with read_committed must show: no record of an aborted
 // transaction (G1a), no transaction in part (torn), no committed
 // transaction lost, and every input record exactly once (Jepsen's
@@ -229,10 +254,23 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 		add()
 		add()
 
+		// reap removes the members that stopped by themselves (fenced, or
+		// unable to rewind), so that others can join.
+		reap := func() {
+			for _, name := range slices.Sorted(maps.Keys(members)) {
+				select {
+				case <-members[name].done:
+					members[name].kill()
+					delete(members, name)
+				default:
+				}
+			}
+		}
 		deadline := time.Now().Add(*txnChaosDuration)
 		down := map[int32]bool{}
-		var kills, crashes, joins int
+		var kills, crashes, joins, pauses int
 		for time.Now().Before(deadline) {
+			reap()
 			id := int32(1 + rng.IntN(3))
 			switch f := rng.IntN(4); {
 			case down[id]:
@@ -251,14 +289,18 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 			case f == 2 && len(members) < 3:
 				add()
 				joins++
+			case f == 3 && len(members) > 0:
+				name := slices.Sorted(maps.Keys(members))[rng.IntN(len(members))]
+				select {
+				case members[name].pause <- txnTimeoutOfMembers + time.Duration(rng.IntN(1000))*time.Millisecond:
+					pauses++
+				default:
+				}
 			}
 			time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond) // the faults' pace, not a wait for a condition
 		}
 		for id := range down {
 			c.start(id)
-		}
-		if len(members) == 0 {
-			add()
 		}
 
 		// The group finishes the input.
@@ -277,6 +319,10 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 		}
 		for limit := time.Now().Add(2 * time.Minute); !finished(); {
 			require.True(t, time.Now().Before(limit), "the group did not finish the input in 2 minutes")
+			reap() // one that stalled may find itself fenced now, and stop
+			if len(members) == 0 {
+				add()
+			}
 			time.Sleep(100 * time.Millisecond) // polls the group's offsets, as a client would
 		}
 		for _, m := range members {
@@ -305,7 +351,7 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 				"the checker finds the aborted reads of read_uncommitted")
 		}
 		t.Logf("%d transactions, %d aborted on purpose or fenced", len(h.attempts), aborted)
-		t.Logf("faults: %d node crashes, %d member deaths, %d joins", crashes, kills, joins)
+		t.Logf("faults: %d node crashes, %d member deaths, %d joins, %d pauses past the transaction timeout", crashes, kills, joins, pauses)
 	})
 }
 
