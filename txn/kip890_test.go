@@ -219,6 +219,25 @@ func TestTV2EndTxnOutsideATransaction(t *testing.T) {
 			}
 		})
 	}
+	// While the last transaction's markers are being written, the next
+	// transaction's EndTxn waits (CONCURRENT_TRANSACTIONS) rather than
+	// being fenced by the epoch it was answered (KAFKA-18464), and the
+	// empty abort goes through once the last one completed.
+	h0 := newHarness(t, Options{})
+	p0 := h0.newProducer("a", TV2)
+	require.NoError(t, p0.add("t-0").Err)
+	require.NoError(t, p0.end(Commit).Err) // PrepareCommit; its marker not yet written
+	require.Equal(t, PrepareCommit, h0.state("a").State)
+	require.ErrorIs(t, p0.end(Abort).Err, kafka.ErrConcurrentTransactions)
+	retry := *p0
+	retry.epoch--
+	require.ErrorIs(t, retry.end(Commit).Err, kafka.ErrConcurrentTransactions, "a retry of the commit waits too")
+	h0.stabilize()
+	a := p0.end(Abort)
+	require.NoError(t, a.Err)
+	h0.stabilize()
+	require.Equal(t, CompleteAbort, h0.state("a").State)
+
 	// TV0: a current ABORT with nothing open is refused.
 	h := newHarness(t, Options{})
 	p := h.newProducer("a", TV0)

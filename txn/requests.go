@@ -348,7 +348,10 @@ func (c *Coordinator) wrongProducerID(m *txnMeta, producerID int64, epoch int16)
 // empty abort: the producer's produce requests all failed before one added
 // a partition, so the coordinator has no transaction open, and the abort
 // succeeds with the next epoch, through PrepareAbort and CompleteAbort with
-// no markers to write. Under TV0 a transaction that is Complete answers a
+// no markers to write. A transaction being prepared (PrepareCommit,
+// PrepareAbort) answers both kinds CONCURRENT_TRANSACTIONS, so that the
+// next transaction's EndTxn, at the epoch this one moved to, waits for it
+// to complete. Under TV0 a transaction that is Complete answers a
 // repeat of its own outcome with success and anything else with ITS, and
 // Empty answers ITS.
 func (c *Coordinator) EndTxn(req EndTxnRequest, nowMs int64) {
@@ -407,7 +410,9 @@ func endsInTV2(s *txnState, req *EndTxnRequest) bool {
 // carries the epoch before:
 // one less than the current, or, after an epoch overflow, the exhausted
 // epoch of the previous producer id. Under TV0 the epoch did not move, and
-// any EndTxn of the current epoch may be a retry.
+// any EndTxn of the current epoch may be a retry. Under TV2 a transaction
+// being prepared or changing state answers CONCURRENT_TRANSACTIONS before
+// the epoch is checked, as Kafka does since KAFKA-18464.
 func (c *Coordinator) checkEnd(m *txnMeta, req *EndTxnRequest) (retry bool, err error) {
 	s := &m.cur
 	tv2 := endsInTV2(s, req)
@@ -419,16 +424,19 @@ func (c *Coordinator) checkEnd(m *txnMeta, req *EndTxnRequest) (retry bool, err 
 	current := req.ProducerEpoch == s.epoch
 	valid := current
 	retry = !tv2
-	switch {
-	case bumped && s.state.prepared():
-		valid, retry = retryOnBump, true
-	case tv2 && s.state.completed():
+	if tv2 && s.state.completed() {
 		retry = retryOnBump || retryOnOverflow
 		valid = current || retry
 	}
 	switch {
 	case req.ProducerID != s.producerID && !retryOnOverflow:
 		return false, c.wrongProducerID(m, req.ProducerID, req.ProducerEpoch)
+	case tv2 && (m.busy() || s.state.prepared()):
+		// Before the epoch: the EndTxn of the producer's next transaction
+		// (an empty abort, or a commit) carries the epoch this one moved
+		// to, and must wait for it to complete rather than be fenced
+		// (KAFKA-18464). A retry of this one's EndTxn waits the same.
+		return false, fmt.Errorf("%w: %q is in %s", kafka.ErrConcurrentTransactions, m.id, s.state)
 	case !valid:
 		return false, fmt.Errorf("%w: %q has epoch %d; EndTxn came with %d", kafka.ErrProducerFenced, m.id, s.epoch, req.ProducerEpoch)
 	case m.busy():
