@@ -212,7 +212,8 @@ func (m *eosMember) kill() {
 // member dies mid-transaction, a member joins (a rebalance), a member
 // stalls mid-transaction past its transaction timeout (the coordinator
 // aborts the transaction and fences the producer; the member stops when
-// it finds out, and another may join). At the end,
+// it finds out, and another may join; not in a -race build, see below).
+// At the end,
 // "out" read with read_committed must show: no record of an aborted
 // transaction (G1a), no transaction in part (torn), no committed
 // transaction lost, and every input record exactly once (Jepsen's
@@ -289,7 +290,13 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 			case f == 2 && len(members) < 3:
 				add()
 				joins++
-			case f == 3 && len(members) > 0:
+			case f == 3 && len(members) > 0 && !raceEnabled:
+				// Not under -race: in a run of the whole package, Go's race
+				// runtime failed an internal check (ThreadSanitizer: CHECK
+				// failed: tsan_rtl.cpp, the thread's epoch or slot lock) in
+				// this test 3 times in 9 with stalls, never in 4 without;
+				// the test alone passed every time. .ci/run runs this test
+				// without -race too, stalls included.
 				name := slices.Sorted(maps.Keys(members))[rng.IntN(len(members))]
 				select {
 				case members[name].pause <- txnTimeoutOfMembers + time.Duration(rng.IntN(1000))*time.Millisecond:
