@@ -19,15 +19,23 @@
 // quorum-state holds the HardState as JSON: {"term":T,"vote":V,"commit":C},
 // replaced atomically.
 //
-// Snapshots are not kept yet: the log starts at index 1.
+// A snapshot is a checkpoint file named as KRaft names them, after the
+// index and term it covers, %020d-%010d.checkpoint, in the snapshot
+// directory: one RecordBatch v2 stamped with the term, whose records are
+// the ConfState (key "c", its protobuf) and the application's state (key
+// "d"). The partition then starts after the snapshot, and Open reads the
+// newest checkpoint and the entries after it.
 package raftlog
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
+	"slices"
 
 	raft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -49,6 +57,7 @@ type Log struct {
 	log       *log.Log
 	fs        vfs.FS
 	statePath string
+	snapDir   string
 	state     hardState
 }
 
@@ -59,18 +68,31 @@ type hardState struct {
 	Commit uint64 `json:"commit"`
 }
 
-// Open reads the Raft log in l and the HardState in the file statePath of
-// fsys (none yet is an empty HardState), and returns them as a Log. The
-// partition must start at offset 0 and hold only batches Save wrote, and
-// its directory must be durable, as log.Dir or vfs.MkdirAllDurable makes
-// it: Save syncs the partition's files, not the directories above them.
-// l stays the caller's to close, after the Log's last use.
-func Open(l *log.Log, fsys vfs.FS, statePath string) (*Log, error) {
-	s := &Log{MemoryStorage: raft.NewMemoryStorage(), log: l, fs: fsys, statePath: statePath}
-	if start := l.LogStartOffset(); start != 0 {
-		return nil, fmt.Errorf("%w: the partition starts at offset %d, not 0", ErrCorrupt, start)
+// Open reads the Raft log — the newest checkpoint in snapDir, and the
+// entries of l after it — and the HardState in the file statePath of fsys
+// (none yet is an empty HardState), and returns them as a Log. The
+// partition must hold only batches Save wrote, from the checkpoint on, and
+// its directory and snapDir must be durable, as log.Dir or
+// vfs.MkdirAllDurable makes them: the Log syncs its files, not the
+// directories above them. l stays the caller's to close, after the Log's
+// last use.
+func Open(l *log.Log, fsys vfs.FS, statePath, snapDir string) (*Log, error) {
+	s := &Log{MemoryStorage: raft.NewMemoryStorage(), log: l, fs: fsys, statePath: statePath, snapDir: snapDir}
+	snap, err := s.newestSnapshot()
+	if err != nil {
+		return nil, err
 	}
-	entries, err := s.read()
+	from := int64(0)
+	if snap != nil {
+		if err := s.MemoryStorage.ApplySnapshot(snap); err != nil {
+			return nil, err
+		}
+		from = int64(snap.GetMetadata().GetIndex())
+	}
+	if start := l.LogStartOffset(); start > from {
+		return nil, fmt.Errorf("%w: the partition starts at offset %d, after the snapshot's %d", ErrCorrupt, start, from)
+	}
+	entries, err := s.read(from)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +108,13 @@ func Open(l *log.Log, fsys vfs.FS, statePath string) (*Log, error) {
 		if err := json.Unmarshal(data, &s.state); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, statePath, err)
 		}
+	}
+	if snap != nil {
+		// A crash between SaveSnapshot and the Save of its Ready leaves
+		// the HardState behind the snapshot, which covers committed
+		// entries only: raft requires the commit index at least there.
+		s.state.Commit = max(s.state.Commit, snap.GetMetadata().GetIndex())
+		s.state.Term = max(s.state.Term, snap.GetMetadata().GetTerm())
 	}
 	last, _ := s.LastIndex()
 	if s.state.Commit > last {
@@ -107,11 +136,11 @@ func readFile(fsys vfs.FS, name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// read returns every entry of the partition, in order.
-func (s *Log) read() ([]*pb.Entry, error) {
+// read returns the entries of the partition from offset from, in order.
+func (s *Log) read(from int64) ([]*pb.Entry, error) {
 	var out []*pb.Entry
 	var buf []byte
-	for next := int64(0); next < s.log.LogEndOffset(); {
+	for next := from; next < s.log.LogEndOffset(); {
 		data, err := s.log.Read(buf[:0], next, s.log.LogEndOffset(), 1<<20)
 		if err != nil {
 			return nil, err
@@ -121,6 +150,10 @@ func (s *Log) read() ([]*pb.Entry, error) {
 			h, err := record.ParseHeader(data)
 			if err != nil {
 				return nil, fmt.Errorf("%w: at offset %d: %v", ErrCorrupt, next, err)
+			}
+			if h.BaseOffset < next { // the batch before the snapshot's end
+				data = data[h.Size():]
+				continue
 			}
 			b, err := record.Decode(data[:h.Size()])
 			if err != nil {
@@ -202,4 +235,129 @@ func entryBatch(e *pb.Entry) []byte {
 // proto returns s as raft's HardState.
 func (s hardState) proto() *pb.HardState {
 	return &pb.HardState{Term: proto.Uint64(s.Term), Vote: proto.Uint64(s.Vote), Commit: proto.Uint64(s.Commit)}
+}
+
+// SaveSnapshot installs snap, a snapshot the leader sent (a Ready's
+// Snapshot): it writes its checkpoint, restarts the partition empty after
+// it, and hands it to raft's MemoryStorage. An empty snap changes nothing.
+// Call it before Save of the same Ready.
+func (s *Log) SaveSnapshot(snap *pb.Snapshot) error {
+	if snap == nil || raft.IsEmptySnap(snap) {
+		return nil
+	}
+	if err := s.writeCheckpoint(snap); err != nil {
+		return err
+	}
+	if err := s.log.TruncateFullyAndStartAt(int64(snap.GetMetadata().GetIndex())); err != nil {
+		return err
+	}
+	if err := s.MemoryStorage.ApplySnapshot(snap); err != nil {
+		return err
+	}
+	return s.removeCheckpointsBefore(snap.GetMetadata().GetIndex())
+}
+
+// Compact takes a snapshot at index, an applied entry, of the
+// application's state data with configuration cs, writes its checkpoint,
+// and drops the entries up to index from raft's MemoryStorage and, segment
+// by segment, from the partition. data stays the caller's.
+func (s *Log) Compact(index uint64, cs *pb.ConfState, data []byte) error {
+	snap, err := s.MemoryStorage.CreateSnapshot(index, cs, append([]byte(nil), data...))
+	if err != nil {
+		return err
+	}
+	if err := s.writeCheckpoint(snap); err != nil {
+		return err
+	}
+	if err := s.MemoryStorage.Compact(index); err != nil {
+		return err
+	}
+	if err := s.log.DeleteRecordsBefore(int64(index)); err != nil {
+		return err
+	}
+	return s.removeCheckpointsBefore(index)
+}
+
+// checkpointName is the file name of a snapshot at index and term.
+func checkpointName(index, term uint64) string {
+	return fmt.Sprintf("%020d-%010d.checkpoint", index, term)
+}
+
+// writeCheckpoint writes snap's checkpoint, atomically.
+func (s *Log) writeCheckpoint(snap *pb.Snapshot) error {
+	md := snap.GetMetadata()
+	cs, err := proto.Marshal(md.GetConfState())
+	if err != nil {
+		return err
+	}
+	opts := record.DefaultBatchOptions()
+	opts.PartitionLeaderEpoch = int32(md.GetTerm())
+	b := record.NewBuilder(opts)
+	b.Append(record.Record{Key: []byte("c"), Value: cs})
+	b.Append(record.Record{Key: []byte("d"), Value: snap.GetData()})
+	batch := b.Build()
+	record.SetBaseOffset(batch, int64(md.GetIndex())-1)
+	return vfs.WriteFileAtomic(s.fs, path.Join(s.snapDir, checkpointName(md.GetIndex(), md.GetTerm())), batch)
+}
+
+// checkpoints returns the indexes and terms of the checkpoints in the
+// snapshot directory, oldest first.
+func (s *Log) checkpoints() ([][2]uint64, error) {
+	names, err := s.fs.List(s.snapDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]uint64
+	for _, name := range names {
+		var index, term uint64
+		if _, err := fmt.Sscanf(name, "%020d-%010d.checkpoint", &index, &term); err == nil && name == checkpointName(index, term) {
+			out = append(out, [2]uint64{index, term})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	return out, nil
+}
+
+// newestSnapshot reads the newest checkpoint, or returns nil when there is
+// none.
+func (s *Log) newestSnapshot() (*pb.Snapshot, error) {
+	cps, err := s.checkpoints()
+	if err != nil || len(cps) == 0 {
+		return nil, err
+	}
+	index, term := cps[len(cps)-1][0], cps[len(cps)-1][1]
+	name := path.Join(s.snapDir, checkpointName(index, term))
+	data, err := readFile(s.fs, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := record.Decode(data)
+	if err != nil || len(b.Records) != 2 || string(b.Records[0].Key) != "c" || string(b.Records[1].Key) != "d" {
+		return nil, fmt.Errorf("%w: %s is not a checkpoint (%v)", ErrCorrupt, name, err)
+	}
+	var cs pb.ConfState
+	if err := proto.Unmarshal(b.Records[0].Value, &cs); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	return &pb.Snapshot{Data: append([]byte(nil), b.Records[1].Value...),
+		Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: &cs}}, nil
+}
+
+// removeCheckpointsBefore removes the checkpoints older than index.
+func (s *Log) removeCheckpointsBefore(index uint64) error {
+	cps, err := s.checkpoints()
+	if err != nil {
+		return err
+	}
+	for _, cp := range cps {
+		if cp[0] < index {
+			if err := s.fs.Remove(path.Join(s.snapDir, checkpointName(cp[0], cp[1]))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

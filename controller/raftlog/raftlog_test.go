@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,16 +22,18 @@ var quiet = &raft.DefaultLogger{Logger: stdlog.New(io.Discard, "", 0)}
 const (
 	partitionDir = "/meta/__cluster_metadata-0"
 	statePath    = "/meta/quorum-state"
+	snapDir      = "/meta/snapshots"
 )
 
 // openLog opens the Raft log on fsys; the partition closes with the test.
 func openLog(t *testing.T, fsys vfs.FS) *Log {
 	t.Helper()
 	require.NoError(t, vfs.MkdirAllDurable(fsys, partitionDir, 0o755))
+	require.NoError(t, vfs.MkdirAllDurable(fsys, snapDir, 0o755))
 	l, err := log.Open(partitionDir, log.Options{FS: fsys})
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
-	s, err := Open(l, fsys, statePath)
+	s, err := Open(l, fsys, statePath, snapDir)
 	require.NoError(t, err)
 	return s
 }
@@ -85,6 +88,31 @@ func TestSaveSurvivesACrash(t *testing.T) {
 	require.True(t, proto.Equal(hs2, gotHS), "the HardState: %v", gotHS)
 }
 
+// TestCompactThenReopen: after Compact, raft's storage starts after the
+// snapshot, the partition no longer holds what it covers, and a crash
+// and Open give back the snapshot and the entries after it.
+func TestCompactThenReopen(t *testing.T) {
+	fsys := vfs.NewMem()
+	s := openLog(t, fsys)
+	hs := &pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(4)}
+	require.NoError(t, s.Save(hs, []*pb.Entry{entry(1, 1, "a"), entry(2, 1, "b"), entry(3, 1, "c"), entry(4, 1, "d"), entry(5, 1, "e")}))
+	cs := &pb.ConfState{Voters: []uint64{1, 2, 3}}
+	require.NoError(t, s.Compact(3, cs, []byte("a,b,c")))
+	require.NoError(t, s.Save(nil, []*pb.Entry{entry(6, 1, "f")}))
+	want := []string{"4/1:d", "5/1:e", "6/1:f"}
+	got, _ := contents(t, s)
+	require.Equal(t, want, got)
+
+	r := openLog(t, fsys.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone}))
+	got, gotHS := contents(t, r)
+	require.Equal(t, want, got)
+	require.EqualValues(t, 4, gotHS.GetCommit())
+	snap, err := r.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, []any{uint64(3), uint64(1), "a,b,c"}, []any{snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm(), string(snap.GetData())})
+	require.Equal(t, cs.GetVoters(), snap.GetMetadata().GetConfState().GetVoters())
+}
+
 // node is one member of a three-controller quorum in a test: a RawNode on
 // a Log on its own filesystem.
 type node struct {
@@ -94,14 +122,17 @@ type node struct {
 	store   *Log
 	rn      *raft.RawNode
 	applied []string // the normal entries' data it applied, in order
+	// snapshots counts the snapshots the leader sent it.
+	snapshots int
 }
 
 func startNode(t *testing.T, id uint64, fsys *vfs.MemFS, bootstrap bool) *node {
 	t.Helper()
 	require.NoError(t, vfs.MkdirAllDurable(fsys, partitionDir, 0o755))
+	require.NoError(t, vfs.MkdirAllDurable(fsys, snapDir, 0o755))
 	l, err := log.Open(partitionDir, log.Options{FS: fsys})
 	require.NoError(t, err)
-	s, err := Open(l, fsys, statePath)
+	s, err := Open(l, fsys, statePath, snapDir)
 	require.NoError(t, err)
 	rn, err := raft.NewRawNode(&raft.Config{ID: id, ElectionTick: 10, HeartbeatTick: 1, Storage: s,
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 64, Logger: quiet})
@@ -109,7 +140,11 @@ func startNode(t *testing.T, id uint64, fsys *vfs.MemFS, bootstrap bool) *node {
 	if bootstrap {
 		require.NoError(t, rn.Bootstrap([]raft.Peer{{ID: 1}, {ID: 2}, {ID: 3}}))
 	}
-	return &node{id: id, fs: fsys, log: l, store: s, rn: rn}
+	n := &node{id: id, fs: fsys, log: l, store: s, rn: rn}
+	if snap, _ := s.Snapshot(); !raft.IsEmptySnap(snap) {
+		n.applied = strings.Split(string(snap.GetData()), ",")
+	}
+	return n
 }
 
 // quorum is three nodes and the messages between them.
@@ -131,6 +166,11 @@ func (q *quorum) process() {
 			}
 			busy = true
 			rd := n.rn.Ready()
+			if !raft.IsEmptySnap(rd.Snapshot) {
+				require.NoError(q.t, n.store.SaveSnapshot(rd.Snapshot))
+				n.applied = strings.Split(string(rd.Snapshot.GetData()), ",")
+				n.snapshots++
+			}
 			require.NoError(q.t, n.store.Save(rd.HardState, rd.Entries))
 			q.inbox = append(q.inbox, rd.Messages...)
 			for _, e := range rd.CommittedEntries {
@@ -224,6 +264,32 @@ func TestQuorumOnPartitionLogs(t *testing.T) {
 	propose(10, 20)
 	q.crash(q.leader().id)
 	propose(20, 30)
+
+	// A follower stops; meanwhile the leader snapshots what it applied and
+	// drops its log up to there. The follower comes back behind the
+	// leader's log and catches up from the snapshot; then the leader
+	// restarts, and reads its own.
+	lagging := uint64(1)
+	if q.leader().id == lagging {
+		lagging = 2
+	}
+	away := q.nodes[lagging]
+	disk := away.fs.CrashClone(vfs.CrashOptions{KeepUnsynced: vfs.KeepNone})
+	away.log.Close()
+	delete(q.nodes, lagging)
+	propose(30, 40)
+	lead := q.leader()
+	applied := lead.rn.BasicStatus().Applied
+	cs := &pb.ConfState{Voters: []uint64{1, 2, 3}} // as Bootstrap made it
+	require.NoError(t, lead.store.Compact(applied, cs, []byte(strings.Join(lead.applied, ","))))
+	first, err := lead.store.FirstIndex()
+	require.NoError(t, err)
+	require.Equal(t, applied+1, first)
+	q.nodes[lagging] = startNode(t, lagging, disk, false)
+	propose(40, 45)
+	require.Equal(t, 1, q.nodes[lagging].snapshots, "the follower caught up from the snapshot")
+	q.crash(lead.id)
+	propose(45, 50)
 	for range 20 { // heartbeats bring the restarted one up to date
 		for _, n := range q.nodes {
 			n.rn.Tick()
