@@ -201,7 +201,7 @@ func (n *Broker) readFetch(req *transport.FetchRequest) (*transport.FetchRespons
 				pr.AbortedTransactions = append(pr.AbortedTransactions, transport.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
 			}
 			if err != nil {
-				pr.Err, failed = err, true
+				pr.Err, failed = n.goneError(rt.Topic, rp.Partition, err), true
 				continue
 			}
 			pr.Records = res.Records
@@ -210,6 +210,22 @@ func (n *Broker) readFetch(req *transport.FetchRequest) (*transport.FetchRespons
 		}
 	}
 	return resp, total, failed
+}
+
+// goneError is the error a fetch or ListOffsets answers for a partition whose read
+// failed with err. A partition closed under a node that stays open was
+// deleted or moved away between the lookup and the read: the client hears
+// what a lookup says now (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER)
+// or, when the partition is back, NOT_LEADER_OR_FOLLOWER, all retriable, as
+// if the request had come a moment later; never the node's ErrClosed.
+func (n *Broker) goneError(topic string, id int32, err error) error {
+	if !errors.Is(err, kafka.ErrClosed) || n.closing.Load() {
+		return err
+	}
+	if _, lookup := n.readablePartition(topic, id); lookup != nil {
+		return lookup
+	}
+	return fmt.Errorf("%w: %s-%d was replaced during the read", kafka.ErrNotLeaderOrFollower, topic, id)
 }
 
 // closeFiles closes the file ranges of a fetch answer that is not sent.
@@ -240,7 +256,10 @@ func (n *Broker) ListOffsets(ctx context.Context, req *transport.ListOffsetsRequ
 				pr.Err = err
 				continue
 			}
-			pr.Offset, pr.Timestamp, pr.Err = p.ListOffsetIsolated(rp.Timestamp, req.Isolation)
+			pr.Offset, pr.Timestamp, err = p.ListOffsetIsolated(rp.Timestamp, req.Isolation)
+			if err != nil {
+				pr.Err = n.goneError(rt.Topic, rp.Partition, err)
+			}
 			pr.LeaderEpoch = p.LeaderEpoch()
 		}
 	}
