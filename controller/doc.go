@@ -65,6 +65,24 @@
 // its own restarts (EpochFileName) so that metadata versions grow across
 // them.
 //
+// # The quorum
+//
+// Member is one controller of a Raft quorum (go.etcd.io/raft/v3), as a
+// KRaft controller is. The Raft log is the metadata log, kept by package
+// raftlog in the member's __cluster_metadata-0 partition as record
+// batches stamped with their terms, with quorum-state and
+// %020d-%010d.checkpoint snapshots beside it. Each entry is one commit of
+// the Machine: a proposal sequence number (u64) and its records, each
+// prefixed with its length (u32). Every member applies committed entries,
+// and only those, to a Machine that follows the log: the metadata nodes
+// see, whose version is the index of the last entry applied. The Raft
+// leader becomes the active controller once it has applied an entry of
+// its own term; it changes the metadata through a copy of that machine
+// (Member.Do), and a change is acknowledged once the quorum commits it. A
+// new active controller gives live nodes FailoverSessionTimeout to
+// heartbeat to it, not a whole session. Like the Machine, a Member is
+// deterministic: tests run three of them on a simulated network.
+//
 // # The client
 //
 // Client, from Dial, is the API over TCP: the calls travel as JSON under

@@ -30,6 +30,21 @@ type Options struct {
 	// set to false. Unlike Kafka, leadership moves back whatever
 	// leader.imbalance.per.broker.percentage would say.
 	NoAutoLeaderRebalance bool
+	// ElectionTimeout is controller.quorum.election.timeout.ms, for a
+	// controller in a quorum (Member): a follower that hears nothing from
+	// the active controller for this long (up to twice as long, at random)
+	// stands for election. Zero means 1 s. The active controller's
+	// heartbeats to the others go every TickInterval.
+	ElectionTimeout time.Duration
+	// FailoverSessionTimeout is how long a controller that becomes active
+	// gives each live node to heartbeat to it before fencing the node:
+	// it cannot know when a node last heartbeat to the controller before
+	// it. Zero means half the SessionTimeout; at most SessionTimeout.
+	FailoverSessionTimeout time.Duration
+	// SnapshotEntries is how many metadata log entries a controller in a
+	// quorum applies between snapshots (checkpoints), after which it
+	// drops the entries a snapshot covers. Zero means 10000.
+	SnapshotEntries int
 	// FS is the filesystem; nil means the OS.
 	FS vfs.FS
 	// Logger receives the controller's decisions and failures. Nil
@@ -41,6 +56,8 @@ const (
 	defaultTickInterval                 = 100 * time.Millisecond
 	defaultSessionTimeout               = 9 * time.Second
 	defaultLeaderImbalanceCheckInterval = 300 * time.Second
+	defaultElectionTimeout              = time.Second
+	defaultSnapshotEntries              = 10000
 )
 
 // withDefaults returns a copy of o with its zero fields filled in, or an
@@ -60,6 +77,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"TickInterval", &o.TickInterval, defaultTickInterval},
 		{"SessionTimeout", &o.SessionTimeout, defaultSessionTimeout},
 		{"LeaderImbalanceCheckInterval", &o.LeaderImbalanceCheckInterval, defaultLeaderImbalanceCheckInterval},
+		{"ElectionTimeout", &o.ElectionTimeout, defaultElectionTimeout},
 	} {
 		switch {
 		case *d.v < 0:
@@ -67,6 +85,19 @@ func (o Options) withDefaults() (Options, error) {
 		case *d.v == 0:
 			*d.v = d.def
 		}
+	}
+	switch {
+	case o.FailoverSessionTimeout < 0:
+		return o, fmt.Errorf("controller: FailoverSessionTimeout %v must not be negative", o.FailoverSessionTimeout)
+	case o.FailoverSessionTimeout == 0:
+		o.FailoverSessionTimeout = o.SessionTimeout / 2
+	}
+	o.FailoverSessionTimeout = min(o.FailoverSessionTimeout, o.SessionTimeout)
+	switch {
+	case o.SnapshotEntries < 0:
+		return o, fmt.Errorf("controller: SnapshotEntries %d must not be negative", o.SnapshotEntries)
+	case o.SnapshotEntries == 0:
+		o.SnapshotEntries = defaultSnapshotEntries
 	}
 	return o, nil
 }

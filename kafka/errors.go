@@ -152,6 +152,11 @@ var (
 	ErrOperationNotAttempted = &Error{55, "OPERATION_NOT_ATTEMPTED", false, "not tried, because another part of the request failed"}
 )
 
+// ErrNotController answers a call that only the active controller
+// carries out, made to a controller that is not active: the caller finds
+// the one that is (Kafka's NOT_CONTROLLER).
+var ErrNotController = &Error{41, "NOT_CONTROLLER", true, "this is not the active controller"}
+
 // ErrStaleBrokerEpoch answers a request sent by a node in a broker epoch
 // older than one the receiver has seen from it: the node restarted since
 // (Kafka's STALE_BROKER_EPOCH).
@@ -179,7 +184,7 @@ func init() {
 		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,
 		ErrNonEmptyGroup, ErrGroupIDNotFound, ErrMemberIDRequired, ErrGroupMaxSizeReached,
 		ErrFencedInstanceID, ErrUnstableOffsetCommit,
-		ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
+		ErrNotController, ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
 		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
 		ErrTransactionCoordinatorFenced, ErrTransactionalIDAuthorizationFailed, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
 	} {
