@@ -426,6 +426,14 @@ func (m *Member) applyEntry(e *pb.Entry) error {
 	return nil
 }
 
+// failPending completes every pending change with err.
+func (m *Member) failPending(err error) {
+	for seq, p := range m.pending {
+		p.complete(-1, err)
+		delete(m.pending, seq)
+	}
+}
+
 // checkLeadership makes the member active once it leads and has applied
 // an entry of its own term — so every entry before it — and inactive as
 // soon as it no longer leads in that term.
@@ -434,11 +442,8 @@ func (m *Member) checkLeadership() {
 	leads := st.RaftState == raft.StateLeader
 	if m.active != nil && (!leads || st.GetTerm() != m.activeTerm) {
 		m.logger.Info("no longer the active controller", "term", m.activeTerm, "pending_changes", len(m.pending))
-		for seq, p := range m.pending {
-			p.complete(-1, fmt.Errorf("%w: controller %d stopped leading term %d before the change committed",
-				kafka.ErrNotController, m.id, m.activeTerm))
-			delete(m.pending, seq)
-		}
+		m.failPending(fmt.Errorf("%w: controller %d stopped leading term %d before the change committed",
+			kafka.ErrNotController, m.id, m.activeTerm))
 		m.active = nil
 	}
 	if m.active == nil && leads && m.appliedTerm == st.GetTerm() {
