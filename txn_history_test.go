@@ -1,3 +1,13 @@
+// Not in a -race build: under -race, Go's runtime crashed in this test's
+// synctest bubble, in runs of the whole package — ThreadSanitizer CHECK
+// failures (3 runs in 9) and, once stalls were left out, a SIGSEGV in
+// internal/synctest.Run (1 CI run in 4) — while the test alone passed every
+// time: golang/go#78156, open. .ci/run runs this test three times without
+// -race, in a step of its own; the transactions' other tests run under
+// -race.
+
+//go:build !race
+
 package partlog_test
 
 import (
@@ -212,7 +222,7 @@ func (m *eosMember) kill() {
 // member dies mid-transaction, a member joins (a rebalance), a member
 // stalls mid-transaction past its transaction timeout (the coordinator
 // aborts the transaction and fences the producer; the member stops when
-// it finds out, and another may join; not in a -race build, see below).
+// it finds out, and another may join).
 // At the end,
 // "out" read with read_committed must show: no record of an aborted
 // transaction (G1a), no transaction in part (torn), no committed
@@ -290,13 +300,7 @@ func TestTxnExactlyOnceUnderFaults(t *testing.T) {
 			case f == 2 && len(members) < 3:
 				add()
 				joins++
-			case f == 3 && len(members) > 0 && !raceEnabled:
-				// Not under -race: in a run of the whole package, Go's race
-				// runtime failed an internal check (ThreadSanitizer: CHECK
-				// failed: tsan_rtl.cpp, the thread's epoch or slot lock) in
-				// this test 3 times in 9 with stalls, never in 4 without;
-				// the test alone passed every time. .ci/run runs this test
-				// without -race too, stalls included.
+			case f == 3 && len(members) > 0:
 				name := slices.Sorted(maps.Keys(members))[rng.IntN(len(members))]
 				select {
 				case members[name].pause <- txnTimeoutOfMembers + time.Duration(rng.IntN(1000))*time.Millisecond:

@@ -1,6 +1,0 @@
-//go:build race
-
-package partlog_test
-
-// raceEnabled reports a -race build of the tests.
-const raceEnabled = true
