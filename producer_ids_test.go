@@ -3,7 +3,6 @@ package partlog_test
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -67,20 +66,23 @@ func TestProducerIDsNeverReused(t *testing.T) {
 	require.EqualValues(t, 3000, initProducerID(t, n3), "after a clean close too")
 	require.NoError(t, n3.Close())
 	require.NoError(t, n.Close())
-
-	data := readAll(t, crashed, "/data/"+partlog.ProducerIDsFileName)
-	require.Equal(t, "version=0\nnext.producer.id=4000\n", data)
 }
 
-func readAll(t *testing.T, fsys vfs.FS, name string) string {
-	t.Helper()
-	f, err := fsys.Open(name)
-	require.NoError(t, err)
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	require.NoError(t, err)
-	return string(data)
+// TestProducerIDsAboveTheOldMark: a data directory from before the
+// controller kept producer id blocks in its metadata log has the
+// high-water mark in a file; no id below it is handed out.
+func TestProducerIDsAboveTheOldMark(t *testing.T) {
+	fsys := vfs.NewMem()
+	require.NoError(t, vfs.MkdirAllDurable(fsys, "/data", 0o755))
+	require.NoError(t, vfs.WriteFileAtomic(fsys, "/data/"+partlog.ProducerIDsFileName, []byte("version=0\nnext.producer.id=7000\n")))
+	n := openNode(t, fsys)
+	require.EqualValues(t, 7000, initProducerID(t, n))
+	require.NoError(t, n.Close())
+	n = openNode(t, fsys)
+	require.EqualValues(t, 8000, initProducerID(t, n), "the block 7000-7999 is in the metadata log")
+	require.NoError(t, n.Close())
 }
+
 
 // TestTransactionalInitProducerID: a transactional id is bound to one
 // producer id, and every InitProducerId for it bumps the epoch — which

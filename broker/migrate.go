@@ -19,8 +19,9 @@ import (
 // its own format in the same __cluster_metadata-0 log the controller now
 // keeps: one record per change, keyed by the topic's name, whose value is
 // the topic's state in JSON (legacyTopicRecord) or null when it was
-// deleted. The controller's records have no key. migrateTopicRecords
-// rewrites such a log for the controller when the node opens.
+// deleted. The controller's records have no key, or, in its Raft log, a
+// one-byte key. migrateTopicRecords rewrites such a log for the controller
+// when the node opens.
 
 // legacyTopicRecord is a topic's state in the old format.
 type legacyTopicRecord struct {
@@ -75,6 +76,11 @@ func migrateTopicRecords(l *log.Log, node int32, logger *slog.Logger) error {
 	return l.DeleteRecordsBefore(start)
 }
 
+// isRaftEntryKey reports whether key is the key of an entry of the
+// controller's Raft log (see package controller/raftlog): one byte, the
+// entry's type, a control character that no topic name holds.
+func isRaftEntryKey(key []byte) bool { return len(key) == 1 && key[0] < ' ' }
+
 // readLegacyTopics reads the old-format records at the start of l: the
 // topics they leave, and the offset of the first record after them in the
 // controller's format, or -1 if there is none. found is false when l
@@ -82,7 +88,7 @@ func migrateTopicRecords(l *log.Log, node int32, logger *slog.Logger) error {
 func readLegacyTopics(l *log.Log) (topics map[string]legacyTopicRecord, migrated int64, found bool, err error) {
 	topics, migrated = map[string]legacyTopicRecord{}, -1
 	err = eachRecord(l, l.LogEndOffset(), func(r record.Record) (bool, error) {
-		if r.Key == nil {
+		if r.Key == nil || isRaftEntryKey(r.Key) {
 			// The controller's: the old records, if any, end here.
 			if found {
 				migrated = r.Offset

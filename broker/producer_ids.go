@@ -26,7 +26,9 @@ func (n *Broker) InitProducerID(ctx context.Context, req *transport.InitProducer
 	}
 	id, err := n.member.producerID(ctx)
 	if err != nil {
-		n.logger.Error("allocating a producer id failed", "err", err)
+		if ctx.Err() == nil { // not the caller's leaving
+			n.logger.Error("allocating a producer id failed", "err", err)
+		}
 		resp.Err = err
 		return resp, nil
 	}

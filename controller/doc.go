@@ -25,51 +25,42 @@
 // Every change is a Record appended to the Store before it is applied, and
 // NewMachine replays the store: a restarted machine resumes the same
 // state. MemStore keeps the records in memory, for tests; LogStore keeps
-// them in a log.Log. The store is the seam where a Raft quorum will stand:
-// it replicates records, and the machine stays as it is.
+// them in a log.Log, as a single controller did before the quorum. In a
+// controller the records go through the quorum's Raft log instead.
 //
-// # The metadata log
+// # The records
 //
-// A Controller's LogStore writes the partition __cluster_metadata-0 (Topic),
-// named after KRaft's. Each Append is one Kafka record batch, synced before
-// the machine applies it; each record's value is one Record, as AppendRecord
-// writes it, big endian:
+// Each record is encoded by AppendRecord, big endian:
 //
 //	+---------+------+----------------------------------------------+
 //	| version | type | fields of the type                           |
-//	| u8 = 1  | u8   |                                              |
+//	| u8 = 2  | u8   |                                              |
 //	+---------+------+----------------------------------------------+
 //
-//	1 RegisterNode, 2 FenceNode, 3 UnfenceNode:  node i32 | broker epoch i64
+//	1 RegisterNode:  node i32 | broker epoch i64 | address (version 2)
+//	2 FenceNode, 3 UnfenceNode:  node i32 | broker epoch i64
 //	4 Topic:        topic | partitions i32 | unclean u8 | id | configs
 //	5 Partition:    topic | partition i32 | leader i32 | leader epoch i32 |
 //	                partition epoch i32 | replicas | isr
 //	6 RemoveTopic:  topic
 //	7 TopicConfig:  topic | unclean u8 | configs
+//	8 NodeAddress:  node i32 | broker epoch i64 | address
+//	9 ProducerIDs:  node i32 | next producer id i64
 //
-//	topic, id:          len u16 | bytes
-//	replicas, isr:      count u16 | count × node i32
-//	configs:            count u16 | count × (key | value), keys ascending
+//	topic, id, address:  len u16 | bytes
+//	replicas, isr:       count u16 | count × node i32
+//	configs:             count u16 | count × (key | value), keys ascending
 //
 // A Partition record holds the partition's whole state, not a delta. A
 // decoder refuses a version above RecordVersion; version 0 Topic records
-// have no id and no configs.
-//
-// # The service
-//
-// Controller runs a Machine as a service: Open (or Start, over a node's
-// log directory, for the controller of a node on its own) replays the
-// metadata log, ticks the machine every TickInterval, and answers nodes'
-// calls through API, in process (a *Controller is an API) or over TCP
-// (Serve). It also hands out producer ids in durable blocks, and counts
-// its own restarts (EpochFileName) so that metadata versions grow across
-// them.
+// have no id and no configs, and RegisterNode records before version 2 no
+// address.
 //
 // # The quorum
 //
 // Member is one controller of a Raft quorum (go.etcd.io/raft/v3), as a
 // KRaft controller is. The Raft log is the metadata log, kept by package
-// raftlog in the member's __cluster_metadata-0 partition as record
+// raftlog in the member's __cluster_metadata-0 partition (Topic) as record
 // batches stamped with their terms, with quorum-state and
 // %020d-%010d.checkpoint snapshots beside it. Each entry is one commit of
 // the Machine: a proposal sequence number (u64) and its records, each
@@ -82,6 +73,22 @@
 // new active controller gives live nodes FailoverSessionTimeout to
 // heartbeat to it, not a whole session. Like the Machine, a Member is
 // deterministic: tests run three of them on a simulated network.
+// QuorumNode runs a Member on goroutines, with a RaftTransport to the
+// other members.
+//
+// # The service
+//
+// Controller is a QuorumNode as a service: Open (or Start, over a node's
+// log directory, for the controller of a node on its own) reads the
+// metadata log and joins the quorum of Options.Voters — by default a
+// quorum of itself alone, active as soon as it starts — and answers nodes'
+// calls through API, in process (a *Controller is an API) or over TCP
+// (Serve), while it is the active controller: every change is answered
+// once the quorum committed it, with the metadata version that holds it.
+// Blocks of producer ids are records too. A metadata log written by a
+// single controller before the quorum (a LogStore's) becomes a Raft log
+// of a quorum of one when it opens, starting at a version above every one
+// that controller handed out (it counted its starts in EpochFileName).
 //
 // # The client
 //
@@ -89,8 +96,7 @@
 // transport.APIController, and a long-polling heartbeat has a connection
 // of its own.
 //
-// One Controller serves a cluster; its metadata lives in one directory, not
-// a Raft quorum, so the controller is a single point of failure while it is
-// down: nodes keep serving with the metadata they have, and no leader is
-// elected until it is back.
+// A controller in a quorum of more than one needs a RaftTransport to the
+// others; until the controllers talk over TCP, only in-process quorums
+// have one.
 package controller

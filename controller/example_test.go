@@ -16,7 +16,7 @@ func ExampleMachine() {
 	}
 	epochs := map[int32]int64{}
 	for id := range int32(3) {
-		if epochs[id], err = c.RegisterNode(id); err != nil {
+		if epochs[id], err = c.RegisterNode(id, ""); err != nil {
 			panic(err)
 		}
 	}

@@ -49,6 +49,9 @@ type NodeState struct {
 	// session expired, it shut down, or it has not heartbeat since it
 	// registered.
 	Fenced bool
+	// Address is where the node serves (host:port), or empty when it has
+	// not said.
+	Address string
 }
 
 // TopicState is what the controller records of a topic.
@@ -97,6 +100,7 @@ type Machine struct {
 	nodes       map[int32]*nodeEntry
 	topics      map[string]*TopicState
 	nextEpoch   int64 // next broker epoch to hand out
+	nextPID     int64 // next producer id to hand out
 	placements  int   // topics placed so far: the rotating start
 	replaying   bool
 	updates     []Update
@@ -156,9 +160,20 @@ func (c *Machine) apply(r Record) error {
 		if n, ok := c.nodes[r.Node]; ok && n.BrokerEpoch >= r.BrokerEpoch {
 			return bad("broker epoch does not grow")
 		}
-		c.nodes[r.Node] = &nodeEntry{NodeState: NodeState{BrokerEpoch: r.BrokerEpoch}, lastHeartbeat: c.now}
+		c.nodes[r.Node] = &nodeEntry{NodeState: NodeState{BrokerEpoch: r.BrokerEpoch, Address: r.Address}, lastHeartbeat: c.now}
 		c.nextEpoch = max(c.nextEpoch, r.BrokerEpoch+1)
 		c.pushNode(r.Node)
+	case RecordNodeAddress:
+		n, ok := c.nodes[r.Node]
+		if !ok || n.BrokerEpoch != r.BrokerEpoch {
+			return bad("no such node incarnation")
+		}
+		n.Address = r.Address
+	case RecordProducerIDs:
+		if r.NextProducerID <= c.nextPID {
+			return bad("producer ids do not grow")
+		}
+		c.nextPID = r.NextProducerID
 	case RecordFenceNode, RecordUnfenceNode:
 		n, ok := c.nodes[r.Node]
 		if !ok || n.BrokerEpoch != r.BrokerEpoch {
@@ -314,4 +329,24 @@ func (c *Machine) State() ClusterState {
 		s.Topics[name] = TopicState{Unclean: t.Unclean, ID: t.ID, Configs: cloneConfigs(t.Configs), Partitions: ps}
 	}
 	return s
+}
+
+// Node returns what the machine records of node id, and whether it is
+// registered.
+func (c *Machine) Node(id int32) (NodeState, bool) {
+	n, ok := c.nodes[id]
+	if !ok {
+		return NodeState{}, false
+	}
+	return n.NodeState, true
+}
+
+// TopicConfigs returns a copy of a topic's configs, and whether the topic
+// exists.
+func (c *Machine) TopicConfigs(name string) (map[string]string, bool) {
+	t, ok := c.topics[name]
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(t.Configs), true
 }

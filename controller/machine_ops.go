@@ -2,17 +2,19 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 )
 
-// RegisterNode registers node id, or registers it again after a restart,
-// and returns its new broker epoch, which the node passes to its replicas
-// as replica.Options.BrokerEpoch and to Heartbeat. A previous incarnation
-// is fenced first: its log may have lost what it had not synced.
-func (c *Machine) RegisterNode(id int32) (int64, error) {
+// RegisterNode registers node id, serving at address (host:port, or ""
+// when it does not say), or registers it again after a restart, and
+// returns its new broker epoch, which the node passes to its replicas as
+// replica.Options.BrokerEpoch and to Heartbeat. A previous incarnation is
+// fenced first: its log may have lost what it had not synced.
+func (c *Machine) RegisterNode(id int32, address string) (int64, error) {
 	if id < 0 {
 		return 0, fmt.Errorf("%w: node id %d is negative", kafka.ErrInvalidRequest, id)
 	}
@@ -22,7 +24,7 @@ func (c *Machine) RegisterNode(id int32) (int64, error) {
 		}
 	}
 	epoch := c.nextEpoch
-	recs := []Record{{Type: RecordRegisterNode, Node: id, BrokerEpoch: epoch}}
+	recs := []Record{{Type: RecordRegisterNode, Node: id, BrokerEpoch: epoch, Address: address}}
 	recs = append(recs, c.electOffline(id)...)
 	if err := c.commit(recs); err != nil {
 		return 0, err
@@ -43,6 +45,31 @@ func (c *Machine) Heartbeat(id int32, brokerEpoch int64) error {
 	}
 	recs := []Record{{Type: RecordUnfenceNode, Node: id, BrokerEpoch: brokerEpoch}}
 	return c.commit(append(recs, c.electOffline(id)...))
+}
+
+// UpdateAddress records that node id, registered in brokerEpoch, serves
+// at address, if that is news: a node tells its address with every
+// heartbeat, so that a controller that never saw it register learns it.
+func (c *Machine) UpdateAddress(id int32, brokerEpoch int64, address string) error {
+	n, err := c.registered(id, brokerEpoch, "heartbeat")
+	if err != nil || address == "" || n.Address == address {
+		return err
+	}
+	return c.commit([]Record{{Type: RecordNodeAddress, Node: id, BrokerEpoch: brokerEpoch, Address: address}})
+}
+
+// AllocateProducerIDs hands node a block of size producer ids and returns
+// the first; no id is handed out twice, nor any below floor (the
+// high-water mark of a controller that kept it in a file).
+func (c *Machine) AllocateProducerIDs(node int32, size, floor int64) (int64, error) {
+	start := max(c.nextPID, floor)
+	if size <= 0 || start > math.MaxInt64-size {
+		return -1, fmt.Errorf("%w: no block of %d producer ids after %d", kafka.ErrUnknownServerError, size, start)
+	}
+	if err := c.commit([]Record{{Type: RecordProducerIDs, Node: node, NextProducerID: start + size}}); err != nil {
+		return -1, err
+	}
+	return start, nil
 }
 
 // registered returns node id's entry when it is registered in

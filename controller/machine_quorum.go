@@ -29,7 +29,8 @@ func (c *Machine) Apply(records []Record) error {
 
 // Snapshot returns records that, replayed into an empty Machine, rebuild
 // c's state: each node's registration (and fence), then each topic with
-// its partitions, in id and name order. The rotation of replica placement
+// its partitions, in id and name order, with the producer ids handed out
+// between them. The rotation of replica placement
 // starts again at the topic count, which only moves where the next topic's
 // replicas go.
 func (c *Machine) Snapshot() []Record {
@@ -41,10 +42,13 @@ func (c *Machine) Snapshot() []Record {
 	slices.Sort(ids)
 	for _, id := range ids {
 		n := c.nodes[id]
-		recs = append(recs, Record{Type: RecordRegisterNode, Node: id, BrokerEpoch: n.BrokerEpoch})
+		recs = append(recs, Record{Type: RecordRegisterNode, Node: id, BrokerEpoch: n.BrokerEpoch, Address: n.Address})
 		if n.Fenced {
 			recs = append(recs, Record{Type: RecordFenceNode, Node: id, BrokerEpoch: n.BrokerEpoch})
 		}
+	}
+	if c.nextPID > 0 {
+		recs = append(recs, Record{Type: RecordProducerIDs, NextProducerID: c.nextPID})
 	}
 	names := make([]string, 0, len(c.topics))
 	for name := range c.topics {

@@ -86,7 +86,7 @@ func TestMachineReplayProperty(t *testing.T) {
 			before := c.State()
 			switch op := rapid.IntRange(0, 8).Draw(rt, "op"); op {
 			case 0:
-				_, err = c.RegisterNode(node.Draw(rt, "register"))
+				_, err = c.RegisterNode(node.Draw(rt, "register"), "")
 			case 1:
 				id := node.Draw(rt, "heartbeat")
 				if n, ok := before.Nodes[id]; ok {
@@ -191,7 +191,7 @@ func TestMachineLogStoreRestart(t *testing.T) {
 	}
 	l, c := open()
 	for id := range int32(3) {
-		if _, err := c.RegisterNode(id); err != nil {
+		if _, err := c.RegisterNode(id, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,7 +211,7 @@ func TestMachineLogStoreRestart(t *testing.T) {
 	if got := c.State(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after restart:\n%+v\nwant\n%+v", got, want)
 	}
-	e, err := c.RegisterNode(1)
+	e, err := c.RegisterNode(1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

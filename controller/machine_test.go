@@ -27,7 +27,7 @@ func newController(t *testing.T, store controller.Store, n int) *controller.Mach
 		t.Fatal(err)
 	}
 	for id := range int32(n) {
-		e, err := c.RegisterNode(id)
+		e, err := c.RegisterNode(id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestMachineReregistrationFencesOldIncarnation(t *testing.T) {
 	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := c.RegisterNode(0)
+	e, err := c.RegisterNode(0, "")
 	if err != nil {
 		t.Fatal(err)
 	}

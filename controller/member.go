@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -65,6 +66,10 @@ type Member struct {
 	lastSeq uint64
 	pending map[uint64]*Pending
 
+	// observe, if not nil, is called with every committed record, as it
+	// is applied.
+	observe func(Record)
+
 	// actBeforeCommit, in tests, acknowledges each change as soon as it
 	// is proposed: the negative control of the quorum's tests.
 	actBeforeCommit bool
@@ -117,6 +122,14 @@ func nodeID(id uint64) int32 { return int32(id - 1) }
 // reads. The partition stays logs', which the caller closes after the
 // member's last use.
 func OpenMember(id int32, voters []int32, logs *log.Dir, opts Options) (*Member, error) {
+	return openMember(id, voters, logs, opts, nil)
+}
+
+// openMember is OpenMember, calling prepare, if not nil, with the
+// partition before it reads it, to rewrite what an older version wrote.
+// A metadata log a single controller wrote before the quorum
+// (a LogStore's) becomes a Raft log of a quorum of one.
+func openMember(id int32, voters []int32, logs *log.Dir, opts Options, prepare func(*log.Log) error) (*Member, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -128,7 +141,19 @@ func OpenMember(id int32, voters []int32, logs *log.Dir, opts Options) (*Member,
 	if err != nil {
 		return nil, fmt.Errorf("controller: open metadata log: %w", err)
 	}
+	if prepare != nil {
+		if err := prepare(l); err != nil {
+			return nil, err
+		}
+	}
 	dir := path.Join(logs.Path(), Topic.String())
+	if len(voters) == 1 && voters[0] == id {
+		if err := migrateLogStore(l, id, opts.FS, logs.Path(), dir, opts.Logger, opts); err != nil {
+			return nil, err
+		}
+	} else if old, err := isLogStore(l); err != nil || old {
+		return nil, cmp.Or(err, fmt.Errorf("controller: %s holds the metadata log of a single controller, which opens as a quorum of itself alone, not of voters %v", dir, voters))
+	}
 	rl, err := raftlog.Open(l, opts.FS, path.Join(dir, "quorum-state"), dir)
 	if err != nil {
 		return nil, fmt.Errorf("controller: open the Raft log: %w", err)
@@ -299,6 +324,11 @@ func (m *Member) Do(fn func(*Machine) error) (*Pending, error) {
 	return completed(int64(m.applied)), nil
 }
 
+// Campaign makes the member stand for election now, rather than once an
+// election timeout passed without a leader: for a quorum of one, which
+// would otherwise wait that long at every start. Process after it.
+func (m *Member) Campaign() error { return m.rn.Campaign() }
+
 // Tick tells the member one TickInterval passed: a tick of Raft's clock
 // and, on the active controller, of its machine's (session expiry,
 // preferred leaders).
@@ -412,6 +442,11 @@ func (m *Member) applyEntry(e *pb.Entry) error {
 			}
 			if err := m.committed.Apply(recs); err != nil {
 				return fmt.Errorf("metadata entry %d: %w", e.GetIndex(), err)
+			}
+			if m.observe != nil {
+				for _, r := range recs {
+					m.observe(r)
+				}
 			}
 			if m.active != nil && e.GetTerm() == m.activeTerm {
 				seq := binary.BigEndian.Uint64(data)

@@ -211,7 +211,7 @@ func (s *sim) call() error {
 	switch s.rng.IntN(3) {
 	case 0:
 		var epoch int64
-		p, err := a.Do(func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(node); return err })
+		p, err := a.Do(func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(node, ""); return err })
 		if err == nil {
 			s.epochs[node] = epoch // it heartbeats in it from now on, acknowledged or not
 			s.waiting = append(s.waiting, waiting{a, p, fmt.Sprintf("node %d in broker epoch %d", node, epoch),
@@ -323,7 +323,7 @@ func (s *sim) settle() error {
 		if converged() {
 			a := s.active()
 			var epoch int64
-			p, err := a.Do(func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(200); return err })
+			p, err := a.Do(func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(200, ""); return err })
 			if err != nil {
 				return fmt.Errorf("the last change: %w", err)
 			}

@@ -55,7 +55,7 @@ func TestMemberFailover(t *testing.T) {
 	require.NoError(t, err)
 	defer s.close()
 	var epoch int64
-	s.commit(t, func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(100); return err })
+	s.commit(t, func(mc *Machine) (err error) { epoch, err = mc.RegisterNode(100, ""); return err })
 	s.commit(t, func(mc *Machine) error { return mc.Heartbeat(100, epoch) }) // unfences it
 	v := s.commit(t, func(mc *Machine) error { return mc.CreateTopic("orders", 2, 1, TopicConfig{}) })
 	first := s.active()
@@ -95,7 +95,7 @@ func TestMemberFailover(t *testing.T) {
 
 	// The crashed controller comes back as a follower and catches up.
 	delete(s.cut, first.ID())
-	v = s.commit(t, func(mc *Machine) error { _, err := mc.RegisterNode(101); return err })
+	v = s.commit(t, func(mc *Machine) error { _, err := mc.RegisterNode(101, ""); return err })
 	for range 50 {
 		require.NoError(t, s.tick())
 		require.NoError(t, s.deliver(true))
@@ -114,7 +114,7 @@ func TestMemberRestartsFromItsSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	defer s.close()
 	for i := range 60 {
-		s.commit(t, func(mc *Machine) error { _, err := mc.RegisterNode(int32(i)); return err })
+		s.commit(t, func(mc *Machine) error { _, err := mc.RegisterNode(int32(i), ""); return err })
 	}
 	require.NoError(t, s.deliver(true))
 	for _, id := range s.voters {

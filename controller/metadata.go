@@ -153,10 +153,7 @@ func (h handler) HandleInternal(ctx context.Context, key int16, body []byte) ([]
 }
 
 func (h handler) Metadata(ctx context.Context, req *transport.MetadataRequest) (*transport.MetadataResponse, error) {
-	h.c.mu.Lock()
-	md := h.c.metadataLocked()
-	h.c.mu.Unlock()
-	return md.Response(req.Topics, -1), nil
+	return h.c.metadata().Response(req.Topics, -1), nil
 }
 
 var errNoPartitions = fmt.Errorf("%w: a controller hosts no partitions", kafka.ErrNotLeaderOrFollower)

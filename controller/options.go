@@ -45,6 +45,18 @@ type Options struct {
 	// quorum applies between snapshots (checkpoints), after which it
 	// drops the entries a snapshot covers. Zero means 10000.
 	SnapshotEntries int
+	// NodeID is this controller's node.id among the quorum's Voters. Zero
+	// by default.
+	NodeID int32
+	// Voters are the node ids of the quorum's controllers
+	// (controller.quorum.voters), NodeID among them; none means a quorum
+	// of this controller alone. Every controller of a new quorum must be
+	// given the same voters.
+	Voters []int32
+	// RaftTransport carries Raft messages to the other voters, and their
+	// messages must reach this controller's StepRaft. A quorum of more than
+	// one voter needs it.
+	RaftTransport RaftTransport
 	// FS is the filesystem; nil means the OS.
 	FS vfs.FS
 	// Logger receives the controller's decisions and failures. Nil

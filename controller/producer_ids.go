@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 
@@ -11,66 +10,41 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
-// ProducerIDsFileName is the file in a controller's directory (a node's
-// on its own) that holds the producer id high-water mark: no id at or
-// above it was ever handed out, and ids below it are never handed out
-// again.
+// ProducerIDsFileName is the file in which a controller before the quorum
+// (a node's on its own) kept the producer id high-water mark, in its
+// directory: no id at or above it was handed out, and ids below it are
+// never handed out again. Blocks of producer ids are now records of the
+// metadata log; a controller that finds the file hands out no id below
+// its mark.
 const ProducerIDsFileName = "producer-ids"
 
-// producerIDs is the controller's allocator of producer ids, which it
-// hands nodes in blocks. The end of a block is written durably before the
-// block is handed out, so that a restart, clean or not, starts after
-// every id ever given: the unused rest of a block is skipped, never
-// reused.
-type producerIDs struct {
-	mu       sync.Mutex
-	loaded   bool
-	next     int64 // the next id to hand out
-	blockEnd int64 // ids below this are reserved durably
+// producerIDFloor reads the high-water mark of ProducerIDsFileName once,
+// for every block the controller hands out: ids start at or above it.
+type producerIDFloor struct {
+	mu     sync.Mutex
+	loaded bool
+	mark   int64
 }
 
-// allocateBlock reserves size producer ids durably and returns the first:
-// a controller hands nodes blocks of ids.
-func (a *producerIDs) allocateBlock(fsys vfs.FS, file string, size int64) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.loadLocked(fsys, file); err != nil {
-		return -1, err
-	}
-	start := a.next
-	if err := a.reserveLocked(fsys, file, size); err != nil {
-		return -1, err
-	}
-	a.next = a.blockEnd
-	return start, nil
-}
-
-// loadLocked reads the high-water mark once. The caller holds mu.
-func (a *producerIDs) loadLocked(fsys vfs.FS, file string) error {
-	if a.loaded {
-		return nil
+// get returns the mark in file, 0 when there is none, and an error
+// matching kafka.ErrKafkaStorage when the file cannot be read.
+func (f *producerIDFloor) get(fsys vfs.FS, file string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loaded {
+		return f.mark, nil
 	}
 	mark, err := readProducerIDMark(fsys, file)
 	if err != nil {
-		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
+		return 0, fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
 	}
-	a.next, a.blockEnd, a.loaded = mark, mark, true
-	return nil
+	f.mark, f.loaded = mark, true
+	return mark, nil
 }
 
-// reserveLocked durably moves the high-water mark size ids past the next
-// id to hand out. The caller holds mu.
-func (a *producerIDs) reserveLocked(fsys vfs.FS, file string, size int64) error {
-	if a.next > math.MaxInt64-size {
-		return fmt.Errorf("%w: producer ids used up", kafka.ErrUnknownServerError)
-	}
-	end := a.next + size
-	if err := props.WriteAtomic(fsys, file, []byte(fmt.Sprintf("version=0\nnext.producer.id=%d\n", end))); err != nil {
-		return fmt.Errorf("%w: %w", kafka.ErrKafkaStorage, err)
-	}
-	a.blockEnd = end
-	return nil
-}
+// producerIDBlock is how many producer ids a node gets at once, as
+// Kafka's controller hands brokers blocks of 1000.
+const producerIDBlock = 1000
 
 // readProducerIDMark reads the high-water mark; a missing file is 0.
 func readProducerIDMark(fsys vfs.FS, file string) (int64, error) {

@@ -223,6 +223,11 @@ func (q *QuorumNode) Do(ctx context.Context, fn func(*Machine) error) (int64, er
 		return 0, err
 	}
 	select {
+	case <-p.Done(): // a quorum of one commits before Do waits
+		return p.Result()
+	default:
+	}
+	select {
 	case <-p.Done():
 		return p.Result()
 	case <-ctx.Done():
@@ -241,9 +246,16 @@ func (q *QuorumNode) Read(fn func(st ClusterState, version int64)) {
 // Changed returns a channel closed when the committed metadata next
 // moves.
 func (q *QuorumNode) Changed() <-chan struct{} {
+	_, changed := q.Version()
+	return changed
+}
+
+// Version returns the version of the committed metadata, and a channel
+// closed when it next moves.
+func (q *QuorumNode) Version() (int64, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.changed
+	return q.version, q.changed
 }
 
 // Active reports whether this controller is the active one, and the

@@ -108,7 +108,7 @@ func TestQuorumNodesFailOver(t *testing.T) {
 		}
 		ctx := context.Background()
 		first := active()
-		v, err := first.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(100); return err })
+		v, err := first.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(100, ""); return err })
 		require.NoError(t, err)
 		synctest.Wait()
 		for _, id := range voters {
@@ -131,7 +131,7 @@ func TestQuorumNodesFailOver(t *testing.T) {
 		// another round.
 		require.Less(t, time.Since(began), 3*2*time.Second, "a new active controller within three election rounds")
 		next.Read(func(st ClusterState, _ int64) { require.Contains(t, st.Nodes, int32(100)) })
-		v, err = next.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(101); return err })
+		v, err = next.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(101, ""); return err })
 		require.NoError(t, err)
 
 		start(firstID)
@@ -159,7 +159,7 @@ func TestQuorumNodesFailOver(t *testing.T) {
 		net.mu.Unlock()
 		failed := make(chan error, 1)
 		go func() {
-			_, err := lead.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(102); return err })
+			_, err := lead.Do(ctx, func(mc *Machine) error { _, err := mc.RegisterNode(102, ""); return err })
 			failed <- err
 		}()
 		synctest.Wait()

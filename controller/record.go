@@ -39,6 +39,12 @@ const (
 	// whole new set and the unclean election flag they imply (Kafka's
 	// ConfigRecord, which KRaft writes per key).
 	RecordTopicConfig
+	// RecordNodeAddress: a registered node serves at another address, in
+	// the same broker epoch (Kafka's BrokerRegistrationChangeRecord).
+	RecordNodeAddress
+	// RecordProducerIDs: the controller handed a node a block of producer
+	// ids, up to NextProducerID (Kafka's ProducerIdsRecord).
+	RecordProducerIDs
 )
 
 // String returns the type's name.
@@ -58,15 +64,21 @@ func (t RecordType) String() string {
 		return "RemoveTopic"
 	case RecordTopicConfig:
 		return "TopicConfig"
+	case RecordNodeAddress:
+		return "NodeAddress"
+	case RecordProducerIDs:
+		return "ProducerIDs"
 	}
 	return fmt.Sprintf("RecordType(%d)", t)
 }
 
 // RecordVersion is the version AppendRecord writes. A decoder refuses
 // versions it does not know rather than misread them.
-// Version 1 added the topic id and configs to RecordTopic; the decoder
-// still reads version 0, whose topics have neither.
-const RecordVersion uint8 = 1
+// Version 1 added the topic id and configs to RecordTopic, and version 2
+// the address to RecordRegisterNode (and the types NodeAddress and
+// ProducerIDs); the decoder still reads the versions before, whose records
+// have neither.
+const RecordVersion uint8 = 2
 
 // maxMetadataList bounds the replica and ISR lists, the strings (topic
 // name, topic id, config keys and values) and the config count a decoder
@@ -80,9 +92,16 @@ const maxMetadataList = 1 << 12
 type Record struct {
 	// Type says which change the record is, and so which fields are set.
 	Type RecordType
-	// Node and BrokerEpoch: RegisterNode, FenceNode and UnfenceNode.
+	// Node and BrokerEpoch: RegisterNode, FenceNode, UnfenceNode and
+	// NodeAddress; Node: ProducerIDs.
 	Node        int32
 	BrokerEpoch int64
+	// Address is where the node serves (host:port, or empty when it did
+	// not say): RegisterNode (from version 2 on) and NodeAddress.
+	Address string
+	// NextProducerID is the end of the block of producer ids handed to
+	// Node: no id at or above it was handed out. ProducerIDs.
+	NextProducerID int64
 	// Topic: Topic, Partition, RemoveTopic and TopicConfig.
 	Topic string
 	// Partitions, Unclean, ID and Configs: Topic (the last two from
@@ -107,9 +126,15 @@ func AppendRecord(dst []byte, r Record) []byte {
 	dst = append(dst, RecordVersion, byte(r.Type))
 	be := binary.BigEndian
 	switch r.Type {
-	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
+	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode, RecordNodeAddress:
 		dst = be.AppendUint32(dst, uint32(r.Node))
 		dst = be.AppendUint64(dst, uint64(r.BrokerEpoch))
+		if r.Type == RecordRegisterNode || r.Type == RecordNodeAddress {
+			dst = appendString(dst, r.Address)
+		}
+	case RecordProducerIDs:
+		dst = be.AppendUint32(dst, uint32(r.Node))
+		dst = be.AppendUint64(dst, uint64(r.NextProducerID))
 	case RecordTopic:
 		dst = appendString(dst, r.Topic)
 		dst = be.AppendUint32(dst, uint32(r.Partitions))
@@ -178,11 +203,20 @@ func DecodeRecord(b []byte) (Record, error) {
 	}
 	r.Type = RecordType(d.u8())
 	switch r.Type {
-	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode:
+	case RecordRegisterNode, RecordFenceNode, RecordUnfenceNode, RecordNodeAddress:
 		r.Node = int32(d.u32())
 		r.BrokerEpoch = int64(d.u64())
-		if d.err == nil && (r.Node < 0 || r.BrokerEpoch < 0) {
-			d.fail("node %d broker epoch %d", r.Node, r.BrokerEpoch)
+		if (r.Type == RecordRegisterNode && version >= 2) || r.Type == RecordNodeAddress {
+			r.Address = d.str()
+		}
+		if d.err == nil && (r.Node < 0 || r.BrokerEpoch < 0 || (r.Type == RecordNodeAddress && version < 2)) {
+			d.fail("node %d broker epoch %d in version %d", r.Node, r.BrokerEpoch, version)
+		}
+	case RecordProducerIDs:
+		r.Node = int32(d.u32())
+		r.NextProducerID = int64(d.u64())
+		if d.err == nil && (r.Node < 0 || r.NextProducerID <= 0 || version < 2) {
+			d.fail("node %d next producer id %d in version %d", r.Node, r.NextProducerID, version)
 		}
 	case RecordTopic:
 		r.Topic = d.str()

@@ -13,6 +13,9 @@ import (
 // metadataSamples are one record of each type.
 var metadataSamples = []controller.Record{
 	{Type: controller.RecordRegisterNode, Node: 3, BrokerEpoch: 7},
+	{Type: controller.RecordRegisterNode, Node: 4, BrokerEpoch: 8, Address: "10.0.0.4:9092"},
+	{Type: controller.RecordNodeAddress, Node: 4, BrokerEpoch: 8, Address: "10.0.0.5:9092"},
+	{Type: controller.RecordProducerIDs, Node: 4, NextProducerID: 3000},
 	{Type: controller.RecordFenceNode, Node: 3, BrokerEpoch: 7},
 	{Type: controller.RecordUnfenceNode, Node: 3, BrokerEpoch: 7},
 	{Type: controller.RecordTopic, Topic: "orders", Partitions: 6, Unclean: controller.AllowUnclean},
@@ -62,9 +65,10 @@ var metadataV0Samples = [][]byte{
 	{0, byte(controller.RecordRemoveTopic), 0, 1, 'o'},
 }
 
-// Records version 0 wrote still decode: a topic without id or configs,
-// and the other types as they were; with version 1's topic fields after
-// them, a version 0 topic record is corrupt.
+// Records version 0 wrote still decode: a topic without id or configs, a
+// registration without an address, and the other types as they were;
+// with version 1's topic fields after them, a version 0 topic record is
+// corrupt.
 func TestRecordVersion0(t *testing.T) {
 	want := []controller.Record{
 		{Type: controller.RecordTopic, Topic: "orders", Partitions: 6, Unclean: controller.AllowUnclean},
@@ -81,12 +85,13 @@ func TestRecordVersion0(t *testing.T) {
 		if !reflect.DeepEqual(got, want[i]) {
 			t.Fatalf("%x decoded to %+v, want %+v", b, got, want[i])
 		}
-		v1 := controller.AppendRecord(nil, got)
-		if v1[0] != 1 {
-			t.Fatalf("encoded in version %d, want 1", v1[0])
+		now := controller.AppendRecord(nil, got)
+		if now[0] != controller.RecordVersion {
+			t.Fatalf("encoded in version %d, want %d", now[0], controller.RecordVersion)
 		}
-		if got.Type != controller.RecordTopic && !bytes.Equal(v1[1:], b[1:]) {
-			t.Fatalf("%s: version 1 %x differs from version 0 %x beyond the version", got.Type, v1, b)
+		grown := got.Type == controller.RecordTopic || got.Type == controller.RecordRegisterNode
+		if !grown && !bytes.Equal(now[1:], b[1:]) {
+			t.Fatalf("%s: version %d %x differs from version 0 %x beyond the version", got.Type, now[0], now, b)
 		}
 	}
 	v1Topic := controller.AppendRecord(nil, want[0])

@@ -89,6 +89,14 @@ func Open(l *log.Log, fsys vfs.FS, statePath, snapDir string) (*Log, error) {
 		}
 		from = int64(snap.GetMetadata().GetIndex())
 	}
+	if snap != nil && l.LogEndOffset() < from {
+		// A crash after a checkpoint was written and before the partition
+		// restarted after it (SaveSnapshot, Seed): restart it now, so that
+		// the next entry is appended where it belongs.
+		if err := l.TruncateFullyAndStartAt(from); err != nil {
+			return nil, err
+		}
+	}
 	if start := l.LogStartOffset(); start > from {
 		return nil, fmt.Errorf("%w: the partition starts at offset %d, after the snapshot's %d", ErrCorrupt, start, from)
 	}
@@ -255,6 +263,19 @@ func (s *Log) SaveSnapshot(snap *pb.Snapshot) error {
 		return err
 	}
 	return s.removeCheckpointsBefore(snap.GetMetadata().GetIndex())
+}
+
+// Seed starts the Raft log in partition l over from snap, a snapshot the
+// caller made of a state kept before there was a Raft log: it writes
+// snap's checkpoint in snapDir and restarts l empty at snap's index,
+// dropping what l held. Open then reads snap and no entries. A crash
+// in between leaves the checkpoint, which Open completes.
+func Seed(l *log.Log, fsys vfs.FS, snapDir string, snap *pb.Snapshot) error {
+	s := &Log{log: l, fs: fsys, snapDir: snapDir}
+	if err := s.writeCheckpoint(snap); err != nil {
+		return err
+	}
+	return l.TruncateFullyAndStartAt(int64(snap.GetMetadata().GetIndex()))
 }
 
 // Compact takes a snapshot at index, an applied entry, of the

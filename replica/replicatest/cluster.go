@@ -266,7 +266,7 @@ func (c *Cluster) tracef(format string, args ...any) {
 // incarnation, and keeps the broker epoch it hands out.
 func (c *Cluster) register(n *Broker) {
 	c.T.Helper()
-	epoch, err := c.Controller.RegisterNode(n.ID)
+	epoch, err := c.Controller.RegisterNode(n.ID, "")
 	if err != nil {
 		c.Fatalf("register node %d: %v", n.ID, err)
 	}
