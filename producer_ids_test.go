@@ -83,7 +83,6 @@ func TestProducerIDsAboveTheOldMark(t *testing.T) {
 	require.NoError(t, n.Close())
 }
 
-
 // TestTransactionalInitProducerID: a transactional id is bound to one
 // producer id, and every InitProducerId for it bumps the epoch — which
 // fences the instance before — across a restart of the node too: the
