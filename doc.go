@@ -108,9 +108,9 @@
 //	           __consumer_offsets
 //	consumer   assign or subscribe, long-poll Poll, iteration, seeks; groups,
 //	           assignors, commits
-//	controller the controller: its state machine over a metadata log, the
-//	           service that runs it, a typed API answered in process and
-//	           over TCP
+//	controller the controller: its state machine over a Raft-replicated
+//	           metadata log, a member of the controller quorum, the service
+//	           that runs it, a typed API answered in process and over TCP
 //	broker     one node: hosts the replicas the controller assigns it (a
 //	           node on its own runs its controller in process), answers
 //	           every request, hosts the group coordinators and the cleaner;
@@ -131,9 +131,11 @@
 // <topic>-<partition> directory per partition holding segment files named by
 // their base offset (00000000000000000000.log, .index, .timeindex),
 // leader-epoch-checkpoint and partition.metadata; replication-offset-checkpoint
-// holds the high watermarks. A node on its own keeps its controller's
-// metadata log — topics, partitions, leaders, ISRs, epochs — in
-// __cluster_metadata-0, as a KRaft node in combined mode does, with
-// controller-epoch and producer-ids beside it. A directory written before
-// a node became a cluster of one is migrated when it opens.
+// holds the high watermarks. A node on its own, or in combined mode
+// (ControllerRole), keeps its controller's metadata log — topics,
+// partitions, leaders, ISRs, epochs — in __cluster_metadata-0 as a Raft
+// log, as a KRaft node in combined mode does, with quorum-state and
+// checkpoint snapshots beside it. A directory written before a node became
+// a cluster of one, or before the controller quorum, is migrated when it
+// opens.
 package partlog

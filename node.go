@@ -153,3 +153,8 @@ const HighWatermarkFileName = broker.HighWatermarkFileName
 func init() {
 	nodehooks.Of = func(n any) nodehooks.Node { return nodehooks.OfBroker(n.(*Node).b) }
 }
+
+// Controller returns the controller that runs in the node's process — its
+// own, for a node on its own, or its member of the quorum in combined mode
+// (ControllerRole) — or nil for a node whose controllers run elsewhere.
+func (n *Node) Controller() *Controller { return n.b.Controller() }

@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/partlog/partlog/broker"
@@ -149,12 +150,27 @@ func JoinCluster(c *Controller, net *MemNetwork) Option {
 }
 
 // ControllerAddress makes the node a member of the cluster whose
-// controller listens at addr (host:port; see Controller.Serve), reaching
-// the other members over TCP at the addresses they registered
-// (AdvertisedAddress). The node must serve its own address with a
-// transport.Server.
+// controller listens at addr (host:port; see Controller.Serve). For a
+// quorum of controllers, addr lists them all, comma-separated (Kafka's
+// controller.quorum.bootstrap.servers), and the node calls the active one,
+// whichever it is. The node reaches the other members over TCP at the
+// addresses they registered (AdvertisedAddress), and must serve its own
+// address with a transport.Server.
 func ControllerAddress(addr string) Option {
 	return optionFunc(func(o *broker.Options) { o.ControllerAddress = addr })
+}
+
+// ControllerRole makes the node also a controller of the quorum that
+// opts.Voters names, as process.roles=broker,controller makes a Kafka node
+// a combined one: its member of the quorum keeps the metadata log in the
+// node's data directory, under the node's id (opts.NodeID, FS and Logger
+// are the node's), and serves the quorum's Raft messages and the nodes'
+// controller calls on ln, the listener at the node's voter address (Kafka's
+// CONTROLLER listener), which the node closes when it closes. The node
+// joins the cluster through the quorum: ControllerAddress is every voter's
+// address. Every node of the quorum must be given the same voters.
+func ControllerRole(ln net.Listener, opts ControllerOptions) Option {
+	return optionFunc(func(o *broker.Options) { o.QuorumController, o.QuorumListener = opts, ln })
 }
 
 // AdvertisedAddress is the host:port other nodes and clients reach this

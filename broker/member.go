@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +103,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 			m.opts.advertised = memnet.Address(n.meta.NodeID)
 		}
 	} else {
-		m.ctl, m.net = controller.Dial(o.controllerAddr), newTCPPeers()
+		m.ctl, m.net = controller.Dial(strings.Split(o.controllerAddr, ",")...), newTCPPeers()
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error

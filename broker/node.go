@@ -104,7 +104,7 @@ func Open(dir string, o Options) (*Broker, error) {
 		logs.Close()
 		return nil, err
 	}
-	if !o.joinsCluster() {
+	if !o.joinsCluster() || o.combined() {
 		if err := n.startController(); err != nil {
 			logs.Close()
 			return nil, err
@@ -156,12 +156,18 @@ func (n *Broker) load() error {
 	return err
 }
 
-// startController starts the in-process controller of a node on its own,
-// over the node's data directory, and makes the node its only member. A
-// directory written before a single node became a cluster of one has its
-// topics in the old metadata format, which the controller takes over.
+// startController starts the controller in the node's process, over its
+// data directory, with the node's id: for a node on its own, a quorum of
+// one whose only member is the node (a directory written before a single
+// node became a cluster of one has its topics in the old metadata format,
+// which the controller takes over); in combined mode, a member of the
+// QuorumController's quorum, served on QuorumListener.
 func (n *Broker) startController() error {
-	opts := controller.Options{FS: n.opts.FS, Logger: n.logger.With("component", "controller")}
+	opts := n.opts.QuorumController
+	opts.FS, opts.Logger, opts.NodeID = n.opts.FS, n.logger.With("component", "controller"), n.meta.NodeID
+	if n.opts.combined() && n.opts.QuorumListener == nil {
+		return fmt.Errorf("partlog: a controller of a quorum needs a QuorumListener")
+	}
 	c, err := controller.Start(n.dir, n.logs, opts, func(l *log.Log) error {
 		return migrateTopicRecords(l, n.meta.NodeID, n.logger)
 	})
@@ -169,7 +175,16 @@ func (n *Broker) startController() error {
 		return err
 	}
 	n.controller = c
-	n.opts.Controller, n.opts.Network = c, memnet.New()
+	if !n.opts.combined() {
+		n.opts.Controller, n.opts.Network = c, memnet.New()
+		return nil
+	}
+	ln := n.opts.QuorumListener
+	n.bg.Go(func() {
+		if err := c.Serve(ln); err != nil {
+			n.logger.Error("the controller stopped serving", "listener", ln.Addr().String(), "err", err)
+		}
+	})
 	return nil
 }
 
@@ -510,3 +525,9 @@ func ValidateTopicName(name string) error {
 func collides(a, b string) bool {
 	return strings.ReplaceAll(a, ".", "_") == strings.ReplaceAll(b, ".", "_")
 }
+
+// Controller returns the controller that runs in the broker's process —
+// its own, for a broker on its own, or its member of the quorum in
+// combined mode (Options.QuorumController) — or nil for a broker whose
+// controllers run elsewhere.
+func (n *Broker) Controller() *controller.Controller { return n.controller }

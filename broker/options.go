@@ -3,6 +3,10 @@ package broker
 import (
 	"io"
 	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog/controller"
@@ -94,6 +98,16 @@ type Options struct {
 	// TCP; the broker reaches the other members over TCP at the addresses
 	// they registered, and must serve its own with a transport.Server.
 	ControllerAddress string
+	// QuorumController, with Voters set, makes the broker also a
+	// controller of that quorum, as process.roles=broker,controller makes
+	// a Kafka node: it runs its member over its data directory, with the
+	// broker's node id, serves it on QuorumListener, and joins the cluster
+	// through the quorum (ControllerAddress is then every voter's).
+	QuorumController controller.Options
+	// QuorumListener is where the broker's controller serves the other
+	// controllers and the brokers: its voter address (Kafka's CONTROLLER
+	// listener). The broker closes it when it closes.
+	QuorumListener net.Listener
 	// AdvertisedAddress is advertised.listeners: the host:port the broker
 	// registers with the controller.
 	AdvertisedAddress string
@@ -137,8 +151,18 @@ func (o Options) withDefaults() Options {
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = 500 * time.Millisecond
 	}
+	if o.combined() && o.ControllerAddress == "" {
+		var addrs []string
+		for _, id := range slices.Sorted(maps.Keys(o.QuorumController.Voters)) {
+			addrs = append(addrs, o.QuorumController.Voters[id])
+		}
+		o.ControllerAddress = strings.Join(addrs, ",")
+	}
 	return o
 }
+
+// combined says the broker is also a controller of a quorum.
+func (o Options) combined() bool { return len(o.QuorumController.Voters) > 0 }
 
 // joinsCluster says the broker joins a cluster whose controller runs
 // elsewhere, rather than running its own.

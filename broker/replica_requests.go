@@ -136,8 +136,17 @@ func (n *Broker) metadataResponse(req *transport.MetadataRequest) *transport.Met
 	md, _ := n.member.metadata()
 	// KRaft brokers name a live broker as the controller (KIP-590): admin
 	// clients send it their admin requests, which this node forwards to the
-	// cluster's controller. -1 made every admin client give up.
-	resp := md.Response(req.Topics, n.meta.NodeID)
+	// cluster's controller. -1 made every admin client give up. In
+	// combined mode, the active controller is a broker too: it is named.
+	controllerID := n.meta.NodeID
+	if n.opts.combined() {
+		if lead, ok := n.controller.Leader(); ok {
+			if info, live := md.Nodes[lead]; live && !info.Fenced {
+				controllerID = lead
+			}
+		}
+	}
+	resp := md.Response(req.Topics, controllerID)
 	resp.ClusterID = n.meta.ClusterID
 	for i := range resp.Topics {
 		tm := &resp.Topics[i]

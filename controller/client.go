@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,68 +12,164 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// Client calls a controller over TCP (see Controller.Serve). It implements
-// API, and is safe for concurrent use. A server answers one connection's
-// requests in order, so a long-polling heartbeat has a connection of its
-// own, and never holds up an AlterPartition.
+// Client calls a controller over TCP (see Controller.Serve): the active
+// one of a quorum, whichever it is. It implements API, and is safe for
+// concurrent use. A server answers one connection's requests in order, so
+// a long-polling heartbeat has a connection of its own, and never holds
+// up an AlterPartition.
 type Client struct {
 	calls
-	addr string
+	addrs []string
 
 	mu      sync.Mutex
-	clients [2]*transport.TCPClient // for other calls, and for long polls
+	closed  bool
+	cur     int                     // the index in addrs of the controller called
+	clients [2]*transport.TCPClient // to it: for other calls, and for long polls
 }
 
-// Dial returns a client of the controller at addr (host:port). It
-// connects on its first call, and again after a connection fails.
-func Dial(addr string) *Client {
-	c := &Client{addr: addr}
+// Dial returns a client of the controllers at addrs (host:port each), the
+// quorum's voters. It calls one, and moves to the next when that one
+// answers kafka.ErrNotController or cannot be reached; when none answers,
+// the quorum may be electing one, and the call tries them all again for a
+// while. It connects on its first call, and again after a connection
+// fails.
+func Dial(addrs ...string) *Client {
+	c := &Client{addrs: addrs}
 	c.calls = calls{c}
 	return c
 }
 
-// call sends req as JSON under transport.APIController.
+// call sends req as JSON under transport.APIController to the active
+// controller.
 func (t *Client) call(ctx context.Context, req *request) (*response, error) {
-	kind := 0
-	if req.Op == opHeartbeat && req.WaitMs > 0 {
-		kind = 1
-	}
-	t.mu.Lock()
-	cl := t.clients[kind]
-	t.mu.Unlock()
-	if cl == nil {
-		var err error
-		if cl, err = transport.Dial(ctx, t.addr, transport.DialOptions{ClientID: "partlog-node", DialTimeout: 2 * time.Second}); err != nil {
-			return nil, err
-		}
-		t.mu.Lock()
-		if t.clients[kind] == nil {
-			t.clients[kind] = cl
-		} else {
-			cl.Close()
-			cl = t.clients[kind]
-		}
-		t.mu.Unlock()
+	if len(t.addrs) == 0 {
+		return nil, fmt.Errorf("%w: no controller addresses", kafka.ErrCoordinatorNotAvailable)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
+	kind := 0
+	if req.Op == opHeartbeat && req.WaitMs > 0 {
+		kind = 1
+	}
+	var deadline time.Time
+	for tries := 1; ; tries++ {
+		out, at, err := t.send(ctx, kind, body)
+		if err == nil {
+			resp := &response{}
+			if err := json.Unmarshal(out, resp); err != nil {
+				return nil, fmt.Errorf("%w: controller answer: %v", kafka.ErrCorruptMessage, err)
+			}
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			// No answer in time: the next call tries another controller,
+			// as this one may be cut off.
+			t.moveOn(at)
+			return nil, err
+		}
+		if !movesOn(err) || t.isClosed() {
+			return nil, err
+		}
+		t.moveOn(at)
+		if tries%len(t.addrs) != 0 {
+			continue
+		}
+		// Every controller was tried: the quorum may be electing one.
+		if deadline.IsZero() {
+			deadline = time.Now().Add(electionWait)
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-time.After(electionBackoff):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// While no controller of a quorum is active — it is electing one — a call
+// tries them all again every electionBackoff, for up to electionWait (or
+// until its ctx ends), as a Kafka broker's forwarding manager waits for a
+// new controller.
+const (
+	electionWait    = 10 * time.Second
+	electionBackoff = 50 * time.Millisecond
+)
+
+// movesOn reports whether a call that failed with err should go to
+// another controller: this one is not active, or cannot be reached, or
+// another call moved the client on and closed the connection this one
+// used.
+func movesOn(err error) bool {
+	return errors.Is(err, kafka.ErrNotController) || errors.Is(err, kafka.ErrNetwork) ||
+		errors.Is(err, kafka.ErrCoordinatorNotAvailable) || errors.Is(err, kafka.ErrClosed)
+}
+
+// isClosed reports whether Close was called.
+func (t *Client) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// send sends body to the controller called now, over the connection of
+// kind, and returns its answer and the controller's index.
+func (t *Client) send(ctx context.Context, kind int, body []byte) ([]byte, int, error) {
+	t.mu.Lock()
+	at, cl, closed := t.cur, t.clients[kind], t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, at, fmt.Errorf("%w: the controller client is closed", kafka.ErrClosed)
+	}
+	if cl == nil {
+		var err error
+		if cl, err = transport.Dial(ctx, t.addrs[at], transport.DialOptions{ClientID: "partlog-node", DialTimeout: 2 * time.Second}); err != nil {
+			return nil, at, err
+		}
+		t.mu.Lock()
+		switch {
+		case t.closed || t.cur != at:
+			t.mu.Unlock()
+			cl.Close()
+			return nil, at, fmt.Errorf("%w: the client moved to another controller", kafka.ErrNotController)
+		case t.clients[kind] == nil:
+			t.clients[kind] = cl
+		default:
+			cl.Close()
+			cl = t.clients[kind]
+		}
+		t.mu.Unlock()
+	}
 	out, err := cl.CallInternal(ctx, transport.APIController, body)
-	if err != nil {
-		return nil, err
+	return out, at, err
+}
+
+// moveOn makes the client call the controller after the one at index at,
+// unless another call moved it already.
+func (t *Client) moveOn(at int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur != at {
+		return
 	}
-	resp := &response{}
-	if err := json.Unmarshal(out, resp); err != nil {
-		return nil, fmt.Errorf("%w: controller answer: %v", kafka.ErrCorruptMessage, err)
+	t.cur = (at + 1) % len(t.addrs)
+	for i, cl := range t.clients {
+		if cl != nil {
+			cl.Close()
+			t.clients[i] = nil
+		}
 	}
-	return resp, nil
 }
 
 // Close closes the client's connections.
 func (t *Client) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	for i, cl := range t.clients {
 		if cl != nil {
 			cl.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -28,6 +29,7 @@ type Controller struct {
 	// ownsLogs says logs is the controller's own, which Close closes.
 	ownsLogs bool
 	quorum   *QuorumNode
+	tcp      *TCPRaft // the controller's own RaftTransport, or nil
 	pids     producerIDFloor
 
 	mu     sync.Mutex
@@ -73,17 +75,19 @@ func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error
 	if err != nil {
 		return nil, err
 	}
-	voters := opts.Voters
+	voters := slices.Sorted(maps.Keys(opts.Voters))
 	if len(voters) == 0 {
 		voters = []int32{opts.NodeID}
 	}
-	switch {
-	case !slices.Contains(voters, opts.NodeID):
+	if !slices.Contains(voters, opts.NodeID) {
 		return nil, fmt.Errorf("controller: node %d is not one of the voters %v", opts.NodeID, voters)
-	case len(voters) > 1 && opts.RaftTransport == nil:
-		return nil, fmt.Errorf("controller: a quorum of %d voters needs a RaftTransport", len(voters))
 	}
-	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, stop: make(chan struct{})}
+	var tcp *TCPRaft
+	if len(voters) > 1 && opts.RaftTransport == nil {
+		tcp = NewTCPRaft(opts.Voters)
+		opts.RaftTransport = tcp
+	}
+	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, tcp: tcp, stop: make(chan struct{})}
 	c.calls = calls{c}
 	m, err := openMember(opts.NodeID, voters, logs, opts, prepare)
 	if err != nil {
@@ -149,6 +153,9 @@ func (c *Controller) Close() error {
 	c.mu.Unlock()
 	close(c.stop)
 	c.quorum.Close()
+	if c.tcp != nil {
+		c.tcp.Close()
+	}
 	if !c.ownsLogs {
 		return nil
 	}
@@ -159,6 +166,13 @@ func (c *Controller) Close() error {
 func (c *Controller) Active() bool {
 	active, _, _ := c.quorum.Active()
 	return active
+}
+
+// Leader returns the node id of the active controller as this one knows
+// it — the quorum's Raft leader — and false when it knows none.
+func (c *Controller) Leader() (int32, bool) {
+	_, leader, known := c.quorum.Active()
+	return leader, known
 }
 
 // State returns a copy of the committed cluster metadata.

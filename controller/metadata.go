@@ -111,10 +111,22 @@ func HostPort(addr string) (string, int32, bool) {
 }
 
 // HandleInternal answers controller calls that arrive over TCP
-// (transport.APIController); it makes the Controller a
-// transport.InternalHandler.
+// (transport.APIController), and steps the Raft messages of the other
+// controllers of its quorum (transport.APIControllerRaft); it makes the
+// Controller a transport.InternalHandler.
 func (c *Controller) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
-	if key != transport.APIController {
+	switch key {
+	case transport.APIControllerRaft:
+		msgs, err := decodeRaftMessages(body)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			c.StepRaft(m)
+		}
+		return nil, nil
+	case transport.APIController:
+	default:
 		return nil, fmt.Errorf("%w: the controller answers only controller calls", kafka.ErrInvalidRequest)
 	}
 	req := &request{}

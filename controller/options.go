@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog/vfs"
@@ -48,14 +51,15 @@ type Options struct {
 	// NodeID is this controller's node.id among the quorum's Voters. Zero
 	// by default.
 	NodeID int32
-	// Voters are the node ids of the quorum's controllers
-	// (controller.quorum.voters), NodeID among them; none means a quorum
-	// of this controller alone. Every controller of a new quorum must be
-	// given the same voters.
-	Voters []int32
-	// RaftTransport carries Raft messages to the other voters, and their
-	// messages must reach this controller's StepRaft. A quorum of more than
-	// one voter needs it.
+	// Voters are the quorum's controllers by node id, NodeID among them,
+	// with the address (host:port) each serves Raft messages at: Kafka's
+	// controller.quorum.voters, 1@host:port,2@host:port,... (ParseVoters
+	// reads that form). None means a quorum of this controller alone.
+	// Every controller of a new quorum must be given the same voters.
+	Voters map[int32]string
+	// RaftTransport carries Raft messages to the other voters. Nil means
+	// TCP, to the Voters' addresses (NewTCPRaft), where the controllers
+	// serve (Controller.Serve).
 	RaftTransport RaftTransport
 	// FS is the filesystem; nil means the OS.
 	FS vfs.FS
@@ -117,4 +121,25 @@ func (o Options) withDefaults() (Options, error) {
 // ticks returns how many ticks d spans, rounded up, and at least one.
 func (o Options) ticks(d time.Duration) int64 {
 	return max(1, int64((d+o.TickInterval-1)/o.TickInterval))
+}
+
+// ParseVoters reads voters as Kafka's controller.quorum.voters writes
+// them, id@host:port separated by commas, into Options.Voters.
+func ParseVoters(s string) (map[int32]string, error) {
+	voters := map[int32]string{}
+	for _, v := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(v), "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		switch {
+		case !ok || err != nil || n < 0:
+			return nil, fmt.Errorf("controller: voter %q is not id@host:port", v)
+		case voters[int32(n)] != "":
+			return nil, fmt.Errorf("controller: voter %d is named twice", n)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller: voter %q: %w", v, err)
+		}
+		voters[int32(n)] = addr
+	}
+	return voters, nil
 }

@@ -42,11 +42,15 @@ const (
 	// heartbeat, AlterPartition, create and delete topic, cluster
 	// metadata.
 	APIController int16 = 10001
+	// APIControllerRaft carries Raft messages between the controllers of
+	// a quorum, one-way in meaning as replica messages are.
+	APIControllerRaft int16 = 10002
 )
 
 // InternalHandler is an optional interface of a Server's handler: a
 // handler that implements it answers the internal API keys
-// (APIReplicaMessages, APIController) with opaque bodies.
+// (APIReplicaMessages, APIController, APIControllerRaft) with opaque
+// bodies.
 //
 // The server calls it for one request of a connection at a time, in the
 // order they came, as it does every request; the TCPClient sends each key
@@ -65,7 +69,7 @@ func isInternalHandler(h Client) bool { _, ok := h.(InternalHandler); return ok 
 
 // isInternalKey reports whether key is one of partlog's own API keys.
 func isInternalKey(key int16) bool {
-	return key == APIReplicaMessages || key == APIController
+	return key == APIReplicaMessages || key == APIController || key == APIControllerRaft
 }
 
 // apiName names an API key for error messages: Kafka's name, or the name
@@ -76,6 +80,8 @@ func apiName(key int16) string {
 		return "ReplicaMessages"
 	case APIController:
 		return "Controller"
+	case APIControllerRaft:
+		return "ControllerRaft"
 	}
 	return kmsg.NameForKey(key)
 }
@@ -90,7 +96,7 @@ func requestForKey(key int16) kmsg.Request {
 }
 
 // CallInternal sends body under one of the internal API keys
-// (APIReplicaMessages or APIController) and returns the node's answer,
+// (APIReplicaMessages, APIController or APIControllerRaft) and returns the node's answer,
 // which the caller owns. CallInternal does not keep body. Each key has a
 // connection of its own, pipelined as the others are.
 //
@@ -105,6 +111,8 @@ func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([
 	switch key {
 	case APIReplicaMessages:
 		kind = connReplica
+	case APIControllerRaft:
+		kind = connRaft
 	case APIController:
 	default:
 		return nil, fmt.Errorf("%w: api key %d is not an internal one", kafka.ErrInvalidRequest, key)

@@ -59,6 +59,7 @@ const (
 	connGroup
 	connReplica    // APIReplicaMessages
 	connController // APIController
+	connRaft       // APIControllerRaft
 	connMarkers    // WriteTxnMarkers, which wait for replication
 	connKinds
 )

@@ -66,6 +66,7 @@ var supportedAPIs = []apiRange{
 
 	{key: APIReplicaMessages, min: 0, max: 0}, // partlog's own: internal.go
 	{key: APIController, min: 0, max: 0},
+	{key: APIControllerRaft, min: 0, max: 0},
 }
 
 // optionalAPIs are the APIs a server answers only when its handler
@@ -80,7 +81,7 @@ var optionalAPIs = map[int16]func(Client) bool{
 	24: isTxnClient, 25: isTxnClient, 26: isTxnClient, 27: isTxnClient, 28: isTxnClient, 65: isTxnClient, 66: isTxnClient,
 	10: isCoordinatorFinder,
 
-	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler,
+	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler, APIControllerRaft: isInternalHandler,
 }
 
 func isAdminClient(h Client) bool      { _, ok := h.(AdminClient); return ok }

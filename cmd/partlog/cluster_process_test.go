@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -49,44 +50,75 @@ func buildPartlog(tb testing.TB) string {
 
 // process is a partlog process the test started.
 type process struct {
-	tb   testing.TB
-	bin  string
-	args []string
-	cmd  *exec.Cmd
-	addr string // from its "serving ... on ADDR" line
-	exit chan error
+	tb      testing.TB
+	bin     string
+	args    []string
+	cmd     *exec.Cmd
+	addr    string      // from its "serving ... on ADDR" line
+	serving chan string // gets addr once, after launch
+	exit    chan error
 
 	mu     sync.Mutex
 	stderr bytes.Buffer // every run's standard error, for a failing test
 }
 
 // servingLine is the line serve and controller print once they listen.
-var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller) serving .* on (\S+)`)
+var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller(?: \d+)?) serving .*? on (\S+)`)
 
 // startProcess runs bin with args and waits for its serving line.
 func startProcess(tb testing.TB, bin string, args ...string) *process {
 	tb.Helper()
 	p := &process{tb: tb, bin: bin, args: args}
 	p.start()
-	tb.Cleanup(func() {
-		p.kill()
-		if tb.Failed() {
-			p.mu.Lock()
-			tb.Logf("%s:\n%s", args[0], p.stderr.String())
-			p.mu.Unlock()
-		}
-	})
+	tb.Cleanup(p.cleanup)
 	return p
+}
+
+// startProcesses runs bin with each of argsList at once, and waits for
+// all to serve: processes that wait for one another to start, as the
+// controllers of a quorum do.
+func startProcesses(tb testing.TB, bin string, argsList ...[]string) []*process {
+	tb.Helper()
+	var ps []*process
+	for _, args := range argsList {
+		p := &process{tb: tb, bin: bin, args: args}
+		p.launch()
+		tb.Cleanup(p.cleanup)
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		p.await()
+	}
+	return ps
+}
+
+// cleanup kills the process, and logs its standard error when the test
+// failed.
+func (p *process) cleanup() {
+	p.kill()
+	if p.tb.Failed() {
+		p.mu.Lock()
+		p.tb.Logf("%v:\n%s", p.args, p.stderr.String())
+		p.mu.Unlock()
+	}
 }
 
 // start runs the process (again) and waits until it serves.
 func (p *process) start() {
+	p.tb.Helper()
+	p.launch()
+	p.await()
+}
+
+// launch runs the process, without waiting.
+func (p *process) launch() {
 	p.tb.Helper()
 	p.cmd = exec.Command(p.bin, p.args...)
 	pipe, err := p.cmd.StderrPipe()
 	require.NoError(p.tb, err)
 	require.NoError(p.tb, p.cmd.Start())
 	addr := make(chan string, 1)
+	p.serving = addr
 	p.exit = make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
@@ -102,8 +134,13 @@ func (p *process) start() {
 		io.Copy(io.Discard, pipe)
 		p.exit <- p.cmd.Wait()
 	}()
+}
+
+// await waits until the launched process serves.
+func (p *process) await() {
+	p.tb.Helper()
 	select {
-	case p.addr = <-addr:
+	case p.addr = <-p.serving:
 	case err := <-p.exit:
 		p.exit <- err
 		p.mu.Lock()
@@ -174,7 +211,7 @@ func (c *processCluster) addrs() []string {
 	return out
 }
 
-// waitFor asks the cluster (the controller's Metadata) for topic every
+// waitFor asks the cluster (metadataAddr's Metadata) for topic every
 // processPoll until cond holds of it, for at most 30 s, and returns it.
 func (c *processCluster) waitFor(what, topic string, cond func(transport.TopicMetadata) bool) transport.TopicMetadata {
 	c.tb.Helper()
@@ -186,7 +223,7 @@ func (c *processCluster) waitWithin(d time.Duration, what, topic string, cond fu
 	c.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	client, err := transport.Dial(ctx, c.ctl.addr, transport.DialOptions{})
+	client, err := transport.Dial(ctx, c.metadataAddr(), transport.DialOptions{})
 	require.NoError(c.tb, err)
 	defer client.Close()
 	t := time.NewTicker(processPoll)
@@ -205,6 +242,22 @@ func (c *processCluster) waitWithin(d time.Duration, what, topic string, cond fu
 			require.FailNow(c.tb, "timed out waiting for "+what, "last metadata: %+v", last)
 		}
 	}
+}
+
+// metadataAddr returns the address to ask for the cluster's metadata:
+// the controller's, or, with no controller process of its own, the
+// lowest live node's.
+func (c *processCluster) metadataAddr() string {
+	if c.ctl != nil {
+		return c.ctl.addr
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
+		if c.nodes[id].cmd != nil {
+			return c.nodes[id].addr
+		}
+	}
+	require.FailNow(c.tb, "no live node")
+	return ""
 }
 
 // fullISR reports whether every partition of tm has a leader and all its
@@ -312,47 +365,8 @@ func TestClusterProcessesKillLeader(t *testing.T) {
 	// record lost either).
 	c := startProcessCluster(t, bin, 3, 3*time.Second, 100*time.Millisecond)
 
-	stdout, stderr, code := cli(t, "topics", "create", "--bootstrap-server", c.nodes[2].addr, "--topic", "t",
-		"--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
-	require.Equal(t, exitOK, code, stderr)
-	require.Equal(t, "Created topic t.\n", stdout)
-	c.waitFor("the topic's leaders", "t", fullISR)
-	stdout, stderr, code = cli(t, "topics", "describe", "--bootstrap-server", c.nodes[2].addr, "--topic", "t")
-	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "PartitionCount: 3\tReplicationFactor: 3\tConfigs: min.insync.replicas=2\n")
-
-	ctx := context.Background()
-	client, err := transport.DialCluster(ctx, c.addrs(), transport.DialOptions{})
-	require.NoError(t, err)
-	defer client.Close()
-	p, err := producer.New(client, producer.Linger(time.Millisecond), producer.RetryBackoff(20*time.Millisecond),
-		producer.DeliveryTimeout(60*time.Second))
-	require.NoError(t, err)
-	defer p.Close()
-
-	// One goroutine sends records 0, 1, 2, ... with keys spread over the
-	// partitions, at most 512 awaiting their acknowledgement.
-	acks := newAckLog()
-	stop, sent := make(chan struct{}), make(chan int, 1)
-	go func() {
-		inFlight := make(chan struct{}, 512)
-		seq := 0
-		defer func() { sent <- seq }()
-		for ; ; seq++ {
-			select {
-			case <-stop:
-				return
-			case inFlight <- struct{}{}:
-			}
-			promise := acks.promise(seq)
-			p.Produce(ctx, &producer.Record{Topic: "t", Key: fmt.Appendf(nil, "key-%d", seq%30), Value: strconv.AppendInt(nil, int64(seq), 10)},
-				func(r *producer.Record, err error) {
-					promise(r, err)
-					<-inFlight
-				})
-		}
-	}()
-
+	createReplicatedTopic(t, c)
+	client, p, acks, stop := startSequence(t, c)
 	acks.waitAcked(t, 2000)
 	leader := c.waitFor("a leader of partition 0", "t", fullISR).Partitions[0].Leader
 	victim := c.nodes[leader]
@@ -384,8 +398,51 @@ func TestClusterProcessesKillLeader(t *testing.T) {
 	t.Logf("restarted node %d on %s", leader, victim.addr)
 	c.waitWithin(10*time.Second, "the restarted node in every ISR", "t", inEveryISR(leader))
 	acks.waitAcked(t, 2000)
-	close(stop)
-	total := <-sent
+	checkSequence(t, client, p, acks, stop())
+}
+
+// createReplicatedTopic creates topic t, 3 partitions of 3 replicas with
+// min.insync.replicas=2, through the CLI over TCP, and waits for its
+// leaders and full ISRs.
+func createReplicatedTopic(t *testing.T, c *processCluster) {
+	t.Helper()
+	stdout, stderr, code := cli(t, "topics", "create", "--bootstrap-server", c.nodes[2].addr, "--topic", "t",
+		"--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Created topic t.\n", stdout)
+	c.waitFor("the topic's leaders", "t", fullISR)
+	stdout, stderr, code = cli(t, "topics", "describe", "--bootstrap-server", c.nodes[2].addr, "--topic", "t")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "PartitionCount: 3\tReplicationFactor: 3\tConfigs: min.insync.replicas=2\n")
+}
+
+// startSequence starts an idempotent acks=all producer on the cluster's
+// nodes sending numbered records to t (produceSequence); stop stops it
+// and returns how many it sent. The client and producer close with the
+// test.
+func startSequence(t *testing.T, c *processCluster) (client *transport.ClusterClient, p *producer.Producer, acks *timedAcks, stop func() int) {
+	t.Helper()
+	ctx := context.Background()
+	client, err := transport.DialCluster(ctx, c.addrs(), transport.DialOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	p, err = producer.New(client, producer.Linger(time.Millisecond), producer.RetryBackoff(20*time.Millisecond),
+		producer.DeliveryTimeout(60*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	acks = newTimedAcks()
+	return client, p, acks, produceSequence(ctx, p, acks)
+}
+
+// checkSequence flushes p, which sent total numbered records to t, and
+// checks t against what the promises said: every acknowledged record is
+// in the log exactly once, at the offset its acknowledgement gave, each
+// partition holds its records in the order they were sent, no record is
+// there twice (acknowledged or not), and every record there was
+// acknowledged or failed.
+func checkSequence(t *testing.T, client *transport.ClusterClient, p *producer.Producer, acks *timedAcks, total int) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, p.Flush(ctx))
 
 	acks.mu.Lock()

@@ -20,7 +20,8 @@ import (
 )
 
 const serveHelp = `Usage: partlog serve --dir DIR [--listen HOST:PORT] [--advertised HOST:PORT]
-       partlog serve --dir DIR --node-id N --controller HOST:PORT [--listen HOST:PORT] [flags]
+       partlog serve --dir DIR --node-id N --controller HOST:PORT[,...] [--listen HOST:PORT] [flags]
+       partlog serve --dir DIR --node-id N --process-roles broker,controller --voters ID@HOST:PORT,... [flags]
 
 Serve opens the data directory DIR and answers requests on a TCP listener
 until it is interrupted (Ctrl-C, SIGTERM), then closes the directory
@@ -48,6 +49,22 @@ the leaders and rejoins the in-sync replicas. For example:
   partlog serve --dir /tmp/n1 --node-id 1 --controller 127.0.0.1:9093 --listen 127.0.0.1:9101
   partlog serve --dir /tmp/n2 --node-id 2 --controller 127.0.0.1:9093 --listen 127.0.0.1:9102
   partlog serve --dir /tmp/n3 --node-id 3 --controller 127.0.0.1:9093 --listen 127.0.0.1:9103
+
+--controller takes several controllers' addresses, comma-separated, when
+they are a quorum ('partlog controller --voters'): the node calls the
+active one.
+
+With --process-roles broker,controller (Kafka's combined mode), the node is
+also a controller of the quorum of --voters (controller.quorum.voters,
+id@host:port,...): its controller keeps the metadata log in DIR and
+listens at its own voter address, and the node joins the cluster through
+the quorum. Three such nodes survive the loss of any one, the active
+controller's included. Start them together: each waits for a majority.
+
+  V=1@127.0.0.1:9191,2@127.0.0.1:9192,3@127.0.0.1:9193
+  partlog serve --process-roles broker,controller --voters $V --dir /tmp/c1 --node-id 1 --listen 127.0.0.1:9101 &
+  partlog serve --process-roles broker,controller --voters $V --dir /tmp/c2 --node-id 2 --listen 127.0.0.1:9102 &
+  partlog serve --process-roles broker,controller --voters $V --dir /tmp/c3 --node-id 3 --listen 127.0.0.1:9103 &
 `
 
 // serveReady, when set, is told the listener's address once it listens:
@@ -61,13 +78,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on")
 	advertised := fs.String("advertised", "", "the `address` clients and other nodes are told to use; the listener's by default")
 	nodeID := fs.Int("node-id", 0, "the node's `id` (node.id), for a new DIR; required with --controller")
-	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'); the node serves alone without it")
+	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'), or of every controller of a quorum, comma-separated; the node serves alone without it")
 	heartbeat := durationVar(fs, "heartbeat", 500*time.Millisecond, "how often a cluster member heartbeats to the controller (broker.heartbeat.interval.ms), a `duration`")
 	lagMax := durationVar(fs, "replica-lag-max", 30*time.Second, "how long a follower may lag before its leader drops it from the ISR (replica.lag.time.max.ms), a `duration`")
 	autoCreate := fs.Bool("auto-create-topics", true, "create a topic a client's Metadata request names and allows to be created (auto.create.topics.enable)")
 	numPartitions := fs.Int("num-partitions", 1, "the `partitions` of an auto-created topic (num.partitions)")
 	defaultReplication := fs.Int("default-replication-factor", 1, "the `replicas` of an auto-created topic, at most the cluster's nodes (default.replication.factor)")
 	initialDelay := durationVar(fs, "group-initial-rebalance-delay", 3*time.Second, "how long a new group's first rebalance waits for more members (group.initial.rebalance.delay.ms), a `duration`, 0 for none")
+	roles := fs.String("process-roles", "broker", "the node's `roles` (process.roles): broker, or broker,controller to be also a controller of the --voters quorum")
+	voters := fs.String("voters", "", "with --process-roles broker,controller, the controller quorum's `voters` (controller.quorum.voters): id@host:port,...; the node's controller listens at its own")
+	session := durationVar(fs, "session-timeout", 9*time.Second, "with the controller role, how long a node may go without a heartbeat before it is fenced (broker.session.timeout.ms), a `duration`")
+	election := durationVar(fs, "election-timeout", time.Second, "with the controller role, how long the controllers wait without hearing the active one before electing another (controller.quorum.election.timeout.ms), a `duration`")
 	writeMeta := fs.Bool("write-missing-meta", false, "write a new meta.properties (a new cluster id) when DIR holds partitions but has lost its own, rather than refuse it")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
@@ -75,15 +96,32 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	combined := *roles == "broker,controller" || *roles == "controller,broker"
+	var quorum map[int32]string
+	if combined {
+		if quorum, err = partlog.ParseVoters(*voters); err != nil {
+			return usageErrorf("serve", "--voters: %v", err)
+		}
+	}
 	switch {
 	case len(operands) > 0:
 		return usageErrorf("serve", "unexpected argument %q", operands[0])
+	case *roles != "broker" && !combined:
+		return usageErrorf("serve", "--process-roles %q is neither broker nor broker,controller ('partlog controller' runs a controller alone)", *roles)
 	case *nodeID < 0 || *nodeID > 1<<31-1:
 		return usageErrorf("serve", "--node-id %d is not a node id", *nodeID)
+	case combined && (*nodeID == 0 || quorum[int32(*nodeID)] == ""):
+		return usageErrorf("serve", "--process-roles broker,controller needs --node-id, one of the --voters")
+	case combined && *controller != "":
+		return usageErrorf("serve", "--controller is not for a controller: the node finds the active one among the --voters")
+	case !combined && (isSet(fs, "voters") || isSet(fs, "session-timeout") || isSet(fs, "election-timeout")):
+		return usageErrorf("serve", "--voters, --session-timeout and --election-timeout need --process-roles broker,controller")
+	case *session <= 0 || *election <= 0:
+		return usageErrorf("serve", "--session-timeout and --election-timeout must be positive")
 	case *controller != "" && *nodeID == 0:
 		return usageErrorf("serve", "--controller needs --node-id")
-	case *controller == "" && (isSet(fs, "heartbeat") || isSet(fs, "replica-lag-max")):
-		return usageErrorf("serve", "--heartbeat and --replica-lag-max need --controller")
+	case *controller == "" && !combined && (isSet(fs, "heartbeat") || isSet(fs, "replica-lag-max")):
+		return usageErrorf("serve", "--heartbeat and --replica-lag-max need --controller or the controller role")
 	case *heartbeat <= 0 || *lagMax <= 0:
 		return usageErrorf("serve", "--heartbeat and --replica-lag-max must be positive")
 	case *numPartitions < 1 || *numPartitions > 100_000:
@@ -105,12 +143,24 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	opts = append(opts, partlog.AutoCreateTopics(*autoCreate, int32(*numPartitions), int16(*defaultReplication)),
 		partlog.GroupInitialRebalanceDelay(*initialDelay))
-	if *controller != "" {
+	if combined {
+		ctlLn, err := net.Listen("tcp", quorum[int32(*nodeID)])
+		if err != nil {
+			return fmt.Errorf("serve: the controller's listener: %w", err)
+		}
+		defer ctlLn.Close()
+		opts = append(opts, partlog.ControllerRole(ctlLn, partlog.ControllerOptions{Voters: quorum,
+			SessionTimeout: *session, ElectionTimeout: *election}))
+	}
+	if *controller != "" || combined {
 		addr := *advertised
 		if addr == "" {
 			addr = ln.Addr().String()
 		}
-		opts = append(opts, partlog.ControllerAddress(*controller), partlog.AdvertisedAddress(addr),
+		if *controller != "" {
+			opts = append(opts, partlog.ControllerAddress(*controller))
+		}
+		opts = append(opts, partlog.AdvertisedAddress(addr),
 			partlog.HeartbeatInterval(*heartbeat), partlog.ReplicaOptions(replica.Options{ReplicaLagTimeMax: *lagMax}))
 	}
 	// A cluster member registers its address in Open: it listens first,
@@ -129,9 +179,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
-	if *controller != "" {
+	switch {
+	case combined:
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s (its controller on %s, of the quorum %s)\n", n.NodeID(), n.Dir(), ln.Addr(), quorum[int32(*nodeID)], *voters)
+	case *controller != "":
 		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s in the cluster of controller %s\n", n.NodeID(), n.Dir(), ln.Addr(), *controller)
-	} else {
+	default:
 		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s\n", n.NodeID(), n.Dir(), ln.Addr())
 	}
 	if serveReady != nil {

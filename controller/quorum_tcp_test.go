@@ -1,0 +1,104 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/kafka"
+)
+
+// startTCPQuorum starts a quorum of n controllers serving on loopback,
+// with node ids 1 to n, and returns them and their addresses.
+func startTCPQuorum(t *testing.T, n int) ([]*controller.Controller, []string) {
+	t.Helper()
+	voters := map[int32]string{}
+	var lns []net.Listener
+	var addrs []string
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+		voters[int32(i+1)] = ln.Addr().String()
+	}
+	var cs []*controller.Controller
+	for i, ln := range lns {
+		c, err := controller.Open(t.TempDir(), controller.Options{NodeID: int32(i + 1), Voters: voters,
+			TickInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, SessionTimeout: time.Minute})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		go c.Serve(ln)
+		cs = append(cs, c)
+	}
+	return cs, addrs
+}
+
+// TestQuorumOverTCP: three controllers on loopback elect one active
+// controller, which a Client finds among the addresses it has; when the
+// active controller stops, another takes over with the committed
+// metadata, and the client follows it.
+func TestQuorumOverTCP(t *testing.T) {
+	cs, addrs := startTCPQuorum(t, 3)
+	client := controller.Dial(addrs...)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// retry calls fn until the quorum answers it: while no controller is
+	// active, every one answers NOT_CONTROLLER.
+	retry := func(fn func() error) {
+		t.Helper()
+		for {
+			err := fn()
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, kafka.ErrNotController) && !errors.Is(err, kafka.ErrNetwork) &&
+				!errors.Is(err, kafka.ErrCoordinatorNotAvailable) {
+				t.Fatalf("call failed: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no active controller: %v", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	var epoch int64
+	retry(func() (err error) { epoch, err = client.Register(ctx, 7, "n7:9092"); return err })
+	retry(func() error {
+		_, err := client.CreateTopic(ctx, "before", controller.NewTopic{Partitions: 1, ReplicationFactor: 1})
+		return err
+	})
+
+	active := -1
+	for i, c := range cs {
+		if c.Active() {
+			require.Equal(t, -1, active, "two active controllers")
+			active = i
+		}
+	}
+	require.NotEqual(t, -1, active)
+	require.NoError(t, cs[active].Close())
+
+	retry(func() error {
+		_, err := client.CreateTopic(ctx, "after", controller.NewTopic{Partitions: 1, ReplicationFactor: 1})
+		return err
+	})
+	for i, c := range cs {
+		if i == active {
+			continue
+		}
+		require.NoError(t, c.WaitFor(ctx, func(s controller.ClusterState) bool {
+			_, before := s.Topics["before"]
+			_, after := s.Topics["after"]
+			return before && after && s.Nodes[7].BrokerEpoch == epoch && s.Nodes[7].Address == "n7:9092"
+		}), "controller %d", i+1)
+	}
+}
