@@ -53,6 +53,7 @@ type Client interface {
 	transport.AdminClient
 	transport.EpochClient
 	transport.TxnClient
+	transport.ClusterAdminClient
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the

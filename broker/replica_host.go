@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,6 +297,13 @@ func (m *clusterMember) alterPartition(h *replicaHost, c replica.ISRChange) {
 				m.n.logger.Debug("ISR change refusal not delivered", "partition", h.tp.String(), "err", err)
 			}
 		}
+		return
+	}
+	if !slices.Contains(state.Replicas, m.n.meta.NodeID) {
+		// The change completed a reassignment that moves the partition
+		// off this node: the metadata removes the replica.
+		m.n.logger.Info("replica reassigned away", "partition", h.tp.String(), "replicas", state.Replicas)
+		m.refreshNow()
 		return
 	}
 	if err := m.apply(ctx, h, state); err != nil {

@@ -106,6 +106,17 @@ func answer(m *Machine, req *request, resp *response, pids *producerIDFloor, fsy
 			resp.ProducerIDStart, err = m.AllocateProducerIDs(req.Node, producerIDBlock, floor)
 			resp.ProducerIDEnd = resp.ProducerIDStart + producerIDBlock
 		}
+	case opReassign:
+		target := req.Replicas
+		switch {
+		case req.Cancel:
+			target = nil
+		case target == nil:
+			target = []int32{} // refused: no target replicas
+		}
+		err = m.ReassignPartition(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, target)
+	case opUnregister:
+		err = m.UnregisterNode(req.Node)
 	default:
 		return fmt.Errorf("%w: unknown controller call %q", kafka.ErrInvalidRequest, req.Op)
 	}

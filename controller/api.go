@@ -46,6 +46,13 @@ type API interface {
 	ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition) (Change, error)
 	// ProducerIDs reserves a block of producer ids for node: [start, end).
 	ProducerIDs(ctx context.Context, node int32) (start, end int64, err error)
+	// ReassignPartition moves a partition's replicas to target (see
+	// Machine.ReassignPartition); a nil target cancels the reassignment in
+	// progress (Kafka's AlterPartitionReassignments).
+	ReassignPartition(ctx context.Context, tp kafka.TopicPartition, target []int32) (Change, error)
+	// UnregisterNode removes a node from the cluster, fencing it first if
+	// it is live (Kafka's UnregisterBroker).
+	UnregisterNode(ctx context.Context, node int32) (Change, error)
 }
 
 // Change is the answer to a change of the metadata: the metadata version
@@ -113,6 +120,8 @@ const (
 	opCreatePartitions = "create_partitions"
 	opAlterConfigs     = "alter_configs"
 	opElectLeader      = "elect_leader"
+	opReassign         = "reassign"
+	opUnregister       = "unregister"
 )
 
 type request struct {
@@ -128,6 +137,8 @@ type request struct {
 	NewTopic     *wireNewTopic               `json:"new_topic,omitempty"`
 	Count        int32                       `json:"count,omitempty"`
 	Alteration   *transport.ConfigAlteration `json:"alteration,omitempty"`
+	Replicas     []int32                     `json:"replicas,omitempty"`
+	Cancel       bool                        `json:"cancel,omitempty"`
 }
 
 type wireNewTopic struct {
@@ -234,6 +245,16 @@ func (a calls) ProducerIDs(ctx context.Context, node int32) (int64, int64, error
 		return -1, -1, err
 	}
 	return resp.ProducerIDStart, resp.ProducerIDEnd, nil
+}
+
+// ReassignPartition implements API.
+func (a calls) ReassignPartition(ctx context.Context, tp kafka.TopicPartition, target []int32) (Change, error) {
+	return a.change(ctx, &request{Op: opReassign, Topic: tp.Topic, Partition: tp.Partition, Replicas: target, Cancel: target == nil})
+}
+
+// UnregisterNode implements API.
+func (a calls) UnregisterNode(ctx context.Context, node int32) (Change, error) {
+	return a.change(ctx, &request{Op: opUnregister, Node: node})
 }
 
 var (

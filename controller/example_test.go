@@ -24,7 +24,9 @@ func ExampleMachine() {
 		panic(err)
 	}
 	for _, u := range c.Updates() {
-		fmt.Printf("node %d applies %+v\n", u.Node, u.State)
+		s := u.State
+		fmt.Printf("node %d applies leader %d, leader epoch %d, partition epoch %d, replicas %v, ISR %v\n",
+			u.Node, s.Leader, s.LeaderEpoch, s.PartitionEpoch, s.Replicas, s.ISR)
 	}
 	for range 90 {
 		for _, id := range []int32{1, 2} {
@@ -37,12 +39,14 @@ func ExampleMachine() {
 		}
 	}
 	for _, u := range c.Updates() {
-		fmt.Printf("node %d applies %+v\n", u.Node, u.State)
+		s := u.State
+		fmt.Printf("node %d applies leader %d, leader epoch %d, partition epoch %d, replicas %v, ISR %v\n",
+			u.Node, s.Leader, s.LeaderEpoch, s.PartitionEpoch, s.Replicas, s.ISR)
 	}
 	// Output:
-	// node 0 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
-	// node 1 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
-	// node 2 applies {Leader:0 LeaderEpoch:0 PartitionEpoch:0 Replicas:[0 1 2] ISR:[0 1 2]}
-	// node 1 applies {Leader:1 LeaderEpoch:1 PartitionEpoch:1 Replicas:[0 1 2] ISR:[1 2]}
-	// node 2 applies {Leader:1 LeaderEpoch:1 PartitionEpoch:1 Replicas:[0 1 2] ISR:[1 2]}
+	// node 0 applies leader 0, leader epoch 0, partition epoch 0, replicas [0 1 2], ISR [0 1 2]
+	// node 1 applies leader 0, leader epoch 0, partition epoch 0, replicas [0 1 2], ISR [0 1 2]
+	// node 2 applies leader 0, leader epoch 0, partition epoch 0, replicas [0 1 2], ISR [0 1 2]
+	// node 1 applies leader 1, leader epoch 1, partition epoch 1, replicas [0 1 2], ISR [1 2]
+	// node 2 applies leader 1, leader epoch 1, partition epoch 1, replicas [0 1 2], ISR [1 2]
 }

@@ -169,6 +169,11 @@ func (c *Machine) apply(r Record) error {
 			return bad("no such node incarnation")
 		}
 		n.Address = r.Address
+	case RecordUnregisterNode:
+		if _, ok := c.nodes[r.Node]; !ok {
+			return bad("no such node")
+		}
+		delete(c.nodes, r.Node)
 	case RecordProducerIDs:
 		if r.NextProducerID <= c.nextPID {
 			return bad("producer ids do not grow")

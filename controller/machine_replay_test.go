@@ -84,7 +84,7 @@ func TestMachineReplayProperty(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for range steps {
 			before := c.State()
-			switch op := rapid.IntRange(0, 8).Draw(rt, "op"); op {
+			switch op := rapid.IntRange(0, 10).Draw(rt, "op"); op {
 			case 0:
 				_, err = c.RegisterNode(node.Draw(rt, "register"), "")
 			case 1:
@@ -143,6 +143,22 @@ func TestMachineReplayProperty(t *testing.T) {
 					ISR: isr, BrokerEpochs: epochs})
 			case 7:
 				err = c.ElectPreferredLeaders()
+			case 9:
+				// A reassignment to any nodes, or a cancel: accepted or
+				// refused, the invariants hold.
+				name := rapid.SampledFrom(topics).Draw(rt, "reassign")
+				topic, ok := before.Topics[name]
+				if !ok {
+					continue
+				}
+				p := rapid.IntRange(0, len(topic.Partitions)-1).Draw(rt, "partition")
+				var target []int32
+				if !rapid.Bool().Draw(rt, "cancel") {
+					target = rapid.SliceOfNDistinct(node, 1, 3, func(id int32) int32 { return id }).Draw(rt, "target")
+				}
+				_ = c.ReassignPartition(kafka.TopicPartition{Topic: name, Partition: int32(p)}, target)
+			case 10:
+				_ = c.UnregisterNode(node.Draw(rt, "unregister"))
 			case 8:
 				cp := checkpoints[rapid.IntRange(0, len(checkpoints)-1).Draw(rt, "restart at")]
 				truncated := store.Truncated(cp.records)

@@ -45,6 +45,9 @@ const (
 	// RecordProducerIDs: the controller handed a node a block of producer
 	// ids, up to NextProducerID (Kafka's ProducerIdsRecord).
 	RecordProducerIDs
+	// RecordUnregisterNode: a node was removed from the cluster (Kafka's
+	// UnregisterBrokerRecord).
+	RecordUnregisterNode
 )
 
 // String returns the type's name.
@@ -68,17 +71,20 @@ func (t RecordType) String() string {
 		return "NodeAddress"
 	case RecordProducerIDs:
 		return "ProducerIDs"
+	case RecordUnregisterNode:
+		return "UnregisterNode"
 	}
 	return fmt.Sprintf("RecordType(%d)", t)
 }
 
 // RecordVersion is the version AppendRecord writes. A decoder refuses
 // versions it does not know rather than misread them.
-// Version 1 added the topic id and configs to RecordTopic, and version 2
-// the address to RecordRegisterNode (and the types NodeAddress and
-// ProducerIDs); the decoder still reads the versions before, whose records
-// have neither.
-const RecordVersion uint8 = 2
+// Version 1 added the topic id and configs to RecordTopic, version 2 the
+// address to RecordRegisterNode (and the types NodeAddress and
+// ProducerIDs), and version 3 the adding and removing replicas to
+// RecordPartition (and the type UnregisterNode); the decoder still reads
+// the versions before, whose records have none of these.
+const RecordVersion uint8 = 3
 
 // maxMetadataList bounds the replica and ISR lists, the strings (topic
 // name, topic id, config keys and values) and the config count a decoder
@@ -135,6 +141,8 @@ func AppendRecord(dst []byte, r Record) []byte {
 	case RecordProducerIDs:
 		dst = be.AppendUint32(dst, uint32(r.Node))
 		dst = be.AppendUint64(dst, uint64(r.NextProducerID))
+	case RecordUnregisterNode:
+		dst = be.AppendUint32(dst, uint32(r.Node))
 	case RecordTopic:
 		dst = appendString(dst, r.Topic)
 		dst = be.AppendUint32(dst, uint32(r.Partitions))
@@ -150,6 +158,8 @@ func AppendRecord(dst []byte, r Record) []byte {
 		dst = be.AppendUint32(dst, uint32(s.PartitionEpoch))
 		dst = appendIDs(dst, s.Replicas)
 		dst = appendIDs(dst, s.ISR)
+		dst = appendIDs(dst, s.AddingReplicas)
+		dst = appendIDs(dst, s.RemovingReplicas)
 	case RecordRemoveTopic:
 		dst = appendString(dst, r.Topic)
 	case RecordTopicConfig:
@@ -212,6 +222,11 @@ func DecodeRecord(b []byte) (Record, error) {
 		if d.err == nil && (r.Node < 0 || r.BrokerEpoch < 0 || (r.Type == RecordNodeAddress && version < 2)) {
 			d.fail("node %d broker epoch %d in version %d", r.Node, r.BrokerEpoch, version)
 		}
+	case RecordUnregisterNode:
+		r.Node = int32(d.u32())
+		if d.err == nil && (r.Node < 0 || version < 3) {
+			d.fail("unregister node %d in version %d", r.Node, version)
+		}
 	case RecordProducerIDs:
 		r.Node = int32(d.u32())
 		r.NextProducerID = int64(d.u64())
@@ -237,6 +252,10 @@ func DecodeRecord(b []byte) (Record, error) {
 		r.State.PartitionEpoch = int32(d.u32())
 		r.State.Replicas = d.ids()
 		r.State.ISR = d.ids()
+		if version >= 3 {
+			r.State.AddingReplicas = d.idsOrNil()
+			r.State.RemovingReplicas = d.idsOrNil()
+		}
 		if d.err == nil && (r.Topic == "" || r.Partition < 0 || r.State.LeaderEpoch < 0 || r.State.PartitionEpoch < 0 || r.State.Leader < replica.NoLeader) {
 			d.fail("partition %s-%d state %+v", r.Topic, r.Partition, r.State)
 		}
@@ -373,4 +392,13 @@ func (d *decoder) ids() []int32 {
 		ids[i] = int32(v)
 	}
 	return ids
+}
+
+// idsOrNil reads a list of ids, nil when it is empty: the adding and
+// removing replicas of a partition that is not being reassigned.
+func (d *decoder) idsOrNil() []int32 {
+	if ids := d.ids(); len(ids) > 0 {
+		return ids
+	}
+	return nil
 }

@@ -25,6 +25,10 @@ var metadataSamples = []controller.Record{
 		Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, Replicas: []int32{1, 2, 0}, ISR: []int32{1, 0}}},
 	{Type: controller.RecordPartition, Topic: "orders", Partition: 0, State: replica.LeaderAndISR{
 		Leader: replica.NoLeader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{0}, ISR: []int32{0}}},
+	{Type: controller.RecordPartition, Topic: "orders", Partition: 1, State: replica.LeaderAndISR{
+		Leader: 2, LeaderEpoch: 3, PartitionEpoch: 7, Replicas: []int32{4, 5, 2}, ISR: []int32{5, 2},
+		AddingReplicas: []int32{4, 5}, RemovingReplicas: []int32{2}}},
+	{Type: controller.RecordUnregisterNode, Node: 2},
 	{Type: controller.RecordRemoveTopic, Topic: "orders"},
 	{Type: controller.RecordTopicConfig, Topic: "orders", Unclean: controller.AllowUnclean, Configs: map[string]string{"retention.ms": "1000"}},
 }
@@ -89,7 +93,7 @@ func TestRecordVersion0(t *testing.T) {
 		if now[0] != controller.RecordVersion {
 			t.Fatalf("encoded in version %d, want %d", now[0], controller.RecordVersion)
 		}
-		grown := got.Type == controller.RecordTopic || got.Type == controller.RecordRegisterNode
+		grown := got.Type == controller.RecordTopic || got.Type == controller.RecordRegisterNode || got.Type == controller.RecordPartition
 		if !grown && !bytes.Equal(now[1:], b[1:]) {
 			t.Fatalf("%s: version %d %x differs from version 0 %x beyond the version", got.Type, now[0], now, b)
 		}

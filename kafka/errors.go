@@ -67,6 +67,7 @@ var (
 	ErrEligibleLeadersNotAvailable = &Error{83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", true, "no replica that may lead is available"}
 	ErrElectionNotNeeded           = &Error{84, "ELECTION_NOT_NEEDED", false, "the partition already has the leader an election would choose"}
 	ErrInvalidReplicaAssignment    = &Error{39, "INVALID_REPLICA_ASSIGNMENT", false, "invalid replica assignment"}
+	ErrNoReassignmentInProgress    = &Error{85, "NO_REASSIGNMENT_IN_PROGRESS", false, "no partition reassignment is in progress"}
 
 	// The group coordinator's errors.
 	ErrOffsetMetadataTooLarge    = &Error{12, "OFFSET_METADATA_TOO_LARGE", false, "offset metadata longer than offset.metadata.max.bytes"}
@@ -178,7 +179,7 @@ func init() {
 		ErrUnknownProducerID, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrInvalidRecord,
 		ErrProducerFenced, ErrUnknownTopicID, ErrInconsistentTopicID,
 		ErrPolicyViolation, ErrPreferredLeaderNotAvailable, ErrEligibleLeadersNotAvailable,
-		ErrElectionNotNeeded, ErrInvalidReplicaAssignment,
+		ErrElectionNotNeeded, ErrInvalidReplicaAssignment, ErrNoReassignmentInProgress,
 		ErrOffsetMetadataTooLarge, ErrCoordinatorLoadInProgress, ErrCoordinatorNotAvailable,
 		ErrNotCoordinator, ErrIllegalGeneration, ErrInconsistentGroupProtocol, ErrInvalidGroupID,
 		ErrUnknownMemberID, ErrInvalidSessionTimeout, ErrRebalanceInProgress, ErrInvalidCommitOffsetSize,

@@ -114,14 +114,30 @@ func (r *Replica) becomeLeader() {
 	r.role = RoleLeader
 	r.follower = followerState{seq: r.follower.seq}
 	r.leader = leaderState{followers: map[int32]*peer{}, epochStart: r.logEnd, nextID: r.leader.nextID}
-	for id := range r.followerIDs() {
-		p := &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1, refusedAfter: -1}
+	r.syncFollowers()
+	for id, p := range r.leader.followers {
 		if slices.Contains(r.state.ISR, id) {
 			p.lastCaughtUp = r.now
 		}
-		r.leader.followers[id] = p
 	}
 	r.maybeAdvanceHighWatermark()
+}
+
+// syncFollowers makes the leader track the replicas of a new assignment
+// in the same leader epoch — a reassignment adding or removing replicas:
+// an added one starts as a follower the leader has not heard from, a
+// removed one is forgotten.
+func (r *Replica) syncFollowers() {
+	for id := range r.leader.followers {
+		if !slices.Contains(r.state.Replicas, id) {
+			delete(r.leader.followers, id)
+		}
+	}
+	for id := range r.followerIDs() {
+		if _, ok := r.leader.followers[id]; !ok {
+			r.leader.followers[id] = &peer{leo: -1, lastFetchLeaderLEO: -1, sentHW: -1, brokerEpoch: -1, refusedAfter: -1}
+		}
+	}
 }
 
 // stepFetch answers a follower's fetch, or holds it when there is nothing

@@ -207,6 +207,7 @@ func (r *Replica) Apply(s LeaderAndISR) error {
 		r.state = s.Clone()
 		r.alter, r.alterSent = nil, false
 		if r.role == RoleLeader {
+			r.syncFollowers()
 			r.maybeAdvanceHighWatermark()
 			r.maybeShrinkISR()
 		}

@@ -51,6 +51,13 @@ type LeaderAndISR struct {
 	Replicas []int32
 	// ISR is the in-sync replicas, in assignment order.
 	ISR []int32
+	// AddingReplicas and RemovingReplicas are, while the partition is
+	// being reassigned, the replicas it is moving to that it did not have,
+	// and those it is moving from that it will not keep (Kafka's
+	// adding_replicas and removing_replicas); Replicas holds both. Nil
+	// otherwise.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // validate checks that s is a state replica id can take.
@@ -76,6 +83,8 @@ func (s LeaderAndISR) validate(id int32) error {
 func (s LeaderAndISR) Clone() LeaderAndISR {
 	s.Replicas = slices.Clone(s.Replicas)
 	s.ISR = slices.Clone(s.ISR)
+	s.AddingReplicas = slices.Clone(s.AddingReplicas)
+	s.RemovingReplicas = slices.Clone(s.RemovingReplicas)
 	return s
 }
 

@@ -354,6 +354,11 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	if tc, ok := s.handler.(TxnClient); ok && isTxnRequest(req) {
 		return dispatchTxn(ctx, tc, req, version)
 	}
+	if ca, ok := s.handler.(ClusterAdminClient); ok {
+		if resp, ok, err := dispatchClusterAdmin(ctx, ca, req, version); ok {
+			return resp, err
+		}
+	}
 	if pc, ok := s.handler.(ProducerIDClient); ok {
 		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
 			return answerWith(ctx, pc.InitProducerID, initProducerIDFromWire(req), initProducerIDResponseToWire, version)

@@ -59,8 +59,11 @@ var supportedAPIs = []apiRange{
 	{key: 42, min: 0, max: 3}, // DeleteGroups
 	{key: 43, min: 0, max: 2}, // ElectLeaders
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
+	{key: 45, min: 0, max: 0}, // AlterPartitionReassignments
+	{key: 46, min: 0, max: 0}, // ListPartitionReassignments
 	{key: 60, min: 0, max: 1}, // DescribeCluster
 	{key: 61, min: 0, max: 0}, // DescribeProducers
+	{key: 64, min: 0, max: 0}, // UnregisterBroker
 	{key: 65, min: 0, max: 0}, // DescribeTransactions
 	{key: 66, min: 0, max: 2}, // ListTransactions
 
@@ -80,6 +83,7 @@ var optionalAPIs = map[int16]func(Client) bool{
 	22: isProducerIDClient,
 	24: isTxnClient, 25: isTxnClient, 26: isTxnClient, 27: isTxnClient, 28: isTxnClient, 65: isTxnClient, 66: isTxnClient,
 	10: isCoordinatorFinder,
+	45: isClusterAdminClient, 46: isClusterAdminClient, 64: isClusterAdminClient,
 
 	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler, APIControllerRaft: isInternalHandler,
 }

@@ -74,6 +74,8 @@ var commands = []command{
 	{"topics", "create, list, describe, alter and delete topics", runTopics},
 	{"configs", "describe and alter topics' and nodes' configs", runConfigs},
 	{"delete-records", "delete a partition's records below an offset", runDeleteRecords},
+	{"reassign-partitions", "move partitions' replicas to other nodes", runReassign},
+	{"cluster", "a cluster's membership: unregister a node", runCluster},
 	{"produce", "produce a record per line of standard input", runProduce},
 	{"consume", "print records on standard output", runConsume},
 	{"groups", "list and describe consumer groups, reset their offsets", runGroups},

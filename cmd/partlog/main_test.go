@@ -32,17 +32,19 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Equal(t, exitOK, code, args)
 		require.Empty(t, stderr)
 		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
-		require.Contains(t, stdout, "\n\ttopics         create, list, describe, alter and delete topics\n"+
-			"\tconfigs        describe and alter topics' and nodes' configs\n"+
-			"\tdelete-records delete a partition's records below an offset\n"+
-			"\tproduce        produce a record per line of standard input\n"+
-			"\tconsume        print records on standard output\n"+
-			"\tgroups         list and describe consumer groups, reset their offsets\n"+
-			"\ttransactions   list and describe transactions\n"+
-			"\tperf           measure producing and consuming speed\n"+
-			"\tserve          answer Kafka protocol requests for a data directory on TCP\n"+
-			"\tcontroller     run a cluster's controller on TCP for serve --controller nodes\n"+
-			"\tdump-log       print the batches, records and index entries of segment files\n")
+		require.Contains(t, stdout, "\n\ttopics              create, list, describe, alter and delete topics\n"+
+			"\tconfigs             describe and alter topics' and nodes' configs\n"+
+			"\tdelete-records      delete a partition's records below an offset\n"+
+			"\treassign-partitions move partitions' replicas to other nodes\n"+
+			"\tcluster             a cluster's membership: unregister a node\n"+
+			"\tproduce             produce a record per line of standard input\n"+
+			"\tconsume             print records on standard output\n"+
+			"\tgroups              list and describe consumer groups, reset their offsets\n"+
+			"\ttransactions        list and describe transactions\n"+
+			"\tperf                measure producing and consuming speed\n"+
+			"\tserve               answer Kafka protocol requests for a data directory on TCP\n"+
+			"\tcontroller          run a cluster's controller on TCP for serve --controller nodes\n"+
+			"\tdump-log            print the batches, records and index entries of segment files\n")
 	}
 }
 

@@ -377,6 +377,16 @@ func (t *target) admin() transport.AdminClient {
 	return t.remote
 }
 
+// clusterAdmin returns the target's reassignment and membership calls:
+// the node's own with --dir, or the node at --bootstrap-server, which
+// forwards them to the active controller.
+func (t *target) clusterAdmin() transport.ClusterAdminClient {
+	if t.node != nil {
+		return t.node.Client()
+	}
+	return t.remote
+}
+
 // deleteRecords deletes records as req asks. Only a partition's leader
 // deletes its records: on a cluster each partition's part goes to its
 // leader.
