@@ -494,3 +494,9 @@ func (m *Member) checkLeadership() {
 		m.logger.Info("active controller", "term", m.activeTerm, "metadata_version", m.applied)
 	}
 }
+
+// ActBeforeCommitForTesting makes the member acknowledge each change as
+// soon as it proposes it, before the quorum commits it: a broken
+// controller, for the negative controls of simulations that must catch
+// it. Never call it otherwise.
+func (m *Member) ActBeforeCommitForTesting() { m.actBeforeCommit = true }

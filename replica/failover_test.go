@@ -108,7 +108,7 @@ func uncleanAlternation(t *testing.T, seed int64, wrap func(replica.Options) rep
 	return slices.Equal(crcs(t, c, 1), crcs(t, c, 2))
 }
 
-func checkEpochCache(t *testing.T, c *replicatest.Cluster, es []log.EpochEntry) {
+func checkEpochCache(t testing.TB, c *replicatest.Cluster, es []log.EpochEntry) {
 	t.Helper()
 	for i := 1; i < len(es); i++ {
 		if es[i].Epoch <= es[i-1].Epoch || es[i].StartOffset <= es[i-1].StartOffset {

@@ -35,7 +35,7 @@ func newCluster(t *testing.T, seed int64, n int, opts replica.Options) *replicat
 }
 
 // produce appends values at the leader with acks and fails the test on error.
-func produce(t *testing.T, c *replicatest.Cluster, acks kafka.Acks, values ...string) *replicatest.Produced {
+func produce(t testing.TB, c *replicatest.Cluster, acks kafka.Acks, values ...string) *replicatest.Produced {
 	t.Helper()
 	p, err := c.Produce(c.Leader(), acks, values...)
 	if err != nil {
@@ -60,7 +60,7 @@ func values(t *testing.T, c *replicatest.Cluster, id int32) []string {
 }
 
 // crcs returns the batch CRCs of node id's log, in order.
-func crcs(t *testing.T, c *replicatest.Cluster, id int32) []string {
+func crcs(t testing.TB, c *replicatest.Cluster, id int32) []string {
 	t.Helper()
 	n := c.Nodes[id]
 	bs, err := replicatest.ReadBatches(n.Log, 0, n.Log.LogEndOffset())

@@ -53,6 +53,15 @@ type Config struct {
 	// LeaderImbalanceCheckInterval turns automatic preferred-leader
 	// elections off (NoAutoLeaderRebalance), as tests choose leaders.
 	Controller controller.Options
+	// Quorum, when not zero, runs the cluster's controller as a Raft quorum
+	// of that many controller.Members (Cluster.Quorum) rather than one
+	// Machine: brokers call the active controller and apply committed
+	// metadata only. Its zero SessionTimeout is then 20 ticks, its
+	// ElectionTimeout 5 and its SnapshotEntries 30.
+	Quorum int
+	// QuorumActBeforeCommit makes the quorum's members acknowledge changes
+	// before they commit: the negative control of quorum simulations.
+	QuorumActBeforeCommit bool
 	// Trace, when not nil, is told each step of the run: elections,
 	// crashes, restarts, ISR changes, truncations, high watermarks and
 	// diverging fetch answers.
@@ -131,8 +140,10 @@ type Cluster struct {
 	TP kafka.TopicPartition
 	// Nodes holds the brokers, by node id.
 	Nodes map[int32]*Broker
-	// Controller is the cluster's controller.
+	// Controller is the cluster's controller, without Config.Quorum.
 	Controller *controller.Machine
+	// Quorum is the cluster's controllers, with Config.Quorum.
+	Quorum *Quorum
 	// State is the controller's state of the partition, as of its last
 	// change.
 	State replica.LeaderAndISR
@@ -153,6 +164,7 @@ type Cluster struct {
 	lossAt    int64 // ForgetCommitted's offset, or -1
 	store     *controller.MemStore
 	ctrlOpts  controller.Options
+	plane     controlPlane
 	alters    []pendingAlter
 }
 
@@ -196,29 +208,45 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	if copts.TickInterval == 0 {
 		copts.TickInterval = cfg.Options.TickInterval
 	}
+	tick := copts.TickInterval
+	if tick == 0 {
+		tick = 100 * time.Millisecond
+	}
 	if copts.SessionTimeout == 0 {
-		tick := copts.TickInterval
-		if tick == 0 {
-			tick = 100 * time.Millisecond
-		}
 		copts.SessionTimeout = 3 * tick
+		if cfg.Quorum > 0 {
+			copts.SessionTimeout = 20 * tick
+		}
+	}
+	if cfg.Quorum > 0 && copts.ElectionTimeout == 0 {
+		copts.ElectionTimeout = 5 * tick
+	}
+	if cfg.Quorum > 0 && copts.SnapshotEntries == 0 {
+		copts.SnapshotEntries = 30
 	}
 	if copts.LeaderImbalanceCheckInterval == 0 {
 		copts.NoAutoLeaderRebalance = true
 	}
 	c.store, c.ctrlOpts = &controller.MemStore{}, copts
-	ctrl, err := controller.NewMachine(c.store, copts)
-	if err != nil {
-		c.Fatalf("new controller: %v", err)
+	if cfg.Quorum > 0 {
+		c.Quorum = newQuorum(c, cfg.Quorum, copts, cfg.QuorumActBeforeCommit)
+		c.plane = c.Quorum
+	} else {
+		ctrl, err := controller.NewMachine(c.store, copts)
+		if err != nil {
+			c.Fatalf("new controller: %v", err)
+		}
+		c.Controller, c.plane = ctrl, machinePlane{ctrl}
 	}
-	c.Controller = ctrl
 	for _, id := range cfg.Replicas {
 		n := &Broker{ID: id, FS: vfs.NewMem()}
 		c.Nodes[id] = n
-		c.register(n)
+		if !c.register(n) {
+			c.Fatalf("register node %d", id)
+		}
 		c.open(n)
 	}
-	if err := ctrl.CreateTopic(c.TP.Topic, 1, len(cfg.Replicas), controller.TopicConfig{Unclean: cfg.Unclean}); err != nil {
+	if err := c.plane.createTopic(c.TP.Topic, 1, len(cfg.Replicas), controller.TopicConfig{Unclean: cfg.Unclean}); err != nil {
 		c.Fatalf("create topic: %v", err)
 	}
 	c.applyUpdates()
@@ -263,14 +291,21 @@ func (c *Cluster) tracef(format string, args ...any) {
 }
 
 // register registers node n with the controller, which fences its previous
-// incarnation, and keeps the broker epoch it hands out.
-func (c *Cluster) register(n *Broker) {
+// incarnation, and keeps the broker epoch it hands out. A quorum may not
+// answer (no active controller, or no commit in time): register reports
+// whether it did; a single controller always does.
+func (c *Cluster) register(n *Broker) bool {
 	c.T.Helper()
-	epoch, err := c.Controller.RegisterNode(n.ID, "")
-	if err != nil {
+	epoch, err := c.plane.register(n.ID)
+	switch {
+	case err != nil && c.Quorum != nil:
+		c.tracef("register %d: %v", n.ID, err)
+		return false
+	case err != nil:
 		c.Fatalf("register node %d: %v", n.ID, err)
 	}
 	n.brokerEpoch = epoch
+	return true
 }
 
 // applyUpdates carries out the controller's updates: each running node
@@ -278,7 +313,11 @@ func (c *Cluster) register(n *Broker) {
 // counts an election of a leader from outside the previous ISR as unclean.
 func (c *Cluster) applyUpdates() {
 	c.T.Helper()
-	for _, u := range c.Controller.Updates() {
+	ups, s, err := c.plane.updates(c.TP)
+	if err != nil {
+		c.Fatalf("controller: %v", err)
+	}
+	for _, u := range ups {
 		n := c.Nodes[u.Node]
 		if u.TopicPartition != c.TP || n == nil || !n.Up() {
 			continue
@@ -289,10 +328,6 @@ func (c *Cluster) applyUpdates() {
 		if err := n.Replica.Apply(u.State); err != nil {
 			c.Fatalf("apply %+v to node %d: %v", u.State, u.Node, err)
 		}
-	}
-	s, err := c.Controller.Partition(c.TP)
-	if err != nil {
-		c.Fatalf("controller: %v", err)
 	}
 	prev := c.State
 	if s.PartitionEpoch == prev.PartitionEpoch && s.LeaderEpoch == prev.LeaderEpoch && prev.Replicas != nil {
@@ -311,7 +346,7 @@ func (c *Cluster) applyUpdates() {
 // It reports whether the controller elected id.
 func (c *Cluster) ElectPreferring(id int32) bool {
 	c.T.Helper()
-	if _, err := c.Controller.ElectReplica(c.TP, id); err != nil {
+	if err := c.plane.electReplica(c.TP, id); err != nil {
 		c.tracef("elect %d: %v", id, err)
 		return false
 	}
@@ -329,7 +364,7 @@ func (c *Cluster) Crash(id int32, keepUnsynced bool) {
 	if !c.crash(id, keepUnsynced) {
 		return
 	}
-	for i := 0; !c.Controller.State().Nodes[id].Fenced; i++ {
+	for i := 0; !c.plane.nodes()[id].Fenced; i++ {
 		if i > 1000 {
 			c.Fatalf("the controller never fenced crashed node %d", id)
 		}
@@ -352,11 +387,14 @@ func (c *Cluster) Kill(id int32, keepUnsynced bool) {
 // applied.
 func (c *Cluster) RestartController() {
 	c.T.Helper()
+	if c.Quorum != nil {
+		c.Fatalf("RestartController is for a single controller: crash and start a quorum's members")
+	}
 	ctrl, err := controller.NewMachine(c.store, c.ctrlOpts)
 	if err != nil {
 		c.Fatalf("restart controller: %v", err)
 	}
-	c.Controller = ctrl
+	c.Controller, c.plane = ctrl, machinePlane{ctrl}
 	c.tracef("controller restarted")
 }
 
@@ -422,10 +460,9 @@ func (c *Cluster) Wipe(id int32) {
 func (c *Cluster) Restart(id int32) {
 	c.T.Helper()
 	n := c.Nodes[id]
-	if n.Up() {
+	if n.Up() || !c.register(n) {
 		return
 	}
-	c.register(n)
 	c.open(n)
 	c.tracef("restart %d: log end %d, high watermark %d, epochs %v", id, n.Log.LogEndOffset(), n.Replica.HighWatermark(), n.Log.EpochEntries())
 	c.applyUpdates()
@@ -476,7 +513,7 @@ func (c *Cluster) Tick() {
 		c.alters = c.alters[1:]
 		c.alterPartition(a.from, a.change)
 	}
-	if err := c.Controller.Tick(); err != nil {
+	if err := c.plane.tick(); err != nil {
 		c.Fatalf("controller tick: %v", err)
 	}
 	// Every running node heartbeats at the new time, so the controller
@@ -485,8 +522,11 @@ func (c *Cluster) Tick() {
 	// session.
 	for _, id := range c.Cfg.Replicas {
 		if n := c.Nodes[id]; n.Up() {
-			if err := c.Controller.Heartbeat(id, n.brokerEpoch); err != nil {
-				c.Fatalf("node %d heartbeat: %v", id, err)
+			if err := c.plane.heartbeat(id, n.brokerEpoch); err != nil {
+				if c.Quorum == nil {
+					c.Fatalf("node %d heartbeat: %v", id, err)
+				}
+				c.tracef("node %d heartbeat: %v", id, err)
 			}
 		}
 	}
@@ -613,7 +653,7 @@ func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 	c.T.Helper()
 	orig := a
 	if c.Cfg.IgnoreBrokerEpochs {
-		nodes := c.Controller.State().Nodes
+		nodes := c.plane.nodes()
 		a.BrokerEpochs = slices.Clone(a.BrokerEpochs)
 		for i, id := range a.ISR {
 			if ns, ok := nodes[id]; ok && id != from {
@@ -621,15 +661,22 @@ func (c *Cluster) alterPartition(from int32, a replica.ISRChange) {
 			}
 		}
 	}
-	if _, err := c.Controller.AlterPartition(from, c.TP, a); err != nil {
+	s, err := c.plane.alterPartition(from, c.TP, a)
+	if err != nil {
 		if errors.Is(err, kafka.ErrInvalidRequest) {
 			c.Fatalf("malformed ISR change %+v: %v", a, err)
 		}
 		c.tracef("refuse ISR change %+v from %d: %v", a, from, err)
-		if n := c.Nodes[from]; n.Up() {
-			n.Replica.RejectISRChange(orig)
+		if n := c.Nodes[from]; n.Up() && (c.Quorum == nil || !kafka.IsRetriable(err)) {
+			n.Replica.RejectISRChange(orig) // unanswered, the leader asks again
 		}
 		return
+	}
+	if n := c.Nodes[from]; c.Quorum != nil && n.Up() && slices.Contains(s.Replicas, from) {
+		// The leader applies the state the answer holds, as a broker does.
+		if err := n.Replica.Apply(s); err != nil {
+			c.tracef("node %d applies its ISR change's answer %+v: %v", from, s, err)
+		}
 	}
 	c.applyUpdates()
 }
