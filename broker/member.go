@@ -103,7 +103,12 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 			m.opts.advertised = memnet.Address(n.meta.NodeID)
 		}
 	} else {
-		m.ctl, m.net = controller.Dial(strings.Split(o.controllerAddr, ",")...), newTCPPeers()
+		// An attempt at a controller that does not answer gives up soon
+		// enough for the node to find a new active controller before it
+		// fences the node.
+		m.ctl = controller.NewClient(strings.Split(o.controllerAddr, ","),
+			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond)})
+		m.net = newTCPPeers()
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error

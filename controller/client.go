@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,8 @@ import (
 // up an AlterPartition.
 type Client struct {
 	calls
-	addrs []string
+	addrs   []string
+	attempt time.Duration
 
 	mu      sync.Mutex
 	closed  bool
@@ -33,8 +35,22 @@ type Client struct {
 // the quorum may be electing one, and the call tries them all again for a
 // while. It connects on its first call, and again after a connection
 // fails.
-func Dial(addrs ...string) *Client {
-	c := &Client{addrs: addrs}
+func Dial(addrs ...string) *Client { return NewClient(addrs, ClientOptions{}) }
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// AttemptTimeout bounds one attempt at one controller, a heartbeat's
+	// long poll not counted: a controller that does not answer in time —
+	// cut off from the network, or stalled — is left for the next, within
+	// the call's own deadline. Keep it well under the controllers'
+	// FailoverSessionTimeout, so that a node finds a new active controller
+	// before that fences it. Zero means 2 s.
+	AttemptTimeout time.Duration
+}
+
+// NewClient is Dial with options.
+func NewClient(addrs []string, opts ClientOptions) *Client {
+	c := &Client{addrs: addrs, attempt: cmp.Or(opts.AttemptTimeout, 2*time.Second)}
 	c.calls = calls{c}
 	return c
 }
@@ -55,7 +71,10 @@ func (t *Client) call(ctx context.Context, req *request) (*response, error) {
 	}
 	var deadline time.Time
 	for tries := 1; ; tries++ {
-		out, at, err := t.send(ctx, kind, body)
+		actx, cancel := context.WithTimeout(ctx, t.attempt+time.Duration(req.WaitMs)*time.Millisecond)
+		out, at, err := t.send(actx, kind, body)
+		timedOut := err != nil && actx.Err() != nil
+		cancel()
 		if err == nil {
 			resp := &response{}
 			if err := json.Unmarshal(out, resp); err != nil {
@@ -69,7 +88,7 @@ func (t *Client) call(ctx context.Context, req *request) (*response, error) {
 			t.moveOn(at)
 			return nil, err
 		}
-		if !movesOn(err) || t.isClosed() {
+		if !(movesOn(err) || timedOut) || t.isClosed() {
 			return nil, err
 		}
 		t.moveOn(at)

@@ -102,3 +102,47 @@ func TestQuorumOverTCP(t *testing.T) {
 		}), "controller %d", i+1)
 	}
 }
+
+// TestClientLeavesASilentController: a controller that accepts
+// connections and answers nothing — cut off behind a switch that still
+// takes the SYN, or stalled — holds a call no longer than the client's
+// AttemptTimeout; the call goes on to the next controller and succeeds
+// within its deadline. Before, the call waited out its whole deadline on
+// the silent one, and a broker's heartbeats missed the new active
+// controller's failover session: healthy brokers were fenced.
+func TestClientLeavesASilentController(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	c, err := controller.Open(t.TempDir(), controller.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go c.Serve(ln)
+
+	client := controller.NewClient([]string{silent.Addr().String(), ln.Addr().String()},
+		controller.ClientOptions{AttemptTimeout: 200 * time.Millisecond})
+	defer client.Close()
+	// Within the dial timeout (2 s), which alone would not leave the
+	// silent controller in time.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err = client.Register(ctx, 1, "n1:9092")
+	require.NoError(t, err, "the call left the silent controller for the active one")
+}

@@ -38,6 +38,9 @@ type ClusterClient struct {
 	nodes   map[string]NodeClient // by address
 	leaders map[string][]int32    // topic -> leader of each partition, -1 for none
 	coords  map[coordKey]string   // group or transactional id -> address of its coordinator
+	// suspect are the addresses whose last call failed to reach the node
+	// or timed out: cut off, or dead. Metadata asks them last.
+	suspect map[string]bool
 }
 
 // NodeClient is what a ClusterClient needs of one node: a TCPClient, or a
@@ -70,6 +73,7 @@ func NewClusterClient(ctx context.Context, bootstrap []string, connect Connector
 	c := &ClusterClient{
 		bootstrap: append([]string(nil), bootstrap...), connect: connect,
 		addrs: map[int32]string{}, nodes: map[string]NodeClient{}, leaders: map[string][]int32{},
+		suspect: map[string]bool{},
 	}
 	if _, err := c.Metadata(ctx, &MetadataRequest{}); err != nil {
 		c.Close()
@@ -120,24 +124,30 @@ func (c *ClusterClient) node(ctx context.Context, addr string) (NodeClient, erro
 	return n, nil
 }
 
-// anyNode calls fn with the nodes the client knows, in random order, then
-// the bootstrap addresses, until one answers.
+// anyNode calls fn with the nodes the client knows, in random order but
+// the suspect ones last, then the bootstrap addresses, until one answers.
 func (c *ClusterClient) anyNode(ctx context.Context, fn func(NodeClient) error) error {
 	c.mu.Lock()
-	var addrs []string
+	var addrs, suspect []string
 	for _, a := range c.addrs {
-		addrs = append(addrs, a)
+		if c.suspect[a] {
+			suspect = append(suspect, a)
+		} else {
+			addrs = append(addrs, a)
+		}
 	}
 	c.mu.Unlock()
 	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
-	addrs = append(addrs, c.bootstrap...)
+	addrs = append(append(addrs, suspect...), c.bootstrap...)
 	var errs []error
 	for _, a := range addrs {
 		n, err := c.node(ctx, a)
 		if err == nil {
-			if err = fn(n); err == nil {
-				return nil
-			}
+			err = fn(n)
+		}
+		c.noteReach(a, err)
+		if err == nil {
+			return nil
 		}
 		if ctx.Err() != nil || errors.Is(err, kafka.ErrClosed) {
 			return err
@@ -233,14 +243,31 @@ func (c *ClusterClient) leaderAddr(topic string, partition int32) string {
 	return c.addrs[leaders[partition]]
 }
 
+// noteReach notes whether the call to the node at addr that ended with
+// err reached it: a node that could not be dialled, dropped the
+// connection or did not answer in time is suspect until it answers again.
+func (c *ClusterClient) noteReach(addr string, err error) {
+	unreached := errors.Is(err, kafka.ErrNetwork) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kafka.ErrRequestTimedOut)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if unreached {
+		c.suspect[addr] = true
+	} else if err == nil {
+		delete(c.suspect, addr)
+	}
+}
+
 // noteAnswer marks the view stale when err says a node no longer leads
-// a partition or could not be reached.
+// a partition, could not be reached, or did not answer in time (a leader
+// cut off from the network answers nothing, as Kafka's clients then ask
+// for metadata again).
 func (c *ClusterClient) noteAnswer(err error) {
 	if err == nil {
 		return
 	}
 	for _, stale := range []error{kafka.ErrNotLeaderOrFollower, kafka.ErrLeaderNotAvailable, kafka.ErrUnknownTopicOrPartition,
-		kafka.ErrFencedLeaderEpoch, kafka.ErrUnknownLeaderEpoch, kafka.ErrNetwork, kafka.ErrNotEnoughReplicas} {
+		kafka.ErrFencedLeaderEpoch, kafka.ErrUnknownLeaderEpoch, kafka.ErrNetwork, kafka.ErrNotEnoughReplicas,
+		context.DeadlineExceeded, kafka.ErrRequestTimedOut} {
 		if errors.Is(err, stale) {
 			c.mu.Lock()
 			c.stale = true
@@ -399,6 +426,7 @@ func fanOut[R any](ctx context.Context, c *ClusterClient, addrs []string, send f
 			if err == nil {
 				r, err = send(ctx, n, addr)
 			}
+			c.noteReach(addr, err)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

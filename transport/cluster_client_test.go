@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/partlog/partlog/kafka"
 	"github.com/stretchr/testify/require"
@@ -329,5 +330,77 @@ func TestClusterClientProduceLendsBatchesUntilReturn(t *testing.T) {
 		close(slow.release)
 		require.ErrorIs(t, <-errc, context.Canceled)
 		require.True(t, slow.done.Load())
+	})
+}
+
+// silentNode is a leaderFake that, once cut off, answers nothing: every
+// call waits for its context, as a node behind a pulled cable does.
+type silentNode struct {
+	NodeClient // nil: only the methods below are called
+	fake       *leaderFake
+	cut        *atomic.Bool
+}
+
+func (f *silentNode) Close() error { return nil }
+
+func (f *silentNode) Metadata(ctx context.Context, req *MetadataRequest) (*MetadataResponse, error) {
+	if f.cut.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return f.fake.Metadata(ctx, req)
+}
+
+func (f *silentNode) Produce(ctx context.Context, req *ProduceRequest) (*ProduceResponse, error) {
+	if f.cut.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return f.fake.Produce(ctx, req)
+}
+
+// TestClusterClientLeavesASilentLeader: a leader cut off from the network
+// answers nothing; the produce that timed out on it makes the client learn
+// the leaders again — from another node, as the silent one is asked last —
+// so that the next produce reaches the new leader. Kafka's clients do the
+// same after request.timeout.ms. Before, a timeout did not mark the view
+// stale, and every produce went on to the silent node.
+func TestClusterClientLeavesASilentLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		addrs := map[int32]string{1: "n1:1", 2: "n2:2", 3: "n3:3"}
+		leaders := []int32{1}
+		cut := &atomic.Bool{}
+		nodes := map[string]NodeClient{}
+		for id := int32(1); id <= 3; id++ {
+			f := &leaderFake{id: id, addrs: addrs, leaders: leaders}
+			if id == 1 {
+				nodes[addrs[id]] = &silentNode{fake: f, cut: cut}
+			} else {
+				nodes[addrs[id]] = &silentNode{fake: f, cut: &atomic.Bool{}}
+			}
+		}
+		c, err := NewClusterClient(context.Background(), []string{addrs[1]}, func(ctx context.Context, addr string) (NodeClient, error) {
+			return nodes[addr], nil
+		})
+		require.NoError(t, err)
+		defer c.Close()
+		produce := func() (*ProduceResponse, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return c.Produce(ctx, &ProduceRequest{Acks: kafka.AcksAll, Topics: []ProduceTopic{{Topic: "t",
+				Partitions: []ProducePartition{{Partition: 0, Records: []byte("a")}}}}})
+		}
+
+		cut.Store(true)
+		leaders[0] = 2 // the cluster moved the leadership
+		_, err = produce()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		resp, err := produce()
+		require.NoError(t, err)
+		require.NoError(t, resp.Topics[0].Partitions[0].Err)
+		n2 := nodes[addrs[2]].(*silentNode).fake
+		n2.mu.Lock()
+		defer n2.mu.Unlock()
+		require.Len(t, n2.produces, 1, "the new leader has the batch")
 	})
 }

@@ -177,6 +177,8 @@ type processCluster struct {
 	tb    testing.TB
 	ctl   *process
 	nodes map[int32]*process
+	// cutOff are the nodes the network cuts off from the test.
+	cutOff map[int32]bool
 }
 
 // startProcessCluster starts a controller and nodes 1 to n: the nodes
@@ -246,13 +248,13 @@ func (c *processCluster) waitWithin(d time.Duration, what, topic string, cond fu
 
 // metadataAddr returns the address to ask for the cluster's metadata:
 // the controller's, or, with no controller process of its own, the
-// lowest live node's.
+// lowest live node's that the network does not cut off.
 func (c *processCluster) metadataAddr() string {
 	if c.ctl != nil {
 		return c.ctl.addr
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
-		if c.nodes[id].cmd != nil {
+		if c.nodes[id].cmd != nil && !c.cutOff[id] {
 			return c.nodes[id].addr
 		}
 	}
@@ -417,17 +419,17 @@ func createReplicatedTopic(t *testing.T, c *processCluster) {
 }
 
 // startSequence starts an idempotent acks=all producer on the cluster's
-// nodes sending numbered records to t (produceSequence); stop stops it
-// and returns how many it sent. The client and producer close with the
+// nodes, with opts, sending numbered records to t (produceSequence); stop
+// stops it and returns how many it sent. The client and producer close with the
 // test.
-func startSequence(t *testing.T, c *processCluster) (client *transport.ClusterClient, p *producer.Producer, acks *timedAcks, stop func() int) {
+func startSequence(t *testing.T, c *processCluster, opts ...producer.Option) (client *transport.ClusterClient, p *producer.Producer, acks *timedAcks, stop func() int) {
 	t.Helper()
 	ctx := context.Background()
 	client, err := transport.DialCluster(ctx, c.addrs(), transport.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
-	p, err = producer.New(client, producer.Linger(time.Millisecond), producer.RetryBackoff(20*time.Millisecond),
-		producer.DeliveryTimeout(60*time.Second))
+	p, err = producer.New(client, append([]producer.Option{producer.Linger(time.Millisecond), producer.RetryBackoff(20 * time.Millisecond),
+		producer.DeliveryTimeout(60 * time.Second)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	acks = newTimedAcks()
