@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -160,4 +161,52 @@ func TestCombinedClusterSurvivesActiveController(t *testing.T) {
 	}
 	got := consumeCluster(t, client, "events", 600)
 	require.Equal(t, acked, got, "every acknowledged record once, in offset order")
+}
+
+// TestInProcessQuorum: a quorum of three controllers and three nodes, all
+// in one process (controllers on a MemRaft, nodes JoinQuorum on a
+// MemNetwork): the nodes follow the active controller when it closes, and
+// every record acked before and after is consumed once, in order.
+func TestInProcessQuorum(t *testing.T) {
+	raft := partlog.NewMemRaft()
+	voters := map[int32]string{1: "", 2: "", 3: ""}
+	var ctls []*partlog.Controller
+	for id := int32(1); id <= 3; id++ {
+		c, err := partlog.OpenController(t.TempDir(), partlog.ControllerOptions{NodeID: id, Voters: voters, RaftTransport: raft,
+			TickInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, SessionTimeout: time.Second,
+			NoAutoLeaderRebalance: true})
+		require.NoError(t, err)
+		raft.Attach(id, c)
+		t.Cleanup(func() { c.Close() })
+		ctls = append(ctls, c)
+	}
+	net := partlog.NewMemNetwork()
+	var nodes []*partlog.Node
+	for id := int32(1); id <= 3; id++ {
+		n, err := partlog.Open(filepath.Join(t.TempDir(), strconv.Itoa(int(id))), partlog.NodeID(id), partlog.JoinQuorum(net, ctls...),
+			partlog.HeartbeatInterval(20*time.Millisecond),
+			partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
+				FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
+		require.NoError(t, err)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	ctx := context.Background()
+	require.NoError(t, nodes[0].CreateTopic(ctx, partlog.NewTopic{Name: "events", Partitions: 2, ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "2"}}))
+	client, err := net.Client(ctx)
+	require.NoError(t, err)
+	acked := produceValues(t, client, "events", clusterValues(0, 200))
+
+	active := slices.IndexFunc(ctls, func(c *partlog.Controller) bool { return c.Active() })
+	require.GreaterOrEqual(t, active, 0)
+	require.NoError(t, ctls[active].Close())
+	raft.Attach(int32(active+1), nil)
+	require.NoError(t, nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "after", Partitions: 1, ReplicationFactor: 3}),
+		"the nodes reach the next active controller")
+	more := produceValues(t, client, "events", clusterValues(200, 400))
+	for p, vs := range more {
+		acked[p] = append(acked[p], vs...)
+	}
+	require.Equal(t, acked, consumeCluster(t, client, "events", 400), "every acknowledged record once, in offset order")
 }

@@ -31,3 +31,11 @@ const ProducerIDsFileName = controller.ProducerIDsFileName
 // controller.quorum.voters writes them, id@host:port separated by commas,
 // for ControllerOptions.Voters.
 func ParseVoters(s string) (map[int32]string, error) { return controller.ParseVoters(s) }
+
+// MemRaft is an in-memory network for the Raft messages of a quorum of
+// controllers in one process (see controller.MemRaft): give it to each as
+// ControllerOptions.RaftTransport, and Attach each once opened.
+type MemRaft = controller.MemRaft
+
+// NewMemRaft returns an empty in-memory Raft network.
+func NewMemRaft() *MemRaft { return controller.NewMemRaft() }

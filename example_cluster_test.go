@@ -76,3 +76,49 @@ func ExampleOpenController() {
 	// orders-0: leader 2, ISR [2 3]
 	// "second" at offset 1
 }
+
+// Three controllers in one process form a Raft quorum (on a MemRaft), and
+// a node joins the cluster through whichever is active: when the active
+// controller closes, the other two elect another, and the node's next
+// change goes there. (Over TCP, each controller is ControllerOptions with
+// Voters' addresses and Serve, or a node in combined mode with
+// ControllerRole.)
+func ExampleJoinQuorum() {
+	ctx := context.Background()
+	fsys := vfs.NewMem()
+	raft := partlog.NewMemRaft()
+	voters := map[int32]string{1: "", 2: "", 3: ""}
+	var ctls []*partlog.Controller
+	for id := int32(1); id <= 3; id++ {
+		c, err := partlog.OpenController(fmt.Sprintf("/controller%d", id), partlog.ControllerOptions{FS: fsys,
+			NodeID: id, Voters: voters, RaftTransport: raft,
+			TickInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond})
+		if err != nil {
+			panic(err)
+		}
+		defer c.Close()
+		raft.Attach(id, c)
+		ctls = append(ctls, c)
+	}
+	n, err := partlog.Open("/node1", partlog.NodeID(1), partlog.Filesystem(fsys),
+		partlog.JoinQuorum(partlog.NewMemNetwork(), ctls...), partlog.HeartbeatInterval(20*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer n.Close()
+	if err := n.CreateTopic(ctx, partlog.NewTopic{Name: "orders"}); err != nil {
+		panic(err)
+	}
+	for i, c := range ctls {
+		if c.Active() {
+			c.Close() // the active controller goes away
+			raft.Attach(int32(i+1), nil)
+		}
+	}
+	if err := n.CreateTopic(ctx, partlog.NewTopic{Name: "payments"}); err != nil {
+		panic(err)
+	}
+	fmt.Println(n.ListTopics())
+	// Output:
+	// [orders payments]
+}

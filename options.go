@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/broker"
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/vfs"
 )
@@ -147,6 +148,15 @@ func LogCleanerInterval(d time.Duration) Option {
 // network net: several nodes in one process, for examples and tests.
 func JoinCluster(c *Controller, net *MemNetwork) Option {
 	return optionFunc(func(o *broker.Options) { o.Controller, o.Network = c, net })
+}
+
+// JoinQuorum makes the node a member of the cluster whose controllers are
+// ctls, a quorum in this process (their Raft messages on a MemRaft),
+// exchanging replica messages with the other members over net: each call
+// goes to the active controller, whichever it is, as a node over TCP finds
+// it among ControllerAddress's.
+func JoinQuorum(net *MemNetwork, ctls ...*Controller) Option {
+	return optionFunc(func(o *broker.Options) { o.Controller, o.Network = controller.NewLocal(ctls...), net })
 }
 
 // ControllerAddress makes the node a member of the cluster whose

@@ -31,7 +31,7 @@ import (
 
 // clusterOptions configure a node's part in a cluster.
 type clusterOptions struct {
-	controller     *controller.Controller // in process
+	controller     controller.API // in process
 	network        *memnet.Network
 	controllerAddr string // over TCP
 	advertised     string

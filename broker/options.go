@@ -87,10 +87,11 @@ type Options struct {
 	AutoCreateReplicationFactor int16
 
 	// Controller is the in-process controller of the cluster the broker
-	// joins, over Network. With neither Controller nor ControllerAddress
-	// the broker runs a controller of its own over its data directory: a
-	// cluster of one.
-	Controller *controller.Controller
+	// joins, over Network: a *controller.Controller, or a
+	// *controller.Local over a quorum of them. With neither Controller nor
+	// ControllerAddress the broker runs a controller of its own over its
+	// data directory: a cluster of one.
+	Controller controller.API
 	// Network carries replica messages between the brokers of
 	// Controller's cluster in one process.
 	Network *memnet.Network
