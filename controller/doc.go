@@ -1,9 +1,10 @@
 // Package controller is a cluster's controller, as a KRaft controller is:
 // it owns the cluster metadata — the registered nodes and their liveness,
 // the topics and the assignment of their partitions, each partition's
-// leader, ISR and epochs — and tells nodes what to host. It has three
-// parts: a deterministic state machine, the service that runs it, and the
-// typed client nodes call it with.
+// leader, ISR and epochs — and tells nodes what to host. It has four
+// parts: a deterministic state machine, a member of the Raft quorum that
+// replicates it, the service that runs one, and the typed clients nodes
+// call it with.
 //
 // # The machine
 //
@@ -17,7 +18,9 @@
 // ShutdownNode does the same at once for a controlled shutdown;
 // AlterPartition commits or refuses a leader's replica.Ready.AlterPartition;
 // leadership goes back to preferred replicas on the imbalance check, or to
-// a chosen ISR member with ElectReplica. Updates lists the
+// a chosen ISR member with ElectReplica. ReassignPartition moves a
+// partition's replicas to other nodes (KIP-455), and UnregisterNode
+// removes a node. Updates lists the
 // replica.LeaderAndISR each node must Apply. State holds each topic's
 // TopicConfig.ID and Configs, for every node to open the topic's
 // partitions with the same settings.
@@ -90,13 +93,20 @@
 // of a quorum of one when it opens, starting at a version above every one
 // that controller handed out (it counted its starts in EpochFileName).
 //
-// # The client
+// # The clients
 //
-// Client, from Dial, is the API over TCP: the calls travel as JSON under
-// transport.APIController, and a long-polling heartbeat has a connection
-// of its own.
+// Client, from Dial or NewClient, is the API over TCP: the calls travel as
+// JSON under transport.APIController, and a long-polling heartbeat has a
+// connection of its own. Given every voter's address, it calls the active
+// controller, moving on when one answers kafka.ErrNotController, cannot be
+// reached, or does not answer within ClientOptions.AttemptTimeout, and
+// waits out an election. Local is the same over controllers in this
+// process.
 //
-// A controller in a quorum of more than one needs a RaftTransport to the
-// others; until the controllers talk over TCP, only in-process quorums
-// have one.
+// # The Raft transports
+//
+// TCPRaft carries the quorum's Raft messages over TCP under
+// transport.APIControllerRaft, to the voters' addresses (the default, when
+// Options.Voters has them); MemRaft carries them in memory, for a quorum
+// in one process.
 package controller
