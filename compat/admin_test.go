@@ -28,6 +28,8 @@ func adminChecks() []check {
 		// On the cluster, moving a leader away first takes a node restart.
 		{id: "admin-elect-leaders", name: "admin: ElectLeaders (preferred)", timeout: 60 * time.Second, disruptive: true, run: checkElectLeaders},
 		{id: "admin-describe-producers", name: "admin: DescribeProducers", timeout: d, run: checkDescribeProducers},
+		{id: "admin-reassign", name: "admin: AlterPartitionReassignments, ListPartitionReassignments", timeout: 60 * time.Second,
+			clusterOnly: true, run: checkReassign},
 		{id: "admin-offset-for-epoch", name: "admin: OffsetForLeaderEpoch", timeout: d, run: checkOffsetForLeaderEpoch},
 	}
 }
@@ -441,4 +443,44 @@ func keyedRecords(n int) []rec {
 		recs = append(recs, rec{Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "value-%d", i)})
 	}
 	return recs
+}
+
+// checkReassign: on the cluster, the client moves a partition of three
+// replicas to two of them in another order (the third is deleted at once:
+// the two are in sync) and back to three (the added one catches up
+// first); the metadata must show each assignment with a full ISR, the
+// client must list no reassignment left, and the records must all be
+// there.
+func checkReassign(ctx context.Context, x *run) error {
+	a, topic := x.d.admin(), x.topic()
+	if _, err := x.tg.createWithRecords(ctx, topic, 1, 20); err != nil {
+		return err
+	}
+	md, err := x.tg.metadata(ctx, topic)
+	if err != nil {
+		return err
+	}
+	r := md.Partitions[0].Replicas
+	if len(r) != 3 {
+		return fmt.Errorf("harness: partition 0 has replicas %v; the check wants three", r)
+	}
+	for _, target := range [][]int32{{r[1], r[0]}, {r[1], r[0], r[2]}} {
+		if err := a.reassign(ctx, x.tg, topic, 0, target); err != nil {
+			return fmt.Errorf("reassign to %v: %w", target, err)
+		}
+		if err := x.tg.waitTopic(ctx, topic, fmt.Sprintf("replicas %v, all in sync", target), func(tm transport.TopicMetadata) bool {
+			p := tm.Partitions[0]
+			return slices.Equal(p.Replicas, target) && len(p.ISR) == len(target)
+		}); err != nil {
+			return err
+		}
+	}
+	left, err := a.reassigning(ctx, x.tg, topic)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("reassignments listed after they completed: %v", left)
+	}
+	return x.tg.waitEnds(ctx, topic, 1, 20)
 }

@@ -212,6 +212,12 @@ type admin interface {
 	// topic's partitions to lead (ElectLeaders, PREFERRED) and returns
 	// each partition's error name, "" for none.
 	electPreferredLeaders(ctx context.Context, tg *target, topic string, partitions []int32) (map[int32]string, error)
+	// reassign moves partition's replicas to replicas
+	// (AlterPartitionReassignments).
+	reassign(ctx context.Context, tg *target, topic string, partition int32, replicas []int32) error
+	// reassigning returns the adding replicas of each of topic's partitions
+	// being reassigned (ListPartitionReassignments).
+	reassigning(ctx context.Context, tg *target, topic string) (map[int32][]int32, error)
 	// describeProducers returns the idempotent producers active on a
 	// partition (DescribeProducers).
 	describeProducers(ctx context.Context, tg *target, topic string, partition int32) ([]producerState, error)

@@ -295,6 +295,12 @@ func (kcatAdmin) describeLogDirs(context.Context, *target, string) (map[int32]ma
 func (kcatAdmin) electPreferredLeaders(context.Context, *target, string, []int32) (map[int32]string, error) {
 	return nil, errKcatAdmin
 }
+func (kcatAdmin) reassign(context.Context, *target, string, int32, []int32) error {
+	return errKcatAdmin
+}
+func (kcatAdmin) reassigning(context.Context, *target, string) (map[int32][]int32, error) {
+	return nil, errKcatAdmin
+}
 func (kcatAdmin) describeProducers(context.Context, *target, string, int32) ([]producerState, error) {
 	return nil, errKcatAdmin
 }

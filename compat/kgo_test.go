@@ -655,6 +655,39 @@ func (d kgoDriver) electPreferredLeaders(ctx context.Context, tg *target, topic 
 	})
 }
 
+func (d kgoDriver) reassign(ctx context.Context, tg *target, topic string, partition int32, replicas []int32) error {
+	_, err := withAdmin(d, tg, func(adm *kadm.Client) (any, error) {
+		var req kadm.AlterPartitionAssignmentsReq
+		req.Assign(topic, partition, replicas)
+		res, err := adm.AlterPartitionAssignments(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		r, ok := res[topic][partition]
+		if !ok {
+			return nil, fmt.Errorf("no answer for %s-%d", topic, partition)
+		}
+		return nil, r.Err
+	})
+	return err
+}
+
+func (d kgoDriver) reassigning(ctx context.Context, tg *target, topic string) (map[int32][]int32, error) {
+	return withAdmin(d, tg, func(adm *kadm.Client) (map[int32][]int32, error) {
+		set := kadm.TopicsSet{}
+		set.Add(topic, 0)
+		res, err := adm.ListPartitionReassignments(ctx, set)
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32][]int32{}
+		for p, r := range res[topic] {
+			out[p] = r.AddingReplicas
+		}
+		return out, nil
+	})
+}
+
 func (d kgoDriver) describeProducers(ctx context.Context, tg *target, topic string, partition int32) ([]producerState, error) {
 	return withAdmin(d, tg, func(adm *kadm.Client) ([]producerState, error) {
 		set := kadm.TopicsSet{}

@@ -721,6 +721,31 @@ func (d saramaDriver) describeLogDirs(ctx context.Context, tg *target, topic str
 	})
 }
 
+func (d saramaDriver) reassign(ctx context.Context, tg *target, topic string, partition int32, replicas []int32) error {
+	_, err := withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (any, error) {
+		// Sarama takes one assignment per partition, from partition 0 on.
+		if partition != 0 {
+			return nil, fmt.Errorf("harness: sarama reassigns partitions from 0 on; asked for %d", partition)
+		}
+		return nil, adm.AlterPartitionReassignments(topic, [][]int32{replicas})
+	})
+	return err
+}
+
+func (d saramaDriver) reassigning(ctx context.Context, tg *target, topic string) (map[int32][]int32, error) {
+	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (map[int32][]int32, error) {
+		res, err := adm.ListPartitionReassignments(topic, []int32{0})
+		if err != nil {
+			return nil, err
+		}
+		out := map[int32][]int32{}
+		for p, r := range res[topic] {
+			out[p] = r.AddingReplicas
+		}
+		return out, nil
+	})
+}
+
 func (d saramaDriver) electPreferredLeaders(ctx context.Context, tg *target, topic string, partitions []int32) (map[int32]string, error) {
 	return withSaramaAdmin(d, tg, func(adm sarama.ClusterAdmin) (map[int32]string, error) {
 		res, err := adm.ElectLeaders(sarama.PreferredElection, map[string][]int32{topic: partitions})

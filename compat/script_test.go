@@ -415,6 +415,16 @@ func (d scriptDriver) electPreferredLeaders(ctx context.Context, tg *target, top
 	return out, err
 }
 
+func (d scriptDriver) reassign(ctx context.Context, tg *target, topic string, partition int32, replicas []int32) error {
+	return d.call(ctx, tg, "reassign", map[string]any{"topic": topic, "partition": partition, "replicas": replicas}, nil)
+}
+
+func (d scriptDriver) reassigning(ctx context.Context, tg *target, topic string) (map[int32][]int32, error) {
+	var out map[int32][]int32
+	err := d.call(ctx, tg, "reassigning", map[string]any{"topic": topic}, &out)
+	return out, err
+}
+
 func (d scriptDriver) describeProducers(ctx context.Context, tg *target, topic string, partition int32) ([]producerState, error) {
 	var out []producerState
 	err := d.call(ctx, tg, "describe_producers", map[string]any{"topic": topic, "partition": partition}, &out)

@@ -384,6 +384,15 @@ const ops = {
   }),
   describe_log_dirs: notIn('DescribeLogDirs'),
   elect_preferred_leaders: notIn('ElectLeaders'),
+  reassign: req => withAdmin(req, admin => admin.alterPartitionReassignments({
+    timeout: 10000, topics: [{ topic: req.topic, partitionAssignment: [{ partition: req.partition, replicas: req.replicas }] }]
+  })),
+  reassigning: req => withAdmin(req, async admin => {
+    const res = await admin.listPartitionReassignments({ topics: [{ topic: req.topic, partitions: [0] }], timeout: 10000 })
+    const out = {}
+    for (const t of res.topics) for (const p of t.partitions) out[p.partition] = p.addingReplicas
+    return out
+  }),
   describe_producers: notIn('DescribeProducers'),
   offset_for_leader_epoch: notIn('OffsetForLeaderEpoch call')
 }

@@ -376,6 +376,7 @@ OPS = {
     "delete_records": not_in("delete_records (2.4.0)"), "earliest_offset": earliest_offset,
     "describe_cluster": describe_cluster, "describe_log_dirs": not_in("describe_log_dirs"),
     "elect_preferred_leaders": not_in("elect_leaders"), "describe_producers": not_in("describe_producers"),
+    "reassign": not_in("alter_partition_reassignments"), "reassigning": not_in("list_partition_reassignments"),
     "offset_for_leader_epoch": not_in("OffsetForLeaderEpoch call"),
 }
 
