@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,4 +275,41 @@ func TestTCPAdmin(t *testing.T) {
 	require.NoError(t, dresp.Topics[0].Err)
 	require.ErrorIs(t, dresp.Topics[1].Err, kafka.ErrUnknownTopicOrPartition)
 	require.Empty(t, n.ListTopics())
+}
+
+// BenchmarkTCPKafkaProduce produces 100 B records with franz-go's client
+// (acks=all, idempotent, linger 10 ms, no compression: the bench
+// harness's partlog-tcp and kfake-disk settings) to a node served over
+// loopback TCP, flush.messages off: the server's produce path.
+func BenchmarkTCPKafkaProduce(b *testing.B) {
+	n, err := partlog.Open(b.TempDir())
+	require.NoError(b, err)
+	defer n.Close()
+	ctx := context.Background()
+	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
+		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807", partlog.ConfigMaxMessageBytes: "8388608"}}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	s := transport.NewServer(n.Client(), transport.ServerOptions{})
+	go s.Serve(ln)
+	defer s.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.DefaultProduceTopic("bench"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(10*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(2<<20))
+	require.NoError(b, err)
+	defer cl.Close()
+	value := make([]byte, 100)
+	var failed atomic.Int64
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	b.SetBytes(100)
+	b.ResetTimer()
+	for range b.N {
+		cl.Produce(ctx, &kgo.Record{Value: value}, promise)
+	}
+	require.NoError(b, cl.Flush(ctx))
+	require.Zero(b, failed.Load())
 }
