@@ -95,20 +95,30 @@ func (c *combinedCluster) halt(id int32) {
 }
 
 // active returns the node whose controller is the active one, waiting
-// for one.
+// for one: a controller becomes active as it applies the first entry of
+// its term, which every live controller applies soon after, so a change
+// of any live controller's metadata is the moment to look again.
 func (c *combinedCluster) active() int32 {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	find := func() int32 {
 		for id, n := range c.nodes {
 			if n.Controller().Active() {
 				return id
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return -1
 	}
-	c.t.Fatal("no active controller")
-	return -1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	active := int32(-1)
+	for _, n := range c.nodes {
+		require.NoError(c.t, n.Controller().WaitFor(ctx, func(controller.ClusterState) bool {
+			active = find()
+			return active >= 0
+		}), "no active controller")
+		break
+	}
+	return active
 }
 
 // waitFor waits until the committed metadata of a live node's controller

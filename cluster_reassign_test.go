@@ -15,6 +15,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
 	"github.com/partlog/partlog/transport"
 )
@@ -100,11 +101,12 @@ func TestClusterReassignUnderLoad(t *testing.T) {
 	require.NoError(t, p.Flush(ctx))
 
 	for _, id := range from {
+		// Once it has the metadata that completed the move, a node has
+		// removed its replica.
+		require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
 		dir := filepath.Join(c.dirs[id], "moving-0")
-		require.Eventually(t, func() bool {
-			_, err := os.Stat(dir)
-			return os.IsNotExist(err)
-		}, 10*time.Second, 10*time.Millisecond, "node %d still has %s", id, dir)
+		_, err := os.Stat(dir)
+		require.True(t, os.IsNotExist(err), "node %d still has %s", id, dir)
 	}
 	list, err = c.nodes[3].Client().ListPartitionReassignments(ctx, &transport.ListPartitionReassignmentsRequest{})
 	require.NoError(t, err)

@@ -44,10 +44,13 @@ func (c *Controller) call(ctx context.Context, req *request) (*response, error) 
 		case <-c.stop:
 		}
 	}
-	if md := c.metadata(); md.Version != req.KnownVersion {
-		resp.Metadata = md
+	// The whole metadata only for a node that does not have it: most
+	// heartbeats find nothing new.
+	if committed, _ = c.quorum.Version(); committed != req.KnownVersion {
+		resp.Metadata = c.metadata()
+		committed = resp.Metadata.Version
 	}
-	resp.Version, _ = c.quorum.Version()
+	resp.Version = committed
 	return resp, nil
 }
 

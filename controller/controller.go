@@ -94,7 +94,9 @@ func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error
 		return nil, err
 	}
 	m.observe = c.logRecord
-	if _, err := m.Process(); err != nil { // replay what the log commits
+	// Replay what the log commits. What a member of a larger quorum would
+	// send now is dropped: Raft sends it again at the next tick.
+	if _, err := m.Process(); err != nil {
 		return nil, err
 	}
 	if len(voters) == 1 {
@@ -221,5 +223,6 @@ func (c *Controller) metadata() *Metadata {
 }
 
 // StepRaft hands the controller a Raft message another controller of its
-// quorum sent it (through its RaftTransport).
+// quorum sent it (through its RaftTransport). The controller keeps msg:
+// the caller must not change it afterwards.
 func (c *Controller) StepRaft(msg *pb.Message) { c.quorum.Step(msg) }

@@ -451,7 +451,7 @@ func (c *Machine) AlterPartition(from int32, tp kafka.TopicPartition, a replica.
 		}
 	}
 	s := cur.Clone()
-	s.ISR = slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return !slices.Contains(a.ISR, id) })
+	s.ISR = inOrder(cur.Replicas, a.ISR)
 	s.PartitionEpoch++
 	c.completeReassignment(&s) // when the ISR now holds every target replica
 	if err := c.commit([]Record{partitionRecord(tp, s)}); err != nil {

@@ -374,8 +374,8 @@ func (m *Member) ReportUnreachable(to int32) { m.rn.ReportUnreachable(raftID(to)
 // HardState to the Raft log, installs a snapshot the leader sent, applies
 // committed entries to the committed machine, completes the pending
 // changes they hold, and takes a snapshot every SnapshotEntries entries.
-// It returns the messages for the other members, to send after it
-// returns, in any order; any may be lost, but the sender of a snapshot
+// It returns the messages for the other members, which are the caller's,
+// to send after it returns, in any order; any may be lost, but the sender of a snapshot
 // (pb.MessageType_MsgSnap) must hear whether it arrived (ReportSnapshot).
 // A failed write to the log is
 // returned, and leaves the member to be closed: a member that cannot

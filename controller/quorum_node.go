@@ -15,7 +15,9 @@ import (
 // RaftTransport carries Raft messages between the controllers of a
 // quorum. Send delivers msgs, in order, to controller to, which hands
 // them to its QuorumNode.Step; it returns an error when they may not
-// have arrived. It is called from one goroutine per destination.
+// have arrived. It is called from one goroutine per destination. The
+// messages are the sender's: Send reads them until it returns, changes
+// none, and keeps none (TCPRaft encodes them; MemRaft delivers copies).
 type RaftTransport interface {
 	Send(ctx context.Context, to int32, msgs []*pb.Message) error
 }
@@ -195,7 +197,8 @@ func hasSnapshot(msgs []*pb.Message) bool {
 
 // Step hands the node a message another controller sent it. It does not
 // wait for the message to be processed, and drops it when the node is
-// behind: Raft sends again.
+// behind: Raft sends again. The node keeps msg: the caller must not change
+// it afterwards.
 func (q *QuorumNode) Step(msg *pb.Message) {
 	select {
 	case q.inbox <- msg:
@@ -241,13 +244,6 @@ func (q *QuorumNode) Read(fn func(st ClusterState, version int64)) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	fn(q.member.State(), q.member.Version())
-}
-
-// Changed returns a channel closed when the committed metadata next
-// moves.
-func (q *QuorumNode) Changed() <-chan struct{} {
-	_, changed := q.Version()
-	return changed
 }
 
 // Version returns the version of the committed metadata, and a channel

@@ -137,6 +137,7 @@ func TestQuorumNodesFailOver(t *testing.T) {
 		start(firstID)
 		for {
 			var caught bool
+			_, changed := net.nodes[firstID].Version()
 			net.nodes[firstID].Read(func(st ClusterState, version int64) {
 				_, caught = st.Nodes[101]
 				caught = caught && version >= v
@@ -144,7 +145,7 @@ func TestQuorumNodesFailOver(t *testing.T) {
 			if caught {
 				break
 			}
-			<-net.nodes[firstID].Changed()
+			<-changed
 		}
 
 		// A change that cannot commit — the others are cut off — fails

@@ -289,8 +289,11 @@ func TestQuorumKillActiveController(t *testing.T) {
 		client, p, acks, stop := startSequence(t, c)
 		acks.waitAcked(t, 2000)
 
+		// Across processes there is no event to await: ask each
+		// controller every processPoll, for at most 30 s.
 		var active *process
-		for active == nil {
+		for deadline := time.Now().Add(30 * time.Second); active == nil; time.Sleep(processPoll) {
+			require.True(t, time.Now().Before(deadline), "no active controller among the controller processes")
 			for _, ctl := range ctls {
 				if ctl.cmd != nil && isActive(t, ctl) {
 					active = ctl

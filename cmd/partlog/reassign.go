@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
@@ -258,6 +257,22 @@ func verifyReassignment(ctx context.Context, t *target, admin transport.ClusterA
 	if err != nil {
 		return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
 	}
+	// The plan's topics' assignments, each topic described once.
+	replicas := map[kafka.TopicPartition][]int32{}
+	described := map[string]bool{}
+	for _, p := range plan {
+		if described[p.Topic] {
+			continue
+		}
+		descs, err := t.describe(ctx, p.Topic)
+		if err != nil {
+			return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
+		}
+		described[p.Topic] = true
+		for _, d := range descs[0].Partitions {
+			replicas[kafka.TopicPartition{Topic: p.Topic, Partition: d.Partition}] = d.Replicas
+		}
+	}
 	fmt.Fprintln(stdout, "Status of partition reassignment:")
 	pending := 0
 	for _, p := range plan {
@@ -266,12 +281,7 @@ func verifyReassignment(ctx context.Context, t *target, admin transport.ClusterA
 			pending++
 			continue
 		}
-		descs, err := t.describe(ctx, p.Topic)
-		if err != nil {
-			return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
-		}
-		i := slices.IndexFunc(descs[0].Partitions, func(d partlog.PartitionDescription) bool { return d.Partition == p.Partition })
-		if i < 0 || !slices.Equal(descs[0].Partitions[i].Replicas, p.Replicas) {
+		if !slices.Equal(replicas[p.TopicPartition], p.Replicas) {
 			fmt.Fprintf(stdout, "There is no active reassignment of partition %s, but its replicas are not %v.\n", p.TopicPartition, p.Replicas)
 			pending++
 			continue

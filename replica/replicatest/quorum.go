@@ -144,9 +144,6 @@ func (q *Quorum) Crash(id int32) {
 	q.c.tracef("controller %d crashes", id)
 }
 
-// Up reports whether controller id runs.
-func (q *Quorum) Up(id int32) bool { return q.members[id].m != nil }
-
 // Pause stalls controller id, or resumes it: a stalled member neither
 // ticks nor handles messages, which are lost.
 func (q *Quorum) Pause(id int32, paused bool) {
