@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -282,6 +284,42 @@ func TestTCPAdmin(t *testing.T) {
 // harness's partlog-tcp and kfake-disk settings) to a node served over
 // loopback TCP, flush.messages off: the server's produce path.
 func BenchmarkTCPKafkaProduce(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		b.Run(strconv.Itoa(size)+"B", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, false) })
+		b.Run(strconv.Itoa(size)+"B-null", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, true) })
+	}
+}
+
+// nullProduce answers every produce as appended without storing it: the
+// ceiling of the TCP path, the client and the server's request handling
+// with no log beneath.
+type nullProduce struct {
+	partlog.Client
+	mu   sync.Mutex
+	next map[kafka.TopicPartition]int64
+}
+
+func (h *nullProduce) Produce(_ context.Context, req *transport.ProduceRequest) (*transport.ProduceResponse, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	resp := &transport.ProduceResponse{}
+	for _, t := range req.Topics {
+		tr := transport.ProduceTopicResponse{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			hd, err := record.ParseHeader(p.Records)
+			if err != nil {
+				return nil, err
+			}
+			tp := kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tr.Partitions = append(tr.Partitions, transport.ProducePartitionResponse{Partition: p.Partition, BaseOffset: h.next[tp], LogAppendTime: -1})
+			h.next[tp] += int64(hd.LastOffsetDelta) + 1
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp, nil
+}
+
+func benchmarkTCPKafkaProduce(b *testing.B, size int, null bool) {
 	n, err := partlog.Open(b.TempDir())
 	require.NoError(b, err)
 	defer n.Close()
@@ -290,7 +328,11 @@ func BenchmarkTCPKafkaProduce(b *testing.B) {
 		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807", partlog.ConfigMaxMessageBytes: "8388608"}}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
-	s := transport.NewServer(n.Client(), transport.ServerOptions{})
+	var h transport.Client = n.Client()
+	if null {
+		h = &nullProduce{Client: n.Client(), next: map[kafka.TopicPartition]int64{}}
+	}
+	s := transport.NewServer(h, transport.ServerOptions{})
 	go s.Serve(ln)
 	defer s.Close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.DefaultProduceTopic("bench"),
@@ -298,14 +340,14 @@ func BenchmarkTCPKafkaProduce(b *testing.B) {
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(2<<20))
 	require.NoError(b, err)
 	defer cl.Close()
-	value := make([]byte, 100)
+	value := make([]byte, size)
 	var failed atomic.Int64
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
 			failed.Add(1)
 		}
 	}
-	b.SetBytes(100)
+	b.SetBytes(int64(size))
 	b.ResetTimer()
 	for range b.N {
 		cl.Produce(ctx, &kgo.Record{Value: value}, promise)

@@ -75,6 +75,7 @@ type Server struct {
 	features []Feature       // and its features (FeatureReporter)
 	ctx      context.Context // ends at Close: handlers stop waiting
 	cancel   context.CancelFunc
+	frames   framePool // large request frames, reused
 
 	mu        sync.Mutex
 	closed    bool
@@ -178,10 +179,10 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 	var out []byte
 	for {
 		c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
-		// A fresh frame each time: the decoded request's record bytes
-		// point into it, and the handler takes them over (the log gives a
-		// batch its offsets in place).
-		frame, err := readFrame(r, nil, s.opts.MaxRequestBytes)
+		// The decoded request's record bytes point into the frame, and the
+		// handler borrows them until it returns (the log gives a batch its
+		// offsets in place): see framePool for when the frame is reused.
+		frame, err := readFrameWith(r, s.frames.get, s.opts.MaxRequestBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.opts.Logger.Debug("transport: connection ends", "remote", c.RemoteAddr(), "err", err)
@@ -191,6 +192,9 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		c.SetReadDeadline(time.Time{})
 		var files []filePiece
 		out, files, err = s.answer(out[:0], frame, p, sc)
+		if reusableFrame(frame) {
+			s.frames.put(frame)
+		}
 		if errors.Is(err, errAcksNoneFailed) {
 			s.opts.Logger.Debug("transport: closing the connection of a failed acks=0 produce", "remote", c.RemoteAddr(), "err", err)
 			return
@@ -225,6 +229,17 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 
 // readFrame reads one length-prefixed frame into dst.
 func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
+	return readFrameWith(r, func(n int) []byte {
+		if cap(dst) < n {
+			return make([]byte, n)
+		}
+		return dst[:n]
+	}, maxBytes)
+}
+
+// readFrameWith reads one length-prefixed frame into the memory alloc
+// returns for its size.
+func readFrameWith(r io.Reader, alloc func(n int) []byte, maxBytes int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
@@ -236,10 +251,7 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", kafka.ErrInvalidRequest, n, maxBytes)
 	}
-	if cap(dst) < int(n) {
-		dst = make([]byte, n)
-	}
-	dst = dst[:n]
+	dst := alloc(int(n))
 	if _, err := io.ReadFull(r, dst); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -247,6 +259,17 @@ func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 		return nil, err
 	}
 	return dst, nil
+}
+
+// reusableFrame reports whether a frame may go back to the pool once its
+// request was answered: Produce and Fetch keep none of its bytes (see
+// framePool).
+func reusableFrame(frame []byte) bool {
+	if len(frame) < 2 {
+		return false
+	}
+	key := int16(binary.BigEndian.Uint16(frame))
+	return key == 0 || key == 1 // Produce, Fetch
 }
 
 // peer is what a server knows of a connection's two ends.
