@@ -285,8 +285,9 @@ func TestTCPAdmin(t *testing.T) {
 // loopback TCP, flush.messages off: the server's produce path.
 func BenchmarkTCPKafkaProduce(b *testing.B) {
 	for _, size := range []int{100, 1024} {
-		b.Run(strconv.Itoa(size)+"B", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, false) })
-		b.Run(strconv.Itoa(size)+"B-null", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, true) })
+		b.Run(strconv.Itoa(size)+"B", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, false, false) })
+		b.Run(strconv.Itoa(size)+"B-null", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, true, false) })
+		b.Run(strconv.Itoa(size)+"B-fsync1000", func(b *testing.B) { benchmarkTCPKafkaProduce(b, size, false, true) })
 	}
 }
 
@@ -319,13 +320,17 @@ func (h *nullProduce) Produce(_ context.Context, req *transport.ProduceRequest) 
 	return resp, nil
 }
 
-func benchmarkTCPKafkaProduce(b *testing.B, size int, null bool) {
+func benchmarkTCPKafkaProduce(b *testing.B, size int, null, fsync1000 bool) {
+	flushMessages := "9223372036854775807"
+	if fsync1000 {
+		flushMessages = "1" // sync before ack
+	}
 	n, err := partlog.Open(b.TempDir())
 	require.NoError(b, err)
 	defer n.Close()
 	ctx := context.Background()
 	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
-		Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807", partlog.ConfigMaxMessageBytes: "8388608"}}))
+		Configs: map[string]string{partlog.ConfigFlushMessages: flushMessages, partlog.ConfigMaxMessageBytes: "8388608"}}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	var h transport.Client = n.Client()
@@ -349,8 +354,11 @@ func benchmarkTCPKafkaProduce(b *testing.B, size int, null bool) {
 	}
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
 		cl.Produce(ctx, &kgo.Record{Value: value}, promise)
+		if fsync1000 && i%1000 == 999 {
+			require.NoError(b, cl.Flush(ctx))
+		}
 	}
 	require.NoError(b, cl.Flush(ctx))
 	b.StopTimer() // closing syncs the log: not part of producing
