@@ -3,11 +3,13 @@
 # process: one 'partlog serve' alone, then a 'partlog controller' and three
 # 'partlog serve --controller' nodes. For each setup it runs 'partlog perf
 # produce --bootstrap-server' (Kafka's producer-perf-test) on a topic of 3
-# partitions, twice:
+# partitions, three times:
 #
 #   throughput  as fast as the producer goes, for SECS seconds (default 15):
 #               records/s, MB/s (2^20 bytes), and the p99 latency, which at
 #               full speed is mostly time queued in the producer's buffer
+#   half-peak   at half the records a second the throughput run reached,
+#               for SECS seconds: p50 and p99 of a cluster under load
 #   latency     at a fixed RATE records a second (default 2000), for SECS
 #               seconds: p50 and p99 of an unloaded cluster
 #
@@ -24,7 +26,7 @@
 # acks=all write acknowledged after it, with the session timeout and
 # heartbeat of Kafka's defaults (9 s, 2 s) and with fast ones (1 s, 100 ms),
 # and from a SIGTERM (a controlled shutdown) for comparison. It takes about
-# 5 minutes.
+# 8 minutes.
 #
 #   scripts/bench-cluster.sh          # SECS=10 RATE=1000 RUNS=3 scripts/bench-cluster.sh
 #   FAILOVER=0 scripts/bench-cluster.sh   # skip the failover runs
@@ -123,12 +125,15 @@ printf "%-34s %12s %9s %8s %8s\n" "run" "records/s" "MB/s" "p50 ms" "p99 ms"
 for size in 1024 100; do
   for setup in "single 1 1 nosync" "cluster 3 1 nosync" "cluster 3 all nosync" "cluster 3 all sync"; do
     read -r kind rf acks flush <<<"$setup"
-    for mode in throughput latency; do
+    peak=0
+    for mode in throughput half-peak latency; do
       $kind
       throughput=-1
+      [ "$mode" = half-peak ] && throughput=$((peak / 2))
       [ "$mode" = latency ] && throughput=$rate
       line=$(produce "$addr" "$rf" "$acks" "$flush" "$size" "$throughput")
       stop
+      [ "$mode" = throughput ] && peak=$(echo "$line" | awk '{printf "%d", $4}')
       label="$kind"
       [ "$kind" = cluster ] && label="RF=3"
       [ "$flush" = sync ] && label="$label sync"
