@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/kafka"
@@ -118,4 +122,50 @@ func warmUp(b *testing.B, client transport.Client) {
 	if err := p.ProduceSync(context.Background(), &producer.Record{Topic: "bench", Value: []byte("warm-up")}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkClusterProduceTCP produces 1 KiB records (1 MiB batches,
+// idempotent acks=all) to one partition replicated to three nodes that
+// reach each other, and the producer them, over loopback TCP in one
+// process: what bench-cluster.sh measures with processes, here with a
+// CPU profile in reach. cpu-ns/record is the process's CPU time (user and
+// system, every node and the producer) per record.
+func BenchmarkClusterProduceTCP(b *testing.B) {
+	c := newTCPCluster(b, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(b, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "bench", ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "2", "flush.messages": "9223372036854775807", "max.message.bytes": "8388608"}}))
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, transport.DialOptions{})
+	require.NoError(b, err)
+	defer client.Close()
+	warmUp(b, client)
+	p, err := producer.New(client, producer.Linger(5*time.Millisecond), producer.BatchSize(1<<20), producer.BufferMemory(8<<20))
+	require.NoError(b, err)
+	defer p.Close()
+	value := make([]byte, 1024)
+	var failed atomic.Int64
+	promise := func(_ *producer.Record, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	before := cpuTime()
+	b.SetBytes(int64(len(value)))
+	b.ResetTimer()
+	for range b.N {
+		p.Produce(ctx, &producer.Record{Topic: "bench", Value: value}, promise)
+	}
+	require.NoError(b, p.Flush(ctx))
+	b.StopTimer() // closing syncs the logs: not part of producing
+	b.ReportMetric(float64(cpuTime()-before)/float64(b.N), "cpu-ns/record")
+	require.Zero(b, failed.Load())
+}
+
+// cpuTime returns the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -90,7 +90,7 @@ func (c *testCluster) waitFor(what string, cond func(controller.ClusterState) bo
 }
 
 // waitForMetadata waits, up to 20 s, until cond holds of ctl's metadata.
-func waitForMetadata(t *testing.T, ctl *partlog.Controller, what string, cond func(controller.ClusterState) bool) {
+func waitForMetadata(t testing.TB, ctl *partlog.Controller, what string, cond func(controller.ClusterState) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -340,7 +340,7 @@ func TestClusterIdempotentRetryAcrossLeaderChange(t *testing.T) {
 
 // tcpCluster is a controller and nodes on loopback TCP, in one process.
 type tcpCluster struct {
-	t       *testing.T
+	t       testing.TB
 	ctlDir  string
 	ctlAddr string
 	ctl     *partlog.Controller
@@ -350,7 +350,7 @@ type tcpCluster struct {
 	servers map[int32]*transport.Server
 }
 
-func newTCPCluster(t *testing.T, ids ...int32) *tcpCluster {
+func newTCPCluster(t testing.TB, ids ...int32) *tcpCluster {
 	c := &tcpCluster{t: t, ctlDir: t.TempDir(), dirs: map[int32]string{}, addrs: map[int32]string{},
 		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}}
 	c.startController("127.0.0.1:0")

@@ -235,7 +235,10 @@ func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs [
 		}
 		t.mu.Unlock()
 	}
-	_, err := p.client.CallInternal(ctx, transport.APIReplicaMessages, replica.AppendMessages(nil, msgs))
+	// Encoded straight into the request: a fetch answer's records are
+	// copied once, not into a buffer of their own first.
+	_, err := p.client.CallInternalAppend(ctx, transport.APIReplicaMessages,
+		func(dst []byte) []byte { return replica.AppendMessages(dst, msgs) })
 	return err
 }
 

@@ -107,6 +107,21 @@ func requestForKey(key int16) kmsg.Request {
 // kafka.ErrClosed, ctx's error, or kafka.ErrUnsupportedVersion when the node does not
 // advertise the key.
 func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
+	return c.callInternal(ctx, key, &internalRequest{key: key, body: body})
+}
+
+// CallInternalAppend is CallInternal with a body that appendBody appends
+// to the request it is given, straight into the connection's buffer, for
+// a large body that would otherwise be encoded and then copied: replica
+// messages carrying records. appendBody may be called more than once (a
+// request sent again on a new connection) and must append the same bytes
+// each time; CallInternalAppend does not keep it.
+func (c *TCPClient) CallInternalAppend(ctx context.Context, key int16, appendBody func(dst []byte) []byte) ([]byte, error) {
+	return c.callInternal(ctx, key, &internalRequest{key: key, appendBody: appendBody})
+}
+
+// callInternal sends req, whose key is an internal one.
+func (c *TCPClient) callInternal(ctx context.Context, key int16, req *internalRequest) ([]byte, error) {
 	kind := connController
 	switch key {
 	case APIReplicaMessages:
@@ -120,7 +135,7 @@ func (c *TCPClient) CallInternal(ctx context.Context, key int16, body []byte) ([
 	if _, err := c.version(key); err != nil {
 		return nil, err
 	}
-	resp, err := c.send(ctx, kind, &internalRequest{key: key, body: body})
+	resp, err := c.send(ctx, kind, req)
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +175,21 @@ func (s *Server) answerInternal(req *internalRequest) (kmsg.Response, error) {
 type internalRequest struct {
 	key  int16
 	body []byte
+	// appendBody, when set, appends the body in place of body.
+	appendBody func(dst []byte) []byte
 }
 
-func (r *internalRequest) Key() int16                 { return r.key }
-func (r *internalRequest) MaxVersion() int16          { return 0 }
-func (r *internalRequest) SetVersion(int16)           {}
-func (r *internalRequest) GetVersion() int16          { return 0 }
-func (r *internalRequest) IsFlexible() bool           { return false }
-func (r *internalRequest) AppendTo(dst []byte) []byte { return append(dst, r.body...) }
+func (r *internalRequest) Key() int16        { return r.key }
+func (r *internalRequest) MaxVersion() int16 { return 0 }
+func (r *internalRequest) SetVersion(int16)  {}
+func (r *internalRequest) GetVersion() int16 { return 0 }
+func (r *internalRequest) IsFlexible() bool  { return false }
+func (r *internalRequest) AppendTo(dst []byte) []byte {
+	if r.appendBody != nil {
+		return r.appendBody(dst)
+	}
+	return append(dst, r.body...)
+}
 
 // ReadFrom takes src as the body, without copying: the server reads each
 // frame into fresh bytes, which the handler then owns.

@@ -69,7 +69,7 @@ func randomBytes(seed uint64, n int) []byte {
 
 // TestInternalRoundTrip checks that bodies of 0, 1 byte and 4 MiB reach
 // the handler exactly and that its answers come back exactly, under both
-// keys; that the server advertises both keys in version 0; and that the
+// keys, given whole (CallInternal) or appended (CallInternalAppend); that the server advertises both keys in version 0; and that the
 // handler may keep the bodies it was given (the server does not reuse
 // their bytes for later frames).
 func TestInternalRoundTrip(t *testing.T) {
@@ -89,6 +89,12 @@ func TestInternalRoundTrip(t *testing.T) {
 			answer, err := c.CallInternal(ctx, key, body)
 			require.NoError(t, err, "%d bytes to %s", size, apiName(key))
 			require.True(t, bytes.Equal(echo(key, body), answer), "%d bytes to %s: answer differs", size, apiName(key))
+			sent = append(sent, body)
+			// The same body appended in place: it lands after the
+			// request header, and arrives the same.
+			answer, err = c.CallInternalAppend(ctx, key, func(dst []byte) []byte { return append(dst, body...) })
+			require.NoError(t, err, "%d bytes appended to %s", size, apiName(key))
+			require.True(t, bytes.Equal(echo(key, body), answer), "%d bytes appended to %s: answer differs", size, apiName(key))
 			sent = append(sent, body)
 		}
 	}
