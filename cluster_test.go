@@ -1,12 +1,14 @@
 package partlog_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,6 +19,7 @@ import (
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partlogtest"
@@ -451,6 +454,70 @@ func TestClusterOverTCP(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestClusterOverTCPAnswerBuffers: over TCP a leader reads its answers to
+// followers' fetches into pooled buffers, which go back once written to
+// the follower's connection. With the pool overwriting every buffer given
+// back (bufpool.Poison), each replica still ends up with the leader's
+// batches byte for byte, and a consumer reads every acknowledged record:
+// a buffer given back while its bytes were still to be sent would reach a
+// follower as 0xAA and fail its CRC there.
+func TestClusterOverTCPAnswerBuffers(t *testing.T) {
+	defer bufpool.Poison(bufpool.Poison(true))
+	c := newTCPCluster(t, 1, 2, 3)
+	ctx := context.Background()
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "pooled", ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "3"}}))
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, transport.DialOptions{})
+	require.NoError(t, err)
+	defer client.Close()
+	// 4 MiB in batches of up to 256 KiB: fetch answers of many sizes.
+	var values []string
+	for i := range 4096 {
+		values = append(values, fmt.Sprintf("%06d-%s", i, strings.Repeat(string(rune('a'+i%26)), 1017)))
+	}
+	p, err := producer.New(client, producer.Linger(2*time.Millisecond), producer.BatchSize(256<<10), producer.RequestTimeout(10*time.Second), producer.DeliveryTimeout(30*time.Second))
+	require.NoError(t, err)
+	defer p.Close()
+	var recs []*producer.Record
+	for _, v := range values {
+		recs = append(recs, &producer.Record{Topic: "pooled", Value: []byte(v)})
+	}
+	require.NoError(t, p.ProduceSync(ctx, recs...).FirstErr(), "acks=all with every replica in sync")
+	got := consumeCluster(t, client, "pooled", len(values))
+	require.Equal(t, values, got[0], "every acknowledged record once, in order")
+
+	// Every replica holds the leader's batches, byte for byte.
+	var logs [][]byte
+	for id := int32(1); id <= 3; id++ {
+		l, err := partlogtest.Log(c.nodes[id], "pooled", 0)
+		require.NoError(t, err)
+		var all []byte
+		for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+			all, err = l.Read(all, off, l.LogEndOffset(), 1<<20)
+			require.NoError(t, err)
+			h, err := record.ParseHeader(all[len(all)-lastBatchSize(t, all):])
+			require.NoError(t, err)
+			off = h.NextOffset()
+		}
+		logs = append(logs, all)
+	}
+	require.Equal(t, int64(len(values)), int64(countRecords(t, logs[0])))
+	require.True(t, bytes.Equal(logs[0], logs[1]) && bytes.Equal(logs[0], logs[2]), "the replicas' logs differ")
+}
+
+// countRecords counts the records of the whole batches of data.
+func countRecords(t *testing.T, data []byte) int {
+	t.Helper()
+	n := 0
+	for rest := data; len(rest) > 0; {
+		h, err := record.ParseHeader(rest)
+		require.NoError(t, err)
+		n += int(h.NumRecords)
+		rest = rest[h.Size():]
+	}
+	return n
 }
 
 // TestClusterDeleteTopic deletes a replicated topic: every node removes its

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
@@ -46,6 +47,11 @@ type clusterMember struct {
 	net  peerNetwork
 	out  *outbox
 	opts clusterOptions
+	// answers lends the node's leaders the buffers they read fetch
+	// answers into, when peers are reached over TCP: tcpPeers gives each
+	// back once it was written to the follower's connection. In process
+	// the follower keeps the bytes it is given, and answers is nil.
+	answers *bufpool.Pool
 
 	mu          sync.Mutex
 	brokerEpoch int64
@@ -108,7 +114,8 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		// fences the node.
 		m.ctl = controller.NewClient(strings.Split(o.controllerAddr, ","),
 			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond)})
-		m.net = newTCPPeers()
+		m.answers = &bufpool.Pool{}
+		m.net = newTCPPeers(m.answers)
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error

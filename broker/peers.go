@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -67,8 +68,11 @@ const heldFor = 5 * time.Second
 
 // Send queues m for node to; it never blocks on the network. m is queued
 // as it is, not copied: its bytes (a fetch answer's records, which the
-// leader reads into memory of their own) must stay unchanged until it is
-// delivered or dropped, and no replica reuses them.
+// leader read into a buffer of their own) must stay unchanged until it is
+// delivered or dropped, and no replica touches them again. Over TCP the
+// delivery gives a fetch answer's buffer back to the node's pool once it
+// was written (tcpPeers.deliver); a batch that is dropped leaves its
+// buffers to the collector.
 func (o *outbox) Send(_ context.Context, to int32, m replica.Message) error {
 	o.mu.Lock()
 	if o.closed {
@@ -197,6 +201,10 @@ func (memPeers) close() {}
 // tcpPeers delivers replica messages over TCP, to the address each node
 // registered with the controller.
 type tcpPeers struct {
+	// answers takes back the records of fetch answers once delivered
+	// (see clusterMember.answers).
+	answers *bufpool.Pool
+
 	mu      sync.Mutex
 	clients map[int32]*tcpPeer
 }
@@ -206,7 +214,9 @@ type tcpPeer struct {
 	client *transport.TCPClient
 }
 
-func newTCPPeers() *tcpPeers { return &tcpPeers{clients: map[int32]*tcpPeer{}} }
+func newTCPPeers(answers *bufpool.Pool) *tcpPeers {
+	return &tcpPeers{answers: answers, clients: map[int32]*tcpPeer{}}
+}
 
 func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs []replica.Message) error {
 	if addr == "" {
@@ -239,7 +249,17 @@ func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs [
 	// copied once, not into a buffer of their own first.
 	_, err := p.client.CallInternalAppend(ctx, transport.APIReplicaMessages,
 		func(dst []byte) []byte { return replica.AppendMessages(dst, msgs) })
-	return err
+	if err != nil {
+		return err // the outbox may send msgs again: their records stay
+	}
+	// Written to the connection and answered: nothing reads the fetch
+	// answers' records any more (the outbox drops a delivered batch).
+	for _, m := range msgs {
+		if m.Type == replica.MsgFetchResponse && m.FetchResponse != nil && t.answers != nil {
+			t.answers.Put(m.FetchResponse.Records)
+		}
+	}
+	return nil
 }
 
 func (t *tcpPeers) close() {

@@ -170,6 +170,9 @@ func (m *clusterMember) startReplica(h *replicaHost, hw, epoch int64) (*replica.
 		ro.Logger = n.logger
 	}
 	ro.CheckAppend = h.p.CheckAppend
+	if ro.AnswerBuffers == nil && m.answers != nil {
+		ro.AnswerBuffers = m.answers
+	}
 	rlog := h.p.ReplicaLog(h.syncs)
 	r, err := replica.New(n.meta.NodeID, h.tp, rlog, ro)
 	if err != nil {

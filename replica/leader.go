@@ -202,7 +202,11 @@ func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req kafka.ReplicaFe
 	if req.MaxBytes > 0 {
 		maxBytes = int(req.MaxBytes)
 	}
-	records, err := r.storage.Read(nil, req.FetchOffset, r.stableEnd, maxBytes)
+	var dst []byte // new memory, unless the transport gives buffers back
+	if r.opts.AnswerBuffers != nil {
+		dst = r.opts.AnswerBuffers.Get(maxBytes)[:0]
+	}
+	records, err := r.storage.Read(dst, req.FetchOffset, r.stableEnd, maxBytes)
 	switch {
 	case errors.Is(err, log.ErrOffsetOutOfRange):
 		resp.Err = fmt.Errorf("%w: %v", kafka.ErrOffsetOutOfRange, err)

@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// BufferPool lends byte buffers (see Options.AnswerBuffers).
+type BufferPool interface {
+	// Get returns a buffer of n bytes, whose content is undefined, for
+	// the caller to own until it gives it back with Put.
+	Get(n int) []byte
+	// Put gives back a buffer from Get that nothing refers to any more.
+	Put(b []byte)
+}
+
 // Options configures a Replica. The zero value works: Kafka's defaults.
 //
 // Time in a Replica is counted in ticks: the driver calls Tick once per
@@ -57,6 +66,14 @@ type Options struct {
 	// Propose then returns as it is. It runs on the driver's loop, in the
 	// order batches are proposed.
 	CheckAppend func(batch []byte, baseOffset int64) error
+	// AnswerBuffers, when not nil, lends the buffers a leader reads its
+	// answers to followers' fetches into, in place of new memory for each.
+	// The answer's Records are that buffer: the replica hands it to
+	// Transport.Send in the MsgFetchResponse and never touches it again,
+	// so the transport may give it back (AnswerBuffers' Put) once nothing
+	// reads it any more — a network transport after writing it to the
+	// connection; one that passes messages on by reference never does.
+	AnswerBuffers BufferPool
 
 	// truncateToHighWatermark makes a follower truncate its log to its own
 	// high watermark when it starts or follows a new leader, and fetch

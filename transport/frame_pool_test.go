@@ -83,19 +83,3 @@ func TestServerKeepsOtherFrames(t *testing.T) {
 	join := n.fakeGroupNode.got[0].(*JoinGroupRequest)
 	require.Equal(t, meta, join.Protocols[0].Metadata, "the kept JoinGroup metadata changed")
 }
-
-func TestFramePoolClasses(t *testing.T) {
-	for _, c := range []struct{ n, class int }{
-		{0, -1}, {32 << 10, -1}, {32<<10 + 1, 0}, {64 << 10, 0}, {64<<10 + 1, 1},
-		{2 << 20, 5}, {64 << 20, 10}, {64<<20 + 1, -1},
-	} {
-		require.Equal(t, c.class, classOf(c.n), "classOf(%d)", c.n)
-	}
-	var p framePool
-	b := p.get(100 << 10)
-	require.Len(t, b, 100<<10)
-	require.Equal(t, 128<<10, cap(b))
-	p.put(make([]byte, 100<<10)) // not of a class's size: dropped
-	small := p.get(1000)
-	require.Len(t, small, 1000)
-}

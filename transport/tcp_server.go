@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,7 +76,14 @@ type Server struct {
 	features []Feature       // and its features (FeatureReporter)
 	ctx      context.Context // ends at Close: handlers stop waiting
 	cancel   context.CancelFunc
-	frames   framePool // large request frames, reused
+	// frames lends the memory large request frames are read into. A
+	// frame goes back after its request was answered, for Produce and
+	// Fetch alone (reusableFrame): their handlers borrow its bytes for
+	// the call (a Client borrows a ProduceRequest's Records until Produce
+	// returns), and their answers hold none of them. Frames of other
+	// requests may be kept by their handlers (group metadata,
+	// assignments) and are left to the collector.
+	frames bufpool.Pool
 
 	mu        sync.Mutex
 	closed    bool
@@ -181,8 +189,8 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
 		// The decoded request's record bytes point into the frame, and the
 		// handler borrows them until it returns (the log gives a batch its
-		// offsets in place): see framePool for when the frame is reused.
-		frame, err := readFrameWith(r, s.frames.get, s.opts.MaxRequestBytes)
+		// offsets in place): see Server.frames for when it is reused.
+		frame, err := readFrameWith(r, s.frames.Get, s.opts.MaxRequestBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.opts.Logger.Debug("transport: connection ends", "remote", c.RemoteAddr(), "err", err)
@@ -193,7 +201,7 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 		var files []filePiece
 		out, files, err = s.answer(out[:0], frame, p, sc)
 		if reusableFrame(frame) {
-			s.frames.put(frame)
+			s.frames.Put(frame)
 		}
 		if errors.Is(err, errAcksNoneFailed) {
 			s.opts.Logger.Debug("transport: closing the connection of a failed acks=0 produce", "remote", c.RemoteAddr(), "err", err)
@@ -263,7 +271,7 @@ func readFrameWith(r io.Reader, alloc func(n int) []byte, maxBytes int) ([]byte,
 
 // reusableFrame reports whether a frame may go back to the pool once its
 // request was answered: Produce and Fetch keep none of its bytes (see
-// framePool).
+// Server.frames).
 func reusableFrame(frame []byte) bool {
 	if len(frame) < 2 {
 		return false
