@@ -194,6 +194,11 @@ func (r *Replica) stepFetch(m Message) {
 	r.answerFetch(m.From, p, m.Seq, req)
 }
 
+// maxAnswerBuffer bounds the buffer a leader takes from
+// Options.AnswerBuffers for one fetch answer: 8 MiB, eight times
+// replica.fetch.max.bytes' default.
+const maxAnswerBuffer = 8 << 20
+
 // answerFetch sends a follower the batches from its fetch offset.
 func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req kafka.ReplicaFetchPartition) {
 	resp := &kafka.ReplicaFetchPartitionResponse{Topic: r.tp.Topic, Partition: r.tp.Partition,
@@ -204,7 +209,9 @@ func (r *Replica) answerFetch(to int32, p *peer, seq uint64, req kafka.ReplicaFe
 	}
 	var dst []byte // new memory, unless the transport gives buffers back
 	if r.opts.AnswerBuffers != nil {
-		dst = r.opts.AnswerBuffers.Get(maxBytes)[:0]
+		// A follower may ask for much more than there is: a larger
+		// answer grows into new memory, as without a pool.
+		dst = r.opts.AnswerBuffers.Get(min(maxBytes, maxAnswerBuffer))[:0]
 	}
 	records, err := r.storage.Read(dst, req.FetchOffset, r.stableEnd, maxBytes)
 	switch {
