@@ -325,22 +325,15 @@ func benchmarkTCPKafkaProduce(b *testing.B, size int, null, fsync1000 bool) {
 	if fsync1000 {
 		flushMessages = "1" // sync before ack
 	}
-	n, err := partlog.Open(b.TempDir())
-	require.NoError(b, err)
-	defer n.Close()
-	ctx := context.Background()
-	require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
-		Configs: map[string]string{partlog.ConfigFlushMessages: flushMessages, partlog.ConfigMaxMessageBytes: "8388608"}}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	var h transport.Client = n.Client()
+	handler := func(c partlog.Client) transport.Client { return c }
 	if null {
-		h = &nullProduce{Client: n.Client(), next: map[kafka.TopicPartition]int64{}}
+		handler = func(c partlog.Client) transport.Client {
+			return &nullProduce{Client: c, next: map[kafka.TopicPartition]int64{}}
+		}
 	}
-	s := transport.NewServer(h, transport.ServerOptions{})
-	go s.Serve(ln)
-	defer s.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.DefaultProduceTopic("bench"),
+	addr := servedBenchNode(b, map[string]string{partlog.ConfigFlushMessages: flushMessages, partlog.ConfigMaxMessageBytes: "8388608"}, handler)
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(10*time.Millisecond),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(2<<20))
 	require.NoError(b, err)
@@ -379,41 +372,47 @@ func BenchmarkTCPProduce(b *testing.B) {
 }
 
 func benchmarkTCPProduce(b *testing.B, size int, acks kafka.Acks) {
-	{
-		{
-			n, err := partlog.Open(b.TempDir())
-			require.NoError(b, err)
-			defer n.Close()
-			ctx := context.Background()
-			require.NoError(b, n.CreateTopic(ctx, partlog.NewTopic{Name: "bench", Partitions: 1,
-				Configs: map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"}}))
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(b, err)
-			s := transport.NewServer(n.Client(), transport.ServerOptions{})
-			go s.Serve(ln)
-			defer s.Close()
-			cl, err := transport.DialCluster(ctx, []string{ln.Addr().String()}, transport.DialOptions{})
-			require.NoError(b, err)
-			defer cl.Close()
-			p, err := producer.New(cl, producer.Acks(acks), producer.BatchSize(1<<20),
-				producer.Linger(5*time.Millisecond), producer.BufferMemory(8<<20))
-			require.NoError(b, err)
-			defer p.Close()
-			value := make([]byte, size)
-			var failed atomic.Int64
-			promise := func(_ *producer.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-			}
-			b.SetBytes(int64(size))
-			b.ResetTimer()
-			for range b.N {
-				p.Produce(ctx, &producer.Record{Topic: "bench", Value: value}, promise)
-			}
-			require.NoError(b, p.Flush(ctx))
-			b.StopTimer() // closing syncs the log: not part of producing
-			require.Zero(b, failed.Load())
+	addr := servedBenchNode(b, map[string]string{partlog.ConfigFlushMessages: "9223372036854775807"},
+		func(c partlog.Client) transport.Client { return c })
+	ctx := context.Background()
+	cl, err := transport.DialCluster(ctx, []string{addr}, transport.DialOptions{})
+	require.NoError(b, err)
+	defer cl.Close()
+	p, err := producer.New(cl, producer.Acks(acks), producer.BatchSize(1<<20),
+		producer.Linger(5*time.Millisecond), producer.BufferMemory(8<<20))
+	require.NoError(b, err)
+	defer p.Close()
+	value := make([]byte, size)
+	var failed atomic.Int64
+	promise := func(_ *producer.Record, err error) {
+		if err != nil {
+			failed.Add(1)
 		}
 	}
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for range b.N {
+		p.Produce(ctx, &producer.Record{Topic: "bench", Value: value}, promise)
+	}
+	require.NoError(b, p.Flush(ctx))
+	b.StopTimer() // closing syncs the log: not part of producing
+	require.Zero(b, failed.Load())
+}
+
+// servedBenchNode opens a node in a directory of b's with one topic
+// "bench" of one partition and the given configs, serves its requests —
+// through handler, which may wrap them — on a loopback port until b ends,
+// and returns the address.
+func servedBenchNode(b *testing.B, configs map[string]string, handler func(partlog.Client) transport.Client) string {
+	b.Helper()
+	n, err := partlog.Open(b.TempDir())
+	require.NoError(b, err)
+	b.Cleanup(func() { n.Close() })
+	require.NoError(b, n.CreateTopic(context.Background(), partlog.NewTopic{Name: "bench", Partitions: 1, Configs: configs}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	s := transport.NewServer(handler(n.Client()), transport.ServerOptions{})
+	go s.Serve(ln)
+	b.Cleanup(func() { s.Close() }) // before the node closes
+	return ln.Addr().String()
 }
