@@ -242,6 +242,16 @@ func batchCRCs(t *testing.T, n *partlog.Node, topic string, p int32) []uint32 {
 // returns one segment's batches at most, so it reads on from the offset
 // after the last batch until the log end offset.
 func eachLogBatch(t *testing.T, l *log.Log, fn func(record.Header, *record.Batch)) {
+	eachStoredBatch(t, l, func(h record.Header, stored []byte) {
+		b, err := record.Decode(stored)
+		require.NoError(t, err)
+		fn(h, &b)
+	})
+}
+
+// eachStoredBatch calls fn with each batch of l as stored, in offset
+// order (see eachLogBatch).
+func eachStoredBatch(t *testing.T, l *log.Log, fn func(h record.Header, stored []byte)) {
 	for next, end := l.LogStartOffset(), l.LogEndOffset(); next < end; {
 		data, err := l.Read(nil, next, end, 1<<24)
 		require.NoError(t, err)
@@ -249,9 +259,7 @@ func eachLogBatch(t *testing.T, l *log.Log, fn func(record.Header, *record.Batch
 		for len(data) > 0 {
 			h, err := record.ParseHeader(data)
 			require.NoError(t, err)
-			b, err := record.Decode(data[:h.Size()])
-			require.NoError(t, err)
-			fn(h, &b)
+			fn(h, data[:h.Size()])
 			next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 			data = data[h.Size():]
 		}
@@ -490,34 +498,21 @@ func TestClusterOverTCPAnswerBuffers(t *testing.T) {
 
 	// Every replica holds the leader's batches, byte for byte.
 	var logs [][]byte
+	records := 0
 	for id := int32(1); id <= 3; id++ {
 		l, err := partlogtest.Log(c.nodes[id], "pooled", 0)
 		require.NoError(t, err)
 		var all []byte
-		for off := l.LogStartOffset(); off < l.LogEndOffset(); {
-			all, err = l.Read(all, off, l.LogEndOffset(), 1<<20)
-			require.NoError(t, err)
-			h, err := record.ParseHeader(all[len(all)-lastBatchSize(t, all):])
-			require.NoError(t, err)
-			off = h.NextOffset()
-		}
+		eachStoredBatch(t, l, func(h record.Header, stored []byte) {
+			all = append(all, stored...)
+			if id == 1 {
+				records += int(h.NumRecords)
+			}
+		})
 		logs = append(logs, all)
 	}
-	require.Equal(t, int64(len(values)), int64(countRecords(t, logs[0])))
+	require.Equal(t, len(values), records)
 	require.True(t, bytes.Equal(logs[0], logs[1]) && bytes.Equal(logs[0], logs[2]), "the replicas' logs differ")
-}
-
-// countRecords counts the records of the whole batches of data.
-func countRecords(t *testing.T, data []byte) int {
-	t.Helper()
-	n := 0
-	for rest := data; len(rest) > 0; {
-		h, err := record.ParseHeader(rest)
-		require.NoError(t, err)
-		n += int(h.NumRecords)
-		rest = rest[h.Size():]
-	}
-	return n
 }
 
 // TestClusterDeleteTopic deletes a replicated topic: every node removes its

@@ -213,7 +213,7 @@ func BenchmarkTCPFetch(b *testing.B) {
 }
 
 // lastBatchSize returns the size of the last batch in data.
-func lastBatchSize(b testing.TB, data []byte) int {
+func lastBatchSize(b *testing.B, data []byte) int {
 	last := 0
 	for len(data) > 0 {
 		h, err := record.ParseHeader(data)

@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// BufferPool lends byte buffers (see Options.AnswerBuffers).
+// BufferPool lends byte buffers (see Options.AnswerBuffers). A replica
+// only takes them; whoever ends up holding one gives it back to the pool
+// it came from.
 type BufferPool interface {
 	// Get returns a buffer of n bytes, whose content is undefined, for
-	// the caller to own until it gives it back with Put.
+	// the caller to own until it hands it on.
 	Get(n int) []byte
-	// Put gives back a buffer from Get that nothing refers to any more.
-	Put(b []byte)
 }
 
 // Options configures a Replica. The zero value works: Kafka's defaults.
@@ -70,8 +70,8 @@ type Options struct {
 	// answers to followers' fetches into, in place of new memory for each.
 	// The answer's Records are that buffer: the replica hands it to
 	// Transport.Send in the MsgFetchResponse and never touches it again,
-	// so the transport may give it back (AnswerBuffers' Put) once nothing
-	// reads it any more — a network transport after writing it to the
+	// so the transport may give it back to the pool once nothing reads
+	// it any more — a network transport after writing it to the
 	// connection; one that passes messages on by reference never does.
 	AnswerBuffers BufferPool
 

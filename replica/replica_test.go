@@ -297,7 +297,6 @@ func TestFetchAnswerFromBeforeRestartIgnored(t *testing.T) {
 type countingPool struct{ gets int }
 
 func (p *countingPool) Get(n int) []byte { p.gets++; return make([]byte, n) }
-func (p *countingPool) Put([]byte)       {}
 
 // With Options.AnswerBuffers, a leader reads its answers to followers'
 // fetches into the buffers it lends (the replicas here run on one
