@@ -99,14 +99,24 @@ func (t *Client) call(ctx context.Context, req *request) (*response, error) {
 		if deadline.IsZero() {
 			deadline = time.Now().Add(electionWait)
 		}
-		if time.Now().After(deadline) {
+		if !waitForElection(ctx, deadline) {
 			return nil, err
 		}
-		select {
-		case <-time.After(electionBackoff):
-		case <-ctx.Done():
-			return nil, err
-		}
+	}
+}
+
+// waitForElection waits electionBackoff for a quorum that has no active
+// controller to elect one, and reports false instead once deadline has
+// passed or when ctx ends.
+func waitForElection(ctx context.Context, deadline time.Time) bool {
+	if time.Now().After(deadline) {
+		return false
+	}
+	select {
+	case <-time.After(electionBackoff):
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

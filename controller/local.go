@@ -42,12 +42,7 @@ func (l *Local) call(ctx context.Context, req *request) (*response, error) {
 		if err == nil {
 			err = fmt.Errorf("%w: no controllers", kafka.ErrCoordinatorNotAvailable)
 		}
-		if time.Now().After(deadline) {
-			return nil, err
-		}
-		select {
-		case <-time.After(electionBackoff):
-		case <-ctx.Done():
+		if !waitForElection(ctx, deadline) {
 			return nil, err
 		}
 	}
@@ -90,14 +85,7 @@ func (n *MemRaft) Send(ctx context.Context, to int32, msgs []*pb.Message) error 
 	if err != nil {
 		return err
 	}
-	decoded, err := decodeRaftMessages(body)
-	if err != nil {
-		return err
-	}
-	for _, m := range decoded {
-		c.StepRaft(m)
-	}
-	return nil
+	return c.stepRaftBody(body)
 }
 
 var _ API = (*Local)(nil)

@@ -92,22 +92,20 @@ func (c *Machine) checkTarget(target []int32) error {
 // completeReassignment finishes the reassignment s is in once every
 // target replica is in the ISR: the partition keeps the target replicas
 // only, its ISR those of them in it, and a leader among them — the first
-// live one in the ISR, in a new leader epoch, if it led elsewhere. It
-// reports whether it did.
-func (c *Machine) completeReassignment(s *replica.LeaderAndISR) bool {
+// live one in the ISR, in a new leader epoch, if it led elsewhere.
+func (c *Machine) completeReassignment(s *replica.LeaderAndISR) {
 	if s.AddingReplicas == nil && s.RemovingReplicas == nil {
-		return false
+		return
 	}
 	target := slices.DeleteFunc(slices.Clone(s.Replicas), func(id int32) bool { return slices.Contains(s.RemovingReplicas, id) })
 	for _, id := range target {
 		if !slices.Contains(s.ISR, id) {
-			return false
+			return
 		}
 	}
 	s.Replicas, s.ISR = target, inOrder(target, s.ISR)
 	s.AddingReplicas, s.RemovingReplicas = nil, nil
 	c.leadAmongISR(s)
-	return true
 }
 
 // leadAmongISR gives s, whose ISR is its replicas' and not empty, a leader

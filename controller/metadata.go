@@ -110,6 +110,19 @@ func HostPort(addr string) (string, int32, bool) {
 	return host, int32(p), true
 }
 
+// stepRaftBody steps the Raft messages encoded in body, as another
+// controller of the quorum sent them (encodeRaftMessages).
+func (c *Controller) stepRaftBody(body []byte) error {
+	msgs, err := decodeRaftMessages(body)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		c.StepRaft(m)
+	}
+	return nil
+}
+
 // HandleInternal answers controller calls that arrive over TCP
 // (transport.APIController), and steps the Raft messages of the other
 // controllers of its quorum (transport.APIControllerRaft); it makes the
@@ -117,14 +130,7 @@ func HostPort(addr string) (string, int32, bool) {
 func (c *Controller) HandleInternal(ctx context.Context, key int16, body []byte) ([]byte, error) {
 	switch key {
 	case transport.APIControllerRaft:
-		msgs, err := decodeRaftMessages(body)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range msgs {
-			c.StepRaft(m)
-		}
-		return nil, nil
+		return nil, c.stepRaftBody(body)
 	case transport.APIController:
 	default:
 		return nil, fmt.Errorf("%w: the controller answers only controller calls", kafka.ErrInvalidRequest)

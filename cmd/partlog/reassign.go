@@ -152,10 +152,12 @@ type reassignmentJSON struct {
 }
 
 type reassignmentPartition struct {
-	Topic     string   `json:"topic"`
-	Partition int32    `json:"partition"`
-	Replicas  []int32  `json:"replicas"`
-	LogDirs   []string `json:"log_dirs,omitempty"`
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	// LogDirs is Kafka's log_dirs: accepted so that Kafka's files read,
+	// and ignored, since a node keeps one data directory.
+	LogDirs []string `json:"log_dirs,omitempty"`
 }
 
 // readReassignment reads a reassignment file.
@@ -257,20 +259,21 @@ func verifyReassignment(ctx context.Context, t *target, admin transport.ClusterA
 	if err != nil {
 		return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
 	}
-	// The plan's topics' assignments, each topic described once.
-	replicas := map[kafka.TopicPartition][]int32{}
-	described := map[string]bool{}
+	// The plan's topics' assignments, in one description.
+	var topics []string
 	for _, p := range plan {
-		if described[p.Topic] {
-			continue
+		if !slices.Contains(topics, p.Topic) {
+			topics = append(topics, p.Topic)
 		}
-		descs, err := t.describe(ctx, p.Topic)
-		if err != nil {
-			return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
-		}
-		described[p.Topic] = true
-		for _, d := range descs[0].Partitions {
-			replicas[kafka.TopicPartition{Topic: p.Topic, Partition: d.Partition}] = d.Replicas
+	}
+	descs, err := t.describe(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("reassign-partitions: %s", serverMessage(err))
+	}
+	replicas := map[kafka.TopicPartition][]int32{}
+	for _, desc := range descs {
+		for _, d := range desc.Partitions {
+			replicas[kafka.TopicPartition{Topic: desc.Name, Partition: d.Partition}] = d.Replicas
 		}
 	}
 	fmt.Fprintln(stdout, "Status of partition reassignment:")
