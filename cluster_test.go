@@ -3,6 +3,7 @@ package partlog_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -359,11 +360,20 @@ type tcpCluster struct {
 	addrs   map[int32]string
 	nodes   map[int32]*partlog.Node
 	servers map[int32]*transport.Server
+	// tls, when set, serves the nodes' listeners with mutual TLS, and
+	// the nodes reach each other with it.
+	tls *tlsWorld
 }
 
 func newTCPCluster(t testing.TB, ids ...int32) *tcpCluster {
+	return newCluster(t, nil, ids...)
+}
+
+// newCluster starts a tcpCluster of nodes ids, with TLS from w unless it
+// is nil.
+func newCluster(t testing.TB, w *tlsWorld, ids ...int32) *tcpCluster {
 	c := &tcpCluster{t: t, ctlDir: t.TempDir(), dirs: map[int32]string{}, addrs: map[int32]string{},
-		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}}
+		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}, tls: w}
 	c.startController("127.0.0.1:0")
 	t.Cleanup(func() {
 		for id := range c.nodes {
@@ -394,12 +404,18 @@ func (c *tcpCluster) start(id int32, addr string) {
 	c.t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(c.t, err)
-	n, err := partlog.Open(c.dirs[id], partlog.NodeID(id), partlog.ControllerAddress(c.ctlAddr),
-		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond), partlog.GroupInitialRebalanceDelay(0),
+	opts := []partlog.Option{partlog.NodeID(id), partlog.ControllerAddress(c.ctlAddr),
+		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20 * time.Millisecond), partlog.GroupInitialRebalanceDelay(0),
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
-			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}))
+			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second})}
+	var serverOpts transport.ServerOptions
+	if w := c.tls; w != nil {
+		opts = append(opts, partlog.PeerTLS(w.client(w.ca, w.server)))
+		serverOpts.TLS = &tls.Config{Certificates: []tls.Certificate{w.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: w.ca.Pool}
+	}
+	n, err := partlog.Open(c.dirs[id], opts...)
 	require.NoError(c.t, err)
-	s := transport.NewServer(n.Client(), transport.ServerOptions{})
+	s := transport.NewServer(n.Client(), serverOpts)
 	go s.Serve(ln)
 	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()
 }
@@ -481,6 +497,7 @@ func TestClusterOverTCPAnswerBuffers(t *testing.T) {
 	require.NoError(t, err)
 	defer client.Close()
 	// 4 MiB in batches of up to 256 KiB: fetch answers of many sizes.
+	// Every replica then holds the leader's batches, byte for byte.
 	var values []string
 	for i := range 4096 {
 		values = append(values, fmt.Sprintf("%06d-%s", i, strings.Repeat(string(rune('a'+i%26)), 1017)))
@@ -496,22 +513,28 @@ func TestClusterOverTCPAnswerBuffers(t *testing.T) {
 	got := consumeCluster(t, client, "pooled", len(values))
 	require.Equal(t, values, got[0], "every acknowledged record once, in order")
 
-	// Every replica holds the leader's batches, byte for byte.
+	requireIdenticalReplicas(t, c, "pooled", len(values))
+}
+
+// requireIdenticalReplicas checks that partition 0 of topic holds the same
+// batches, byte for byte, on nodes 1 to 3 of c, with records records.
+func requireIdenticalReplicas(t *testing.T, c *tcpCluster, topic string, records int) {
+	t.Helper()
 	var logs [][]byte
-	records := 0
+	counted := 0
 	for id := int32(1); id <= 3; id++ {
-		l, err := partlogtest.Log(c.nodes[id], "pooled", 0)
+		l, err := partlogtest.Log(c.nodes[id], topic, 0)
 		require.NoError(t, err)
 		var all []byte
 		eachStoredBatch(t, l, func(h record.Header, stored []byte) {
 			all = append(all, stored...)
 			if id == 1 {
-				records += int(h.NumRecords)
+				counted += int(h.NumRecords)
 			}
 		})
 		logs = append(logs, all)
 	}
-	require.Equal(t, len(values), records)
+	require.Equal(t, records, counted)
 	require.True(t, bytes.Equal(logs[0], logs[1]) && bytes.Equal(logs[0], logs[2]), "the replicas' logs differ")
 }
 

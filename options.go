@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"time"
@@ -168,6 +169,17 @@ func JoinQuorum(net *MemNetwork, ctls ...*Controller) Option {
 // address with a transport.Server.
 func ControllerAddress(addr string) Option {
 	return optionFunc(func(o *broker.Options) { o.ControllerAddress = addr })
+}
+
+// PeerTLS makes the node speak TLS to the other members of its cluster
+// (ControllerAddress) when it replicates from them and writes transaction
+// markers to them, for members that serve their listeners with TLS
+// (transport.ServerOptions.TLS). cfg's RootCAs vouch for their
+// certificates; its Certificates are the node's own, for listeners that
+// ask for a client certificate (ssl.client.auth=required). The calls to
+// the controller stay plaintext.
+func PeerTLS(cfg *tls.Config) Option {
+	return optionFunc(func(o *broker.Options) { o.PeerTLS = cfg })
 }
 
 // ControllerRole makes the node also a controller of the quorum that

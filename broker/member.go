@@ -115,7 +115,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		m.ctl = controller.NewClient(strings.Split(o.controllerAddr, ","),
 			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond)})
 		m.answers = &bufpool.Pool{}
-		m.net = newTCPPeers(m.answers)
+		m.net = newTCPPeers(m.answers, n.opts.PeerTLS)
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error

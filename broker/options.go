@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"maps"
@@ -99,6 +100,10 @@ type Options struct {
 	// TCP; the broker reaches the other members over TCP at the addresses
 	// they registered, and must serve its own with a transport.Server.
 	ControllerAddress string
+	// PeerTLS, when set, is how the broker speaks TLS to the other
+	// members it reaches over TCP (replication, transaction markers):
+	// their listeners are SSL ones. Nil is plaintext.
+	PeerTLS *tls.Config
 	// QuorumController, with Voters set, makes the broker also a
 	// controller of that quorum, as process.roles=broker,controller makes
 	// a Kafka node: it runs its member over its data directory, with the

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -204,6 +205,8 @@ type tcpPeers struct {
 	// answers takes back the records of fetch answers once delivered
 	// (see clusterMember.answers).
 	answers *bufpool.Pool
+	// tls is how peers are dialled: nil for plaintext.
+	tls *tls.Config
 
 	mu      sync.Mutex
 	clients map[int32]*tcpPeer
@@ -214,8 +217,8 @@ type tcpPeer struct {
 	client *transport.TCPClient
 }
 
-func newTCPPeers(answers *bufpool.Pool) *tcpPeers {
-	return &tcpPeers{answers: answers, clients: map[int32]*tcpPeer{}}
+func newTCPPeers(answers *bufpool.Pool, tls *tls.Config) *tcpPeers {
+	return &tcpPeers{answers: answers, tls: tls, clients: map[int32]*tcpPeer{}}
 }
 
 func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs []replica.Message) error {
@@ -231,7 +234,7 @@ func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs [
 	}
 	t.mu.Unlock()
 	if p == nil {
-		cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-replica", DialTimeout: 2 * time.Second})
+		cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-replica", DialTimeout: 2 * time.Second, TLS: t.tls})
 		if err != nil {
 			return err
 		}

@@ -78,7 +78,7 @@ func checkAdminTopics(ctx context.Context, x *run) error {
 
 // topicConfigs returns a topic's configs as partlog describes them.
 func (tg *target) topicConfigs(ctx context.Context, topic string) (map[string]string, error) {
-	c, err := transport.Dial(ctx, tg.addrs()[0], transport.DialOptions{})
+	c, err := transport.Dial(ctx, tg.addrs()[0], tg.dialOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 
 var (
 	clientsFlag = flag.String("compat.clients", "", "the clients to run, comma-separated (kcat,confluent,sarama,kgo,kafkajs); all by default")
-	targetsFlag = flag.String("compat.targets", "", "the targets to run against, comma-separated (single,cluster); both by default")
+	targetsFlag = flag.String("compat.targets", "", "the targets to run against, comma-separated (single,cluster,ssl); all by default")
 	checksFlag  = flag.String("compat.checks", "", "the checks to run, comma-separated ids (see allChecks); all by default")
 	logLevel    = flag.String("compat.log-level", "warn", "the partlog processes' --log-level; their standard error is shown when the test fails")
 )
@@ -50,6 +50,8 @@ type check struct {
 	timeout time.Duration
 	// clusterOnly checks need more than one node.
 	clusterOnly bool
+	// sslOnly checks need a target whose listeners are SSL ones.
+	sslOnly bool
 	// disruptive checks kill or restart nodes: they run one at a time,
 	// after every other check, with nothing else running.
 	disruptive bool
@@ -98,10 +100,13 @@ func TestCompatibility(t *testing.T) {
 	bin := buildPartlog(t)
 	var targets []*target
 	for _, name := range targetNames {
-		if name == "single" {
+		switch name {
+		case "single":
 			targets = append(targets, startSingle(t, bin))
-		} else {
+		case "cluster":
 			targets = append(targets, startCluster(t, bin))
+		case "ssl":
+			targets = append(targets, startSSL(t, bin))
 		}
 	}
 	t.Logf("partlog built and started in %v", time.Since(start).Round(time.Millisecond))
@@ -147,7 +152,7 @@ func TestCompatibility(t *testing.T) {
 // cell.
 func runCheck(t *testing.T, rs *results, d driver, tg *target, c check) {
 	r := result{client: d.name(), target: tg.name, check: c.id}
-	if c.clusterOnly && len(tg.nodes) == 1 {
+	if c.clusterOnly && len(tg.nodes) == 1 || c.sslOnly && tg.tls == nil {
 		r.outcome = notRun
 		rs.add(r)
 		return
@@ -201,7 +206,8 @@ func (rs *results) report(drivers []driver, targets []string, checks []check) st
 	}
 	for _, tg := range targets {
 		fmt.Fprintf(&b, "\n%s\n\n", map[string]string{"single": "Single node (`partlog serve`):",
-			"cluster": "Three-node cluster (`partlog controller` + 3 × `partlog serve --controller`, RF 3, min.insync.replicas=2):"}[tg])
+			"cluster": "Three-node cluster (`partlog controller` + 3 × `partlog serve --controller`, RF 3, min.insync.replicas=2):",
+			"ssl":     "Single node on an SSL listener that requires client certificates (`partlog serve --listen SSL://... --ssl-client-auth required`), each client with its own:"}[tg])
 		b.WriteString("| check |")
 		for _, d := range drivers {
 			fmt.Fprintf(&b, " %s |", d.label())
@@ -255,12 +261,12 @@ func selectDrivers(t *testing.T) []driver {
 // selectTargets returns the targets -compat.targets names, both by default.
 func selectTargets(t *testing.T) []string {
 	if *targetsFlag == "" {
-		return []string{"single", "cluster"}
+		return []string{"single", "cluster", "ssl"}
 	}
 	names := strings.Split(*targetsFlag, ",")
 	for _, n := range names {
-		if n != "single" && n != "cluster" {
-			t.Fatalf("-compat.targets: no target %q (single, cluster)", n)
+		if n != "single" && n != "cluster" && n != "ssl" {
+			t.Fatalf("-compat.targets: no target %q (single, cluster, ssl)", n)
 		}
 	}
 	return names

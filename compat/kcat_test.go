@@ -24,10 +24,23 @@ func (kcatDriver) label() string             { return "kcat 1.7.1 (librdkafka 2.
 func (kcatDriver) transactionVersion() int16 { return 0 }
 func (d kcatDriver) admin() admin            { return kcatAdmin{} }
 
+// kcatBase returns the start of every kcat command line: the target's
+// nodes, and for an SSL target librdkafka's ssl settings.
+func kcatBase(tg *target) []string {
+	args := []string{"kcat", "-b", strings.Join(tg.addrs(), ",")}
+	if c := tg.tls; c != nil {
+		args = append(args, "-X", "security.protocol=ssl", "-X", "ssl.ca.location="+c.caFile)
+		if c.certFile != "" {
+			args = append(args, "-X", "ssl.certificate.location="+c.certFile, "-X", "ssl.key.location="+c.keyFile)
+		}
+	}
+	return args
+}
+
 // run runs kcat with args and input on its standard input, and returns
 // its standard output's lines.
 func (kcatDriver) run(ctx context.Context, tg *target, input string, args ...string) ([]string, *proc, error) {
-	p, err := startProc(ctx, ".", false, append([]string{"kcat", "-b", strings.Join(tg.addrs(), ",")}, args...)...)
+	p, err := startProc(ctx, ".", false, append(kcatBase(tg), args...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,8 +190,8 @@ var rebalanced = regexp.MustCompile(`% Group \S+ rebalanced \(memberid \S+\): (a
 var partitionRef = regexp.MustCompile(`\[(\d+)\]`)
 
 func (d kcatDriver) join(ctx context.Context, tg *target, group, topic string) (member, error) {
-	p, err := startProc(ctx, ".", true, "kcat", "-b", strings.Join(tg.addrs(), ","), "-G", group, "-J", "-u", "-X", "auto.offset.reset=earliest",
-		"-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=10000", "-X", "auto.commit.interval.ms=100", topic)
+	p, err := startProc(ctx, ".", true, append(kcatBase(tg), "-G", group, "-J", "-u", "-X", "auto.offset.reset=earliest",
+		"-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=10000", "-X", "auto.commit.interval.ms=100", topic)...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,10 +28,14 @@ func (d kgoDriver) client(tg *target, opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(d.opts(tg, opts...)...)
 }
 
-// opts returns the options of every client: tg's nodes as seeds, and a
-// short retry backoff; then opts.
+// opts returns the options of every client: tg's nodes as seeds, its TLS
+// settings, and a short retry backoff; then opts.
 func (kgoDriver) opts(tg *target, opts ...kgo.Opt) []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(tg.addrs()...), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}, opts...)
+	base := []kgo.Opt{kgo.SeedBrokers(tg.addrs()...), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	if tg.tls != nil {
+		base = append(base, kgo.DialTLSConfig(tg.tls.config))
+	}
+	return append(base, opts...)
 }
 
 // kgoIsolation is kgo's option for a consumeSpec's Isolation.

@@ -62,7 +62,7 @@ type process struct {
 }
 
 // servingLine is the line serve and controller print once they listen.
-var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller) serving .* on (\S+)`)
+var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller) serving .* on (?:SSL://)?(\S+)`)
 
 // startProcess runs bin with args and waits for its serving line. The
 // process is killed when the test ends, and its standard error logged if
@@ -158,7 +158,7 @@ func (p *process) terminate() error {
 
 // target is what the checks run against: a single node or a cluster.
 type target struct {
-	name  string // "single" or "cluster"
+	name  string // "single", "cluster" or "ssl"
 	bin   string // the partlog binary
 	rf    int16  // the replication factor of the checks' topics
 	nodes map[int32]*process
@@ -168,6 +168,9 @@ type target struct {
 	// topics, produces with partlog's producer, and reads back what a
 	// Kafka client wrote, batch by batch.
 	client *transport.ClusterClient
+	// tls is how clients reach a target whose listeners are SSL ones;
+	// nil for plaintext.
+	tls *clientTLS
 
 	// mu guards topics, the counter that names each check's topics.
 	mu     sync.Mutex
@@ -187,7 +190,7 @@ func startSingle(t *testing.T, bin string) *target {
 	args := append([]string{"serve", "--dir", filepath.Join(t.TempDir(), "single")}, nodeArgs()...)
 	p := startProcess(t, "the single node", bin, args...)
 	tg := &target{name: "single", bin: bin, rf: 1, nodes: map[int32]*process{}}
-	id, err := nodeID(p.addr)
+	id, err := tg.nodeID(p.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +226,7 @@ func (tg *target) dial(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := transport.DialCluster(ctx, tg.addrs(), transport.DialOptions{})
+	c, err := transport.DialCluster(ctx, tg.addrs(), tg.dialOptions())
 	if err != nil {
 		t.Fatalf("%s: dial: %v", tg.name, err)
 	}
@@ -238,10 +241,10 @@ func (tg *target) dial(t *testing.T) {
 }
 
 // nodeID asks the node at addr for its id.
-func nodeID(addr string) (int32, error) {
+func (tg *target) nodeID(addr string) (int32, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, addr, transport.DialOptions{})
+	c, err := transport.Dial(ctx, addr, tg.dialOptions())
 	if err != nil {
 		return 0, err
 	}
@@ -296,7 +299,7 @@ func (tg *target) createTopic(ctx context.Context, name string, partitions int32
 	for k, v := range configs {
 		all[k] = v
 	}
-	c, err := transport.Dial(ctx, tg.addrs()[0], transport.DialOptions{})
+	c, err := transport.Dial(ctx, tg.addrs()[0], tg.dialOptions())
 	if err != nil {
 		return err
 	}
@@ -363,7 +366,7 @@ func (tg *target) waitEveryNode(ctx context.Context, what string, topics []strin
 			continue // killed
 		}
 		err := func() error {
-			c, err := transport.Dial(ctx, p.addr, transport.DialOptions{})
+			c, err := transport.Dial(ctx, p.addr, tg.dialOptions())
 			if err != nil {
 				return err
 			}

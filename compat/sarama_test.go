@@ -20,10 +20,13 @@ func (saramaDriver) label() string             { return "sarama 1.61.1" }
 func (saramaDriver) transactionVersion() int16 { return 0 }
 func (d saramaDriver) admin() admin            { return d }
 
-// config returns sarama's default config with short backoffs, so that a
-// check does not wait out Kafka's defaults.
-func (saramaDriver) config() *sarama.Config {
+// config returns sarama's default config with tg's TLS settings and short
+// backoffs, so that a check does not wait out Kafka's defaults.
+func (saramaDriver) config(tg *target) *sarama.Config {
 	cfg := sarama.NewConfig()
+	if tg.tls != nil {
+		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, tg.tls.config
+	}
 	cfg.ClientID = "partlog-compat"
 	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
 	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
@@ -63,7 +66,7 @@ func saramaMessages(topic string, recs []rec) []*sarama.ProducerMessage {
 }
 
 func (d saramaDriver) produce(ctx context.Context, tg *target, spec produceSpec) ([]rec, error) {
-	cfg := d.config()
+	cfg := d.config(tg)
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.RequiredAcks = saramaAcks[spec.Acks]
@@ -129,7 +132,7 @@ func (d saramaDriver) startOffset(client sarama.Client, topic string, partition 
 }
 
 func (d saramaDriver) consume(ctx context.Context, tg *target, spec consumeSpec) ([]rec, error) {
-	cfg := d.config()
+	cfg := d.config(tg)
 	if spec.Isolation == "read_committed" {
 		cfg.Consumer.IsolationLevel = sarama.ReadCommitted // else sarama's default, ReadUncommitted
 	}
@@ -169,7 +172,7 @@ func (d saramaDriver) consume(ctx context.Context, tg *target, spec consumeSpec)
 // consumeToEnd reads until the partition consumer's HighWaterMarkOffset
 // (the high watermark of the last fetch) is past the last record read.
 func (d saramaDriver) consumeToEnd(ctx context.Context, tg *target, topic string, partition int32) ([]rec, int64, error) {
-	c, err := sarama.NewConsumer(tg.addrs(), d.config())
+	c, err := sarama.NewConsumer(tg.addrs(), d.config(tg))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -207,7 +210,7 @@ type saramaMember struct {
 }
 
 func (d saramaDriver) join(ctx context.Context, tg *target, group, topic string) (member, error) {
-	cfg := d.config()
+	cfg := d.config(tg)
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
@@ -278,8 +281,8 @@ func (m *saramaMember) Leave() error {
 // txnConfig is the config of a transactional producer: idempotent (which
 // sarama requires of one), acks=all, one request in flight, records to
 // the partition they name.
-func (d saramaDriver) txnConfig(transactionalID string) *sarama.Config {
-	cfg := d.config()
+func (d saramaDriver) txnConfig(tg *target, transactionalID string) *sarama.Config {
+	cfg := d.config(tg)
 	cfg.Producer.Transaction.ID = transactionalID
 	cfg.Producer.Transaction.Retry.Backoff = 50 * time.Millisecond
 	cfg.Producer.Idempotent = true
@@ -294,7 +297,7 @@ func (d saramaDriver) txnConfig(transactionalID string) *sarama.Config {
 // transactional id: BeginTxn, SendMessages (every record acknowledged),
 // and CommitTxn or AbortTxn.
 func (d saramaDriver) transact(ctx context.Context, tg *target, spec txnSpec) ([]rec, error) {
-	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(spec.TransactionalID))
+	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(tg, spec.TransactionalID))
 	if err != nil {
 		return nil, err
 	}
@@ -329,12 +332,12 @@ func (d saramaDriver) transact(ctx context.Context, tg *target, spec txnSpec) ([
 // the session's member and generation (KIP-447), CommitTxn — or AbortTxn,
 // and the end, in the run that aborts.
 func (d saramaDriver) transform(ctx context.Context, tg *target, spec transformSpec) (int, error) {
-	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(spec.TransactionalID))
+	p, err := sarama.NewSyncProducer(tg.addrs(), d.txnConfig(tg, spec.TransactionalID))
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
-	cfg := d.config()
+	cfg := d.config(tg)
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
@@ -488,7 +491,7 @@ type saramaStream struct {
 }
 
 func (d saramaDriver) produceStream(ctx context.Context, tg *target, topic string) (stream, error) {
-	cfg := d.config()
+	cfg := d.config(tg)
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Idempotent = true
@@ -555,7 +558,7 @@ func (s *saramaStream) Stop() error {
 // The admin calls, through sarama's ClusterAdmin.
 
 func withSaramaAdmin[T any](d saramaDriver, tg *target, fn func(sarama.ClusterAdmin) (T, error)) (T, error) {
-	adm, err := sarama.NewClusterAdmin(tg.addrs(), d.config())
+	adm, err := sarama.NewClusterAdmin(tg.addrs(), d.config(tg))
 	if err != nil {
 		var zero T
 		return zero, err

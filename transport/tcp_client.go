@@ -3,7 +3,10 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -30,6 +33,14 @@ type DialOptions struct {
 	ReconnectBackoff time.Duration
 	// MaxResponseBytes bounds a response frame. Zero means 1 GiB.
 	MaxResponseBytes int
+	// TLS, when set, speaks TLS to the node (security.protocol SSL): its
+	// RootCAs are the trust store (ssl.truststore), Certificates the
+	// client's own certificate for a listener that asks for one
+	// (ssl.keystore). Without a ServerName the host of the address
+	// dialled is checked against the node's certificate, as Kafka's
+	// ssl.endpoint.identification.algorithm=https does. Nil is
+	// plaintext.
+	TLS *tls.Config
 }
 
 func (o DialOptions) withDefaults() DialOptions {
@@ -170,13 +181,21 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", kafka.ErrNetwork, c.addr, err)
 	}
+	if c.opts.TLS != nil {
+		if nc, err = clientHandshake(setup, nc, c.addr, c.opts.TLS); err != nil {
+			return nil, err
+		}
+	}
 	wc := newWireConn(nc, c.fmt, c.opts.MaxResponseBytes)
 	if c.versions == nil {
 		versions, features, err := negotiate(setup, wc)
 		if err != nil {
-			if ctx.Err() == nil && setup.Err() != nil {
+			switch {
+			case ctx.Err() == nil && setup.Err() != nil:
 				err = fmt.Errorf("%w: %s accepted the connection but did not answer ApiVersions within %v: is it a Kafka server?",
 					kafka.ErrNetwork, c.addr, c.opts.DialTimeout)
+			case c.opts.TLS == nil && errors.Is(err, io.EOF):
+				err = fmt.Errorf("%w (%s closed the connection before it answered ApiVersions: is its listener SSL? security.protocol=SSL)", err, c.addr)
 			}
 			wc.fail(err)
 			return nil, err
@@ -184,6 +203,41 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 		c.versions, c.features = versions, features
 	}
 	return wc, nil
+}
+
+// clientHandshake runs the client's side of a TLS handshake with the node
+// at addr on nc. A failed handshake is ErrSSLAuthentication (not
+// retriable: a certificate does not mend itself), unless ctx ended first.
+func clientHandshake(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config) (net.Conn, error) {
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: TLS handshake with %s: %w", kafka.ErrNetwork, addr, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s closed the connection in the handshake: is its listener PLAINTEXT?", ErrSSLAuthentication, addr)
+		}
+		return nil, fmt.Errorf("%w: with %s: %w", ErrSSLAuthentication, addr, err)
+	}
+	return tc, nil
+}
+
+// remoteTLSAlert reports whether err is an alert the node sent in TLS,
+// such as a node refusing the client's certificate: under TLS 1.3 the
+// client finishes its handshake before the node checks its certificate,
+// and learns of the refusal on its first read.
+func remoteTLSAlert(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // negotiate asks the node for its ApiVersions and returns, for each API
@@ -532,7 +586,11 @@ func (wc *wireConn) readLoop() {
 	for {
 		frame, err := readFrame(r, nil, wc.maxBytes)
 		if err != nil {
-			wc.fail(fmt.Errorf("%w: read: %v", kafka.ErrNetwork, err))
+			if remoteTLSAlert(err) {
+				wc.fail(fmt.Errorf("%w: %w", ErrSSLAuthentication, err))
+			} else {
+				wc.fail(fmt.Errorf("%w: read: %w", kafka.ErrNetwork, err))
+			}
 			return
 		}
 		if len(frame) < 4 {

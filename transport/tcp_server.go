@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +39,20 @@ type ServerOptions struct {
 	// read by the node, rather than from their segment files with
 	// sendfile: for comparing the two.
 	CopyRecords bool
+	// TLS, when set, serves every connection with TLS, as a Kafka
+	// listener whose security protocol is SSL; nil serves plaintext
+	// (PLAINTEXT). With ClientAuth tls.RequireAndVerifyClientCert
+	// (Kafka's ssl.client.auth=required) a client without a certificate
+	// that ClientCAs vouch for is refused in the handshake. Fetched
+	// records then go through the TLS connection, not sendfile.
+	TLS *tls.Config
+	// PrincipalMappingRules map a client certificate's subject to the
+	// principal of its connection: ssl.principal.mapping.rules. A client
+	// whose subject no rule maps is refused; one without a certificate
+	// is auth.Anonymous. The zero value is DEFAULT: the subject as it is.
+	PrincipalMappingRules auth.MappingRules
+	// HandshakeTimeout bounds a TLS handshake. Zero means 10 seconds.
+	HandshakeTimeout time.Duration
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -49,11 +65,38 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 10 * time.Second
+	}
+	if o.TLS != nil {
+		// A certificate no rule maps is refused in the handshake, so
+		// that the client hears why (a bad_certificate alert).
+		o.TLS = o.TLS.Clone()
+		verify, rules := o.TLS.VerifyConnection, o.PrincipalMappingRules
+		o.TLS.VerifyConnection = func(cs tls.ConnectionState) error {
+			if verify != nil {
+				if err := verify(cs); err != nil {
+					return err
+				}
+			}
+			if len(cs.PeerCertificates) == 0 {
+				return nil
+			}
+			_, err := auth.CertificatePrincipal(cs.PeerCertificates[0], rules)
+			return err
+		}
+	}
 	return o
 }
 
 // ErrServerClosed is what Serve returns once Close was called.
 var ErrServerClosed = errors.New("transport: server closed")
+
+// ErrSSLAuthentication says a TLS handshake with a node failed: the node's
+// certificate is not one the client trusts or not for the address
+// dialled, or the node refused the client's (or its lack of one). Kafka's
+// clients raise SslAuthenticationException; they do not retry it.
+var ErrSSLAuthentication = errors.New("transport: SSL authentication failed")
 
 // Server answers Kafka protocol requests on TCP connections with a Client
 // — a *partlog.Node — so that producers and consumers in other processes,
@@ -162,23 +205,34 @@ func (s *Server) Close() error {
 
 // serveConn reads requests from c and answers each before reading the
 // next.
-func (s *Server) serveConn(c net.Conn, local net.Addr) {
+func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 	defer s.wg.Done()
 	defer func() {
-		c.Close()
+		raw.Close()
 		s.mu.Lock()
-		delete(s.conns, c)
+		delete(s.conns, raw)
 		s.mu.Unlock()
 	}()
-	r := bufio.NewReaderSize(c, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
-	p := peer{advertised: s.opts.Advertised}
+	p := peer{advertised: s.opts.Advertised, principal: auth.Anonymous}
 	if p.advertised == "" {
 		p.advertised = local.String()
 	}
-	if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
+	if host, _, err := net.SplitHostPort(raw.RemoteAddr().String()); err == nil {
 		p.clientHost = host
 	}
+	c := raw
+	if s.opts.TLS != nil {
+		tc, principal, err := s.handshake(raw)
+		if err != nil {
+			s.opts.Logger.Info("transport: TLS handshake failed", "remote", raw.RemoteAddr(), "err", err)
+			return
+		}
+		defer tc.Close()
+		c, p.principal = tc, principal
+	}
+	p.ctx = auth.NewContext(s.ctx, p.principal)
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
 	// Fetch answers go out with sendfile where the connection is a socket.
 	sc, _ := c.(syscall.Conn)
 	if s.opts.CopyRecords {
@@ -235,6 +289,28 @@ func (s *Server) serveConn(c net.Conn, local net.Addr) {
 	}
 }
 
+// handshake runs the server's side of a TLS handshake on c and returns
+// the TLS connection and its principal: its client certificate's, or
+// auth.Anonymous without one.
+func (s *Server) handshake(c net.Conn) (*tls.Conn, auth.Principal, error) {
+	tc := tls.Server(c, s.opts.TLS)
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, auth.Principal{}, err
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return tc, auth.Anonymous, nil
+	}
+	principal, err := auth.CertificatePrincipal(certs[0], s.opts.PrincipalMappingRules)
+	if err != nil {
+		tc.Close()
+		return nil, auth.Principal{}, err
+	}
+	return tc, principal, nil
+}
+
 // readFrame reads one length-prefixed frame into dst.
 func readFrame(r io.Reader, dst []byte, maxBytes int) ([]byte, error) {
 	return readFrameWith(r, func(n int) []byte {
@@ -255,6 +331,9 @@ func readFrameWith(r io.Reader, alloc func(n int) []byte, maxBytes int) ([]byte,
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if string(size[:]) == "HTTP" {
 		return nil, fmt.Errorf("%w: the peer answered in HTTP, not in Kafka's protocol", kafka.ErrInvalidRequest)
+	}
+	if size[0] == 0x16 && size[1] == 3 { // a TLS handshake record, version 3.x
+		return nil, fmt.Errorf("%w: the peer speaks TLS to a plaintext connection (security.protocol SSL against a PLAINTEXT listener?)", kafka.ErrInvalidRequest)
 	}
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("%w: frame of %d bytes, the limit is %d", kafka.ErrInvalidRequest, n, maxBytes)
@@ -282,8 +361,12 @@ func reusableFrame(frame []byte) bool {
 
 // peer is what a server knows of a connection's two ends.
 type peer struct {
-	advertised string // the server's address, for answers that name it
-	clientHost string // the client's IP address
+	advertised string         // the server's address, for answers that name it
+	clientHost string         // the client's IP address
+	principal  auth.Principal // who the client authenticated as
+	// ctx is the context of the connection's requests: it ends at
+	// Close, and carries principal (auth.FromContext).
+	ctx context.Context
 }
 
 // answer handles one request frame and appends its response frame to out,
@@ -308,7 +391,7 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 	if fr, ok := req.(*kmsg.FetchRequest); ok {
 		r := fetchFromWire(fr)
 		r.FileRecords = sc != nil
-		resp, err := s.handler.Fetch(s.ctx, r)
+		resp, err := s.handler.Fetch(p.ctx, r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -343,7 +426,7 @@ func firstProduceError(resp *ProduceResponse) error {
 
 // dispatch calls the handler for one decoded request with header h.
 func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Response, error) {
-	ctx, version := s.ctx, h.apiVersion
+	ctx, version := p.ctx, h.apiVersion
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		if req.TransactionID != nil && !isTxnClient(s.handler) {

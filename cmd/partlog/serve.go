@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 )
@@ -65,7 +67,70 @@ controller's included. Start them together: each waits for a majority.
   partlog serve --process-roles broker,controller --voters $V --dir /tmp/c1 --node-id 1 --listen 127.0.0.1:9101 &
   partlog serve --process-roles broker,controller --voters $V --dir /tmp/c2 --node-id 2 --listen 127.0.0.1:9102 &
   partlog serve --process-roles broker,controller --voters $V --dir /tmp/c3 --node-id 3 --listen 127.0.0.1:9103 &
+
+--listen SSL://HOST:PORT serves TLS, as a Kafka listener of security
+protocol SSL: --ssl-keystore is a PEM file with the node's private key and
+certificate chain. With --ssl-client-auth required (mutual TLS) a client
+must show a certificate that an authority of --ssl-truststore signed, and
+its principal is the certificate's subject (User:CN=alice,OU=eng,...) or
+what --ssl-principal-mapping-rules make of it; without one a client is
+User:ANONYMOUS. Members of a cluster with SSL listeners reach each other
+over TLS, trusting --ssl-truststore and showing their own certificate; the
+controller's listener stays plaintext. Clients give their settings in a
+--command-config file, as Kafka's tools do:
+
+  partlog serve --dir /tmp/tls --listen SSL://127.0.0.1:9093 \
+    --ssl-keystore node.pem --ssl-truststore ca.pem --ssl-client-auth required \
+    --ssl-principal-mapping-rules 'RULE:^CN=(.*?),.*$/$1/'
+  printf 'security.protocol=SSL\nssl.truststore.location=ca.pem\nssl.keystore.location=alice.pem\n' >client.properties
+  partlog topics list --bootstrap-server 127.0.0.1:9093 --command-config client.properties
 `
+
+// listenerTLS returns the TLS configuration and principal mapping rules
+// of a listener of protocol from serve's --ssl flags: no configuration
+// for PLAINTEXT, which takes none of the flags.
+func listenerTLS(protocol, keyStore, trustStore, clientAuth, mappingRules string) (*tls.Config, auth.MappingRules, error) {
+	mode, ok := clientAuthModes[clientAuth]
+	if !ok {
+		return nil, auth.MappingRules{}, fmt.Errorf("--ssl-client-auth %q is not none, requested or required", clientAuth)
+	}
+	rules, err := auth.ParseMappingRules(mappingRules)
+	if err != nil {
+		return nil, auth.MappingRules{}, fmt.Errorf("--ssl-principal-mapping-rules: %v", err)
+	}
+	if protocol != protocolSSL {
+		if keyStore != "" || trustStore != "" || mode != tls.NoClientCert || mappingRules != "DEFAULT" {
+			return nil, auth.MappingRules{}, fmt.Errorf("the --ssl flags need an SSL listener (--listen SSL://HOST:PORT)")
+		}
+		return nil, rules, nil
+	}
+	if keyStore == "" {
+		return nil, auth.MappingRules{}, fmt.Errorf("an SSL listener needs --ssl-keystore")
+	}
+	if mode != tls.NoClientCert && trustStore == "" {
+		return nil, auth.MappingRules{}, fmt.Errorf("--ssl-client-auth %s needs --ssl-truststore", clientAuth)
+	}
+	cert, err := readKeyStore(keyStore)
+	if err != nil {
+		return nil, auth.MappingRules{}, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: mode, MinVersion: tls.VersionTLS12}
+	if trustStore != "" {
+		if cfg.ClientCAs, err = readTrustStore(trustStore); err != nil {
+			return nil, auth.MappingRules{}, err
+		}
+	}
+	return cfg, rules, nil
+}
+
+// listenerName writes a listener as Kafka's logs do: SSL://127.0.0.1:9093;
+// a plaintext one as its address alone.
+func listenerName(protocol string, addr net.Addr) string {
+	if protocol == protocolSSL {
+		return protocolSSL + "://" + addr.String()
+	}
+	return addr.String()
+}
 
 // serveReady, when set, is told the listener's address once it listens:
 // tests listen on port 0 and learn the port from it.
@@ -75,7 +140,7 @@ var serveReady func(addr string)
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve")
 	dir := dirFlag(fs)
-	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on")
+	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on, as Kafka's listeners are written: HOST:PORT or PLAINTEXT://HOST:PORT, or SSL://HOST:PORT for TLS")
 	advertised := fs.String("advertised", "", "the `address` clients and other nodes are told to use; the listener's by default")
 	nodeID := fs.Int("node-id", 0, "the node's `id` (node.id), for a new DIR; required with --controller")
 	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'), or of every controller of a quorum, comma-separated; the node serves alone without it")
@@ -90,11 +155,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	session := durationVar(fs, "session-timeout", 9*time.Second, "with the controller role, how long a node may go without a heartbeat before it is fenced (broker.session.timeout.ms), a `duration`")
 	election := durationVar(fs, "election-timeout", time.Second, "with the controller role, how long the controllers wait without hearing the active one before electing another (controller.quorum.election.timeout.ms), a `duration`")
 	writeMeta := fs.Bool("write-missing-meta", false, "write a new meta.properties (a new cluster id) when DIR holds partitions but has lost its own, rather than refuse it")
+	keyStore := fs.String("ssl-keystore", "", "with an SSL listener, a PEM `file` with the node's private key and certificate chain (ssl.keystore.location, ssl.keystore.type=PEM)")
+	trustStore := fs.String("ssl-truststore", "", "a PEM `file` of the certificate authorities that vouch for client certificates and, in a cluster, for the other members' (ssl.truststore.location, ssl.truststore.type=PEM)")
+	clientAuth := fs.String("ssl-client-auth", "none", "whether an SSL listener asks clients for certificates (ssl.client.auth): none, requested or required")
+	mappingRules := fs.String("ssl-principal-mapping-rules", "DEFAULT", "how a client certificate's subject becomes a user name (ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
 		return err
+	}
+	protocol, listenAddr, err := splitListener(*listen)
+	if err != nil {
+		return usageErrorf("serve", "--listen: %v", err)
+	}
+	tlsConfig, rules, err := listenerTLS(protocol, *keyStore, *trustStore, *clientAuth, *mappingRules)
+	if err != nil {
+		return usageErrorf("serve", "%v", err)
 	}
 	combined := *roles == "broker,controller" || *roles == "controller,broker"
 	var quorum map[int32]string
@@ -129,7 +206,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case *defaultReplication < 1 || *defaultReplication > math.MaxInt16:
 		return usageErrorf("serve", "--default-replication-factor %d is not a replica count", *defaultReplication)
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listenAddr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -162,6 +239,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		opts = append(opts, partlog.AdvertisedAddress(addr),
 			partlog.HeartbeatInterval(*heartbeat), partlog.ReplicaOptions(replica.Options{ReplicaLagTimeMax: *lagMax}))
+		if tlsConfig != nil {
+			// The other members serve SSL listeners too: the node trusts
+			// what vouches for its clients and shows its own certificate.
+			opts = append(opts, partlog.PeerTLS(&tls.Config{RootCAs: tlsConfig.ClientCAs, Certificates: tlsConfig.Certificates}))
+		}
 	}
 	// A cluster member registers its address in Open: it listens first,
 	// and peers that reach it before it serves wait in the backlog.
@@ -170,7 +252,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules})
 	stopProfile, err := startCPUProfile("serve", *cpuProfile)
 	if err != nil {
 		return err
@@ -181,11 +263,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	go func() { served <- s.Serve(ln) }()
 	switch {
 	case combined:
-		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s (its controller on %s, of the quorum %s)\n", n.NodeID(), n.Dir(), ln.Addr(), quorum[int32(*nodeID)], *voters)
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s (its controller on %s, of the quorum %s)\n", n.NodeID(), n.Dir(), listenerName(protocol, ln.Addr()), quorum[int32(*nodeID)], *voters)
 	case *controller != "":
-		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s in the cluster of controller %s\n", n.NodeID(), n.Dir(), ln.Addr(), *controller)
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s in the cluster of controller %s\n", n.NodeID(), n.Dir(), listenerName(protocol, ln.Addr()), *controller)
 	default:
-		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s\n", n.NodeID(), n.Dir(), ln.Addr())
+		fmt.Fprintf(stderr, "partlog: node %d serving %s on %s\n", n.NodeID(), n.Dir(), listenerName(protocol, ln.Addr()))
 	}
 	if serveReady != nil {
 		serveReady(ln.Addr().String())

@@ -23,15 +23,18 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-// targetFlags adds --dir and --bootstrap-server to fs.
+// targetFlags are --dir, --bootstrap-server and --command-config.
 type targetFlags struct {
-	dir, bootstrap *string
+	dir, bootstrap, commandConfig *string
 }
 
+// addTargetFlags adds the target flags to fs.
 func addTargetFlags(fs *flag.FlagSet) targetFlags {
 	return targetFlags{
 		dir:       dirFlag(fs),
 		bootstrap: fs.String("bootstrap-server", "", "the `host:port` of a served node (partlog serve) to use instead of --dir"),
+		commandConfig: fs.String("command-config", "", "a `file` of client properties for --bootstrap-server, as Kafka's tools take: "+
+			"client.id, security.protocol (PLAINTEXT or SSL), ssl.truststore.location and ssl.keystore.location (PEM files), ssl.endpoint.identification.algorithm"),
 	}
 }
 
@@ -44,6 +47,9 @@ type target struct {
 	// several nodes, sends each partition's requests to its leader.
 	cluster *transport.ClusterClient
 	addr    string
+	// dialOpts are what remote was dialled with, for other nodes of its
+	// cluster.
+	dialOpts transport.DialOptions
 }
 
 // openTarget opens what the flags name: exactly one of --dir and
@@ -52,8 +58,17 @@ func openTarget(command string, f targetFlags, stderr io.Writer) (*target, error
 	switch {
 	case *f.dir != "" && *f.bootstrap != "":
 		return nil, usageErrorf(command, "give --dir or --bootstrap-server, not both")
+	case *f.commandConfig != "" && *f.bootstrap == "":
+		return nil, usageErrorf(command, "--command-config needs --bootstrap-server")
 	case *f.bootstrap != "":
-		return dialTarget(command, *f.bootstrap, stderr)
+		opts := transport.DialOptions{ClientID: "partlog-" + command}
+		if *f.commandConfig != "" {
+			var err error
+			if opts, err = readCommandConfig(*f.commandConfig, opts, stderr, command); err != nil {
+				return nil, usageErrorf(command, "--command-config: %v", err)
+			}
+		}
+		return dialTarget(command, *f.bootstrap, opts, stderr)
 	case *f.dir == "":
 		return nil, usageErrorf(command, "--dir or --bootstrap-server is required")
 	}
@@ -66,21 +81,20 @@ func openTarget(command string, f targetFlags, stderr io.Writer) (*target, error
 	return &target{node: n}, nil
 }
 
-// dialTarget connects to the node at addr. When its Metadata names other
-// nodes too, the node is a member of a cluster, whose partitions have
-// different leaders: producers and consumers then reach them through a
-// transport.ClusterClient, and the other calls (admin, groups) go to the
-// node at addr.
-func dialTarget(command, addr string, stderr io.Writer) (*target, error) {
+// dialTarget connects to the node at addr with opts. When its Metadata
+// names other nodes too, the node is a member of a cluster, whose
+// partitions have different leaders: producers and consumers then reach
+// them through a transport.ClusterClient, and the other calls (admin,
+// groups) go to the node at addr.
+func dialTarget(command, addr string, opts transport.DialOptions, stderr io.Writer) (*target, error) {
 	ctx := context.Background()
-	opts := transport.DialOptions{ClientID: "partlog-" + command}
 	c, err := dialBootstrap(ctx, addr, opts, func() {
 		fmt.Fprintf(stderr, "partlog: %s: waiting for %s to accept connections (up to %v)\n", command, addr, bootstrapWait)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}
-	t := &target{remote: c, addr: addr}
+	t := &target{remote: c, addr: addr, dialOpts: opts}
 	md, err := c.Metadata(ctx, &transport.MetadataRequest{Topics: []string{}})
 	if err != nil {
 		c.Close()
@@ -439,7 +453,7 @@ func (t *target) brokerAdmin(ctx context.Context, id int32) (admin transport.Adm
 	if addr == t.addr {
 		return t.remote, func() {}, nil
 	}
-	c, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-configs"})
+	c, err := transport.Dial(ctx, addr, t.dialOpts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker %d at %s: %w", id, addr, err)
 	}

@@ -12,6 +12,7 @@
 // kafkajs-snappy, and below, lz4js (LZ4 frames) and zstd-codec (zstd, as
 // WebAssembly), all plain JavaScript, nothing to compile.
 
+const fs = require('fs')
 const readline = require('readline')
 const { Kafka, CompressionTypes, CompressionCodecs, ConfigResourceTypes, logLevel } = require('kafkajs')
 
@@ -65,9 +66,18 @@ const record = (partition, m) => ({
   partition, offset: Number(m.offset), timestamp: Number(m.timestamp), key: text(m.key), value: text(m.value), headers: headersIn(m.headers)
 })
 
+// ssl is kafkajs's TLS setting for a request's "tls" files, if any.
+const ssl = req => {
+  if (!req.tls) return undefined
+  const s = { ca: [fs.readFileSync(req.tls.ca)] }
+  if (req.tls.cert) Object.assign(s, { cert: fs.readFileSync(req.tls.cert), key: fs.readFileSync(req.tls.key) })
+  return s
+}
+
 const client = req => new Kafka({
   clientId: 'partlog-compat',
   brokers: req.bootstrap.split(','),
+  ssl: ssl(req),
   logLevel: logLevel.NOTHING,
   retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 20 }
 })

@@ -29,6 +29,17 @@ class NotAvailable(Exception):
     """The client has no such call: the check's cell is N/A."""
 
 
+def base(req):
+    """The settings of every client: the nodes, and librdkafka's ssl
+    settings for a request with "tls" files."""
+    conf = {"bootstrap.servers": req["bootstrap"]}
+    if req.get("tls"):
+        conf.update({"security.protocol": "ssl", "ssl.ca.location": req["tls"]["ca"]})
+        if req["tls"]["cert"]:
+            conf.update({"ssl.certificate.location": req["tls"]["cert"], "ssl.key.location": req["tls"]["key"]})
+    return conf
+
+
 def emit(obj):
     print(json.dumps(obj), flush=True)
 
@@ -60,7 +71,7 @@ def stdin_closed():
 
 def produce(req):
     acks = {0: "0", 1: "1", -1: "all"}[req["acks"]]
-    p = Producer({"bootstrap.servers": req["bootstrap"], "acks": acks, "compression.type": req["compression"],
+    p = Producer({**base(req), "acks": acks, "compression.type": req["compression"],
                   "enable.idempotence": req["idempotent"], "linger.ms": 5})
     outcomes = [None] * len(req["records"])
     for i, r in enumerate(req["records"]):
@@ -86,7 +97,7 @@ def produce(req):
 def consumer(req, **conf):
     # A group id is required even to assign partitions by hand; nothing is
     # committed under it.
-    c = {"bootstrap.servers": req["bootstrap"], "group.id": "partlog-compat", "enable.auto.commit": False}
+    c = {**base(req), "group.id": "partlog-compat", "enable.auto.commit": False}
     c.update(conf)
     return Consumer(c)
 
@@ -185,7 +196,7 @@ def stream(req):
     awaiting their acknowledgement, until standard input closes; then
     waits for every outcome."""
     closed = stdin_closed()
-    p = Producer({"bootstrap.servers": req["bootstrap"], "acks": "all", "enable.idempotence": True,
+    p = Producer({**base(req), "acks": "all", "enable.idempotence": True,
                   "linger.ms": 5, "message.timeout.ms": 60000})
     in_flight = [0]
 
@@ -212,7 +223,7 @@ def stream(req):
 def transactional_producer(req):
     """A Producer of the request's transactional.id, its transactions
     initialised (InitProducerId)."""
-    p = Producer({"bootstrap.servers": req["bootstrap"], "transactional.id": req["transactional_id"], "linger.ms": 5})
+    p = Producer({**base(req), "transactional.id": req["transactional_id"], "linger.ms": 5})
     p.init_transactions(TIMEOUT)
     return p
 
@@ -286,7 +297,7 @@ def transform(req):
 
 
 def admin(req):
-    return AdminClient({"bootstrap.servers": req["bootstrap"]})
+    return AdminClient(base(req))
 
 
 def wait(futures):

@@ -1,7 +1,8 @@
 // Package props reads and writes the small state files partlog keeps
 // beside its logs — meta.properties, producer-ids, controller-epoch — as
 // Java properties files, as Kafka writes them: "key=value" lines, with
-// blank lines and "#" comments.
+// blank lines and "#" comments; and reads the client properties files
+// that partlog's commands take (--command-config) as Kafka's tools do.
 package props
 
 import (
@@ -16,8 +17,8 @@ import (
 	"github.com/partlog/partlog/vfs"
 )
 
-// parseProperties parses a properties file's lines into a map.
-func parseProperties(data []byte) (map[string]string, error) {
+// Parse parses a properties file's lines into a map.
+func Parse(data []byte) (map[string]string, error) {
 	props := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -49,7 +50,7 @@ func Read(fsys vfs.FS, name string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("props: read %s: %w", name, err)
 	}
-	props, err := parseProperties(data)
+	props, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("props: %s: %w", name, err)
 	}
