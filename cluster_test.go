@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog"
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/internal/bufpool"
@@ -363,6 +364,9 @@ type tcpCluster struct {
 	// tls, when set, serves the nodes' listeners with mutual TLS, and
 	// the nodes reach each other with it.
 	tls *tlsWorld
+	// users, when set, makes the listeners SASL ones, with the user
+	// "node" (password "node-secret") for the nodes themselves.
+	users *auth.Users
 }
 
 func newTCPCluster(t testing.TB, ids ...int32) *tcpCluster {
@@ -372,8 +376,14 @@ func newTCPCluster(t testing.TB, ids ...int32) *tcpCluster {
 // newCluster starts a tcpCluster of nodes ids, with TLS from w unless it
 // is nil.
 func newCluster(t testing.TB, w *tlsWorld, ids ...int32) *tcpCluster {
+	return newSecureCluster(t, w, nil, ids...)
+}
+
+// newSecureCluster starts a tcpCluster of nodes ids, with TLS from w
+// unless it is nil, and SASL listeners with users unless it is nil.
+func newSecureCluster(t testing.TB, w *tlsWorld, users *auth.Users, ids ...int32) *tcpCluster {
 	c := &tcpCluster{t: t, ctlDir: t.TempDir(), dirs: map[int32]string{}, addrs: map[int32]string{},
-		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}, tls: w}
+		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}, tls: w, users: users}
 	c.startController("127.0.0.1:0")
 	t.Cleanup(func() {
 		for id := range c.nodes {
@@ -412,6 +422,10 @@ func (c *tcpCluster) start(id int32, addr string) {
 	if w := c.tls; w != nil {
 		opts = append(opts, partlog.PeerTLS(w.client(w.ca, w.server)))
 		serverOpts.TLS = &tls.Config{Certificates: []tls.Certificate{w.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: w.ca.Pool}
+	}
+	if c.users != nil {
+		opts = append(opts, partlog.PeerSASL(transport.SASLCredentials{Mechanism: auth.MechanismScramSHA512, User: "node", Password: "node-secret"}))
+		serverOpts.SASL = &transport.SASL{Credentials: c.users}
 	}
 	n, err := partlog.Open(c.dirs[id], opts...)
 	require.NoError(c.t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/partlog/partlog/broker"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
 )
 
@@ -180,6 +181,15 @@ func ControllerAddress(addr string) Option {
 // the controller stay plaintext.
 func PeerTLS(cfg *tls.Config) Option {
 	return optionFunc(func(o *broker.Options) { o.PeerTLS = cfg })
+}
+
+// PeerSASL makes the node authenticate as cred's user on the SASL
+// listeners of the other members of its cluster (Kafka's
+// sasl.mechanism.inter.broker.protocol and the broker's own JAAS
+// credentials), for members whose transport.ServerOptions.SASL ask for
+// it. The calls to the controller do not authenticate.
+func PeerSASL(cred transport.SASLCredentials) Option {
+	return optionFunc(func(o *broker.Options) { o.PeerSASL = &cred })
 }
 
 // ControllerRole makes the node also a controller of the quorum that

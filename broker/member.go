@@ -17,6 +17,7 @@ import (
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
 )
 
@@ -115,7 +116,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		m.ctl = controller.NewClient(strings.Split(o.controllerAddr, ","),
 			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond)})
 		m.answers = &bufpool.Pool{}
-		m.net = newTCPPeers(m.answers, n.opts.PeerTLS)
+		m.net = newTCPPeers(m.answers, transport.DialOptions{TLS: n.opts.PeerTLS, SASL: n.opts.PeerSASL})
 	}
 	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
 	var err error

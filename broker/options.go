@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
 	"github.com/partlog/partlog/vfs"
 )
@@ -104,6 +105,9 @@ type Options struct {
 	// members it reaches over TCP (replication, transaction markers):
 	// their listeners are SSL ones. Nil is plaintext.
 	PeerTLS *tls.Config
+	// PeerSASL, when set, is what the broker authenticates with on the
+	// other members' SASL listeners. Nil: their listeners do not ask.
+	PeerSASL *transport.SASLCredentials
 	// QuorumController, with Voters set, makes the broker also a
 	// controller of that quorum, as process.roles=broker,controller makes
 	// a Kafka node: it runs its member over its data directory, with the

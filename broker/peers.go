@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -205,8 +204,8 @@ type tcpPeers struct {
 	// answers takes back the records of fetch answers once delivered
 	// (see clusterMember.answers).
 	answers *bufpool.Pool
-	// tls is how peers are dialled: nil for plaintext.
-	tls *tls.Config
+	// dial are the options peers are dialled with (TLS and SASL).
+	dial transport.DialOptions
 
 	mu      sync.Mutex
 	clients map[int32]*tcpPeer
@@ -217,8 +216,8 @@ type tcpPeer struct {
 	client *transport.TCPClient
 }
 
-func newTCPPeers(answers *bufpool.Pool, tls *tls.Config) *tcpPeers {
-	return &tcpPeers{answers: answers, tls: tls, clients: map[int32]*tcpPeer{}}
+func newTCPPeers(answers *bufpool.Pool, dial transport.DialOptions) *tcpPeers {
+	return &tcpPeers{answers: answers, dial: dial, clients: map[int32]*tcpPeer{}}
 }
 
 func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs []replica.Message) error {
@@ -234,7 +233,7 @@ func (t *tcpPeers) deliver(ctx context.Context, _, to int32, addr string, msgs [
 	}
 	t.mu.Unlock()
 	if p == nil {
-		cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-replica", DialTimeout: 2 * time.Second, TLS: t.tls})
+		cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-replica", DialTimeout: 2 * time.Second, TLS: t.dial.TLS, SASL: t.dial.SASL})
 		if err != nil {
 			return err
 		}

@@ -150,7 +150,7 @@ func (m *clusterMember) nodeClient(ctx context.Context, id int32) (transport.Txn
 	if c := m.peers.clients[id]; c != nil && c.addr == addr {
 		return c.client, nil
 	}
-	c, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-txn-markers", DialTimeout: 2 * time.Second, TLS: m.n.opts.PeerTLS})
+	c, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-txn-markers", DialTimeout: 2 * time.Second, TLS: m.n.opts.PeerTLS, SASL: m.n.opts.PeerSASL})
 	if err != nil {
 		return nil, err
 	}

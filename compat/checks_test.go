@@ -28,8 +28,8 @@ func allChecks() []check {
 		{id: "end-of-partition", name: "end of partition (EOF event, or the high watermark)", timeout: 30 * time.Second, run: checkEndOfPartition},
 		{id: "group", name: "consumer group: two members share, commit, one leaves, the other takes over", timeout: 90 * time.Second, run: checkGroup},
 		{id: "idempotent", name: "idempotent producer", timeout: 30 * time.Second, run: checkIdempotent},
-		{id: "ssl-refused", name: "SSL listener requiring certificates: a client without one, or in plaintext, writes nothing", timeout: 60 * time.Second,
-			sslOnly: true, run: checkSSLRefused},
+		{id: "secure-refused", name: "SASL_SSL with mutual TLS: a wrong password, no client certificate, or plaintext, writes nothing", timeout: 60 * time.Second,
+			secureOnly: true, run: checkSecureRefused},
 	}
 	checks = append(checks, txnChecks()...)
 	checks = append(checks, check{id: "leader-kill", name: "leader SIGKILLed under acks=all: every ack read back once, at its offset", timeout: 90 * time.Second,

@@ -14,7 +14,7 @@ import (
 
 var (
 	clientsFlag = flag.String("compat.clients", "", "the clients to run, comma-separated (kcat,confluent,sarama,kgo,kafkajs); all by default")
-	targetsFlag = flag.String("compat.targets", "", "the targets to run against, comma-separated (single,cluster,ssl); all by default")
+	targetsFlag = flag.String("compat.targets", "", "the targets to run against, comma-separated (single,cluster,sasl_ssl); all by default")
 	checksFlag  = flag.String("compat.checks", "", "the checks to run, comma-separated ids (see allChecks); all by default")
 	logLevel    = flag.String("compat.log-level", "warn", "the partlog processes' --log-level; their standard error is shown when the test fails")
 )
@@ -50,8 +50,8 @@ type check struct {
 	timeout time.Duration
 	// clusterOnly checks need more than one node.
 	clusterOnly bool
-	// sslOnly checks need a target whose listeners are SSL ones.
-	sslOnly bool
+	// secureOnly checks need a target whose listeners are SASL_SSL ones.
+	secureOnly bool
 	// disruptive checks kill or restart nodes: they run one at a time,
 	// after every other check, with nothing else running.
 	disruptive bool
@@ -105,8 +105,8 @@ func TestCompatibility(t *testing.T) {
 			targets = append(targets, startSingle(t, bin))
 		case "cluster":
 			targets = append(targets, startCluster(t, bin))
-		case "ssl":
-			targets = append(targets, startSSL(t, bin))
+		case "sasl_ssl":
+			targets = append(targets, startSASLSSL(t, bin))
 		}
 	}
 	t.Logf("partlog built and started in %v", time.Since(start).Round(time.Millisecond))
@@ -152,7 +152,7 @@ func TestCompatibility(t *testing.T) {
 // cell.
 func runCheck(t *testing.T, rs *results, d driver, tg *target, c check) {
 	r := result{client: d.name(), target: tg.name, check: c.id}
-	if c.clusterOnly && len(tg.nodes) == 1 || c.sslOnly && tg.tls == nil {
+	if c.clusterOnly && len(tg.nodes) == 1 || c.secureOnly && tg.sec == nil {
 		r.outcome = notRun
 		rs.add(r)
 		return
@@ -206,8 +206,8 @@ func (rs *results) report(drivers []driver, targets []string, checks []check) st
 	}
 	for _, tg := range targets {
 		fmt.Fprintf(&b, "\n%s\n\n", map[string]string{"single": "Single node (`partlog serve`):",
-			"cluster": "Three-node cluster (`partlog controller` + 3 × `partlog serve --controller`, RF 3, min.insync.replicas=2):",
-			"ssl":     "Single node on an SSL listener that requires client certificates (`partlog serve --listen SSL://... --ssl-client-auth required`), each client with its own:"}[tg])
+			"cluster":  "Three-node cluster (`partlog controller` + 3 × `partlog serve --controller`, RF 3, min.insync.replicas=2):",
+			"sasl_ssl": "Single node on a SASL_SSL listener that requires client certificates and SCRAM-SHA-512 (`partlog serve --listen SASL_SSL://... --ssl-client-auth required --sasl-users ...`), each client with its own certificate and password:"}[tg])
 		b.WriteString("| check |")
 		for _, d := range drivers {
 			fmt.Fprintf(&b, " %s |", d.label())
@@ -261,12 +261,12 @@ func selectDrivers(t *testing.T) []driver {
 // selectTargets returns the targets -compat.targets names, both by default.
 func selectTargets(t *testing.T) []string {
 	if *targetsFlag == "" {
-		return []string{"single", "cluster", "ssl"}
+		return []string{"single", "cluster", "sasl_ssl"}
 	}
 	names := strings.Split(*targetsFlag, ",")
 	for _, n := range names {
-		if n != "single" && n != "cluster" && n != "ssl" {
-			t.Fatalf("-compat.targets: no target %q (single, cluster, ssl)", n)
+		if n != "single" && n != "cluster" && n != "sasl_ssl" {
+			t.Fatalf("-compat.targets: no target %q (single, cluster, sasl_ssl)", n)
 		}
 	}
 	return names

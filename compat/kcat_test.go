@@ -25,14 +25,11 @@ func (kcatDriver) transactionVersion() int16 { return 0 }
 func (d kcatDriver) admin() admin            { return kcatAdmin{} }
 
 // kcatBase returns the start of every kcat command line: the target's
-// nodes, and for an SSL target librdkafka's ssl settings.
+// nodes, and for a secured target librdkafka's settings.
 func kcatBase(tg *target) []string {
 	args := []string{"kcat", "-b", strings.Join(tg.addrs(), ",")}
-	if c := tg.tls; c != nil {
-		args = append(args, "-X", "security.protocol=ssl", "-X", "ssl.ca.location="+c.caFile)
-		if c.certFile != "" {
-			args = append(args, "-X", "ssl.certificate.location="+c.certFile, "-X", "ssl.key.location="+c.keyFile)
-		}
+	for k, v := range tg.sec.librdkafka() {
+		args = append(args, "-X", k+"="+v)
 	}
 	return args
 }

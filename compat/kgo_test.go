@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // kgoDriver is franz-go: kgo for producing and consuming, kadm for the
@@ -29,11 +30,16 @@ func (d kgoDriver) client(tg *target, opts ...kgo.Opt) (*kgo.Client, error) {
 }
 
 // opts returns the options of every client: tg's nodes as seeds, its TLS
-// settings, and a short retry backoff; then opts.
+// and SASL settings, and a short retry backoff; then opts.
 func (kgoDriver) opts(tg *target, opts ...kgo.Opt) []kgo.Opt {
 	base := []kgo.Opt{kgo.SeedBrokers(tg.addrs()...), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
-	if tg.tls != nil {
-		base = append(base, kgo.DialTLSConfig(tg.tls.config))
+	if c := tg.sec; c != nil {
+		if c.tlsConfig != nil {
+			base = append(base, kgo.DialTLSConfig(c.tlsConfig))
+		}
+		if c.mechanism != "" {
+			base = append(base, kgo.SASL(kscram.Auth{User: c.user, Pass: c.password}.AsSha512Mechanism()))
+		}
 	}
 	return append(base, opts...)
 }

@@ -62,7 +62,7 @@ type process struct {
 }
 
 // servingLine is the line serve and controller print once they listen.
-var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller) serving .* on (?:SSL://)?(\S+)`)
+var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller) serving .* on (?:[A-Z_]+://)?(\S+)`)
 
 // startProcess runs bin with args and waits for its serving line. The
 // process is killed when the test ends, and its standard error logged if
@@ -158,7 +158,7 @@ func (p *process) terminate() error {
 
 // target is what the checks run against: a single node or a cluster.
 type target struct {
-	name  string // "single", "cluster" or "ssl"
+	name  string // "single", "cluster" or "sasl_ssl"
 	bin   string // the partlog binary
 	rf    int16  // the replication factor of the checks' topics
 	nodes map[int32]*process
@@ -168,9 +168,9 @@ type target struct {
 	// topics, produces with partlog's producer, and reads back what a
 	// Kafka client wrote, batch by batch.
 	client *transport.ClusterClient
-	// tls is how clients reach a target whose listeners are SSL ones;
-	// nil for plaintext.
-	tls *clientTLS
+	// sec is how clients reach a target whose listeners are secured
+	// (SASL_SSL); nil for plaintext.
+	sec *clientSecurity
 
 	// mu guards topics, the counter that names each check's topics.
 	mu     sync.Mutex

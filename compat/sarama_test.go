@@ -20,12 +20,20 @@ func (saramaDriver) label() string             { return "sarama 1.61.1" }
 func (saramaDriver) transactionVersion() int16 { return 0 }
 func (d saramaDriver) admin() admin            { return d }
 
-// config returns sarama's default config with tg's TLS settings and short
+// config returns sarama's default config with tg's TLS and SASL settings and short
 // backoffs, so that a check does not wait out Kafka's defaults.
 func (saramaDriver) config(tg *target) *sarama.Config {
 	cfg := sarama.NewConfig()
-	if tg.tls != nil {
-		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, tg.tls.config
+	if c := tg.sec; c != nil {
+		if c.tlsConfig != nil {
+			cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, c.tlsConfig
+		}
+		if c.mechanism != "" {
+			// SaslHandshake v1, sarama's default.
+			cfg.Net.SASL.Enable, cfg.Net.SASL.Mechanism = true, sarama.SASLTypeSCRAMSHA512
+			cfg.Net.SASL.User, cfg.Net.SASL.Password = c.user, c.password
+			cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{} }
+		}
 	}
 	cfg.ClientID = "partlog-compat"
 	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond

@@ -163,8 +163,9 @@ func (d scriptDriver) start(ctx context.Context, tg *target, op string, fields a
 		}
 	}
 	req["op"], req["bootstrap"] = op, strings.Join(tg.addrs(), ",")
-	if c := tg.tls; c != nil {
-		req["tls"] = map[string]string{"ca": c.caFile, "cert": c.certFile, "key": c.keyFile} // no certificate: ""
+	if c := tg.sec; c != nil {
+		req["security"] = map[string]string{"ca": c.caFile, "cert": c.certFile, "key": c.keyFile, // no certificate: ""
+			"mechanism": c.mechanism, "user": c.user, "password": c.password} // no SASL: ""
 	}
 	b, err := json.Marshal(req)
 	if err != nil {

@@ -153,6 +153,22 @@ var (
 	ErrOperationNotAttempted = &Error{55, "OPERATION_NOT_ATTEMPTED", false, "not tried, because another part of the request failed"}
 )
 
+// The errors of authentication (KIP-43, KIP-152).
+var (
+	// ErrUnsupportedSaslMechanism answers a SaslHandshake naming a
+	// mechanism the listener does not offer; the answer lists those it
+	// does (Kafka's UNSUPPORTED_SASL_MECHANISM).
+	ErrUnsupportedSaslMechanism = &Error{33, "UNSUPPORTED_SASL_MECHANISM", false, "the listener does not offer this SASL mechanism"}
+	// ErrIllegalSaslState answers a SASL request out of turn: a
+	// SaslAuthenticate before a SaslHandshake, or a second handshake
+	// (Kafka's ILLEGAL_SASL_STATE).
+	ErrIllegalSaslState = &Error{34, "ILLEGAL_SASL_STATE", false, "SASL request out of turn"}
+	// ErrSaslAuthenticationFailed answers a SaslAuthenticate whose user
+	// name or password is wrong; the node then closes the connection
+	// (Kafka's SASL_AUTHENTICATION_FAILED).
+	ErrSaslAuthenticationFailed = &Error{58, "SASL_AUTHENTICATION_FAILED", false, "SASL authentication failed"}
+)
+
 // ErrNotController answers a call that only the active controller
 // carries out, made to a controller that is not active: the caller finds
 // the one that is (Kafka's NOT_CONTROLLER).
@@ -188,6 +204,7 @@ func init() {
 		ErrNotController, ErrStaleBrokerEpoch, ErrInvalidUpdateVersion, ErrBrokerIDNotRegistered, ErrIneligibleReplica,
 		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
 		ErrTransactionCoordinatorFenced, ErrTransactionalIDAuthorizationFailed, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
+		ErrUnsupportedSaslMechanism, ErrIllegalSaslState, ErrSaslAuthenticationFailed,
 	} {
 		errorsByCode[e.Code] = e
 	}

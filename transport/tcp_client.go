@@ -41,6 +41,11 @@ type DialOptions struct {
 	// ssl.endpoint.identification.algorithm=https does. Nil is
 	// plaintext.
 	TLS *tls.Config
+	// SASL, when set, authenticates every connection with these
+	// credentials (security.protocol SASL_PLAINTEXT, or SASL_SSL with
+	// TLS) before any request but ApiVersions. A refusal is
+	// kafka.ErrSaslAuthenticationFailed, which is not retried.
+	SASL *SASLCredentials
 }
 
 func (o DialOptions) withDefaults() DialOptions {
@@ -202,6 +207,16 @@ func (c *TCPClient) dial(ctx context.Context) (*wireConn, error) {
 		}
 		c.versions, c.features = versions, features
 	}
+	if c.opts.SASL != nil {
+		authVersion := min(c.versions[apiSaslAuthenticate], 2)
+		if err := authenticate(setup, wc, c.opts.SASL, authVersion); err != nil {
+			wc.fail(err)
+			if ctx.Err() == nil && setup.Err() != nil {
+				return nil, fmt.Errorf("%w: %s did not finish SASL authentication within %v", kafka.ErrNetwork, c.addr, c.opts.DialTimeout)
+			}
+			return nil, fmt.Errorf("SASL authentication with %s: %w", c.addr, err)
+		}
+	}
 	return wc, nil
 }
 
@@ -267,7 +282,7 @@ func negotiate(ctx context.Context, wc *wireConn) (map[int16]int16, []Feature, e
 		theirs[k.ApiKey] = k
 	}
 	versions := map[int16]int16{}
-	for _, ours := range supportedAPIs {
+	for _, ours := range slices.Concat(supportedAPIs, saslAPIs) {
 		k, ok := theirs[ours.key]
 		if !ok || k.MaxVersion < ours.min || k.MinVersion > ours.max {
 			continue // requests of this kind fail with kafka.ErrUnsupportedVersion

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -53,6 +54,13 @@ type ServerOptions struct {
 	PrincipalMappingRules auth.MappingRules
 	// HandshakeTimeout bounds a TLS handshake. Zero means 10 seconds.
 	HandshakeTimeout time.Duration
+	// SASL, when set, makes clients authenticate (SaslHandshake,
+	// SaslAuthenticate) before the server answers anything but
+	// ApiVersions: Kafka's SASL_PLAINTEXT listener, or SASL_SSL with
+	// TLS. A connection that sends another request first is closed, and
+	// so is one whose authentication failed, once told why. The
+	// principal is then User:name of the user who authenticated.
+	SASL *SASL
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -67,6 +75,11 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 10 * time.Second
+	}
+	if o.SASL != nil && len(o.SASL.Mechanisms) == 0 {
+		sasl := *o.SASL
+		sasl.Mechanisms = slices.Clone(auth.Mechanisms)
+		o.SASL = &sasl
 	}
 	if o.TLS != nil {
 		// A certificate no rule maps is refused in the handshake, so
@@ -138,8 +151,13 @@ type Server struct {
 // NewServer returns a server whose requests handler answers.
 func NewServer(handler Client, opts ServerOptions) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
+	opts = opts.withDefaults()
+	apis := apisFor(handler)
+	if opts.SASL != nil {
+		apis = append(apis, saslAPIs...)
+	}
 	return &Server{
-		handler: handler, opts: opts.withDefaults(), apis: apisFor(handler), features: featuresOf(handler), ctx: ctx, cancel: cancel,
+		handler: handler, opts: opts, apis: apis, features: featuresOf(handler), ctx: ctx, cancel: cancel,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
 	}
 }
@@ -231,6 +249,9 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 		c, p.principal = tc, principal
 	}
 	p.ctx = auth.NewContext(s.ctx, p.principal)
+	if s.opts.SASL != nil {
+		p.sasl = &saslSession{}
+	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
 	// Fetch answers go out with sendfile where the connection is a socket.
@@ -253,7 +274,11 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 		}
 		c.SetReadDeadline(time.Time{})
 		var files []filePiece
-		out, files, err = s.answer(out[:0], frame, p, sc)
+		if p.sasl != nil && p.sasl.raw && !p.sasl.done {
+			out, err = s.answerRawSASL(out[:0], frame, &p)
+		} else {
+			out, files, err = s.answer(out[:0], frame, &p, sc)
+		}
 		if reusableFrame(frame) {
 			s.frames.Put(frame)
 		}
@@ -262,6 +287,9 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			return
 		}
 		if err != nil {
+			if p.sasl != nil && p.sasl.failed {
+				return // refused, and logged
+			}
 			// Kafka closes a connection whose request it cannot parse.
 			s.opts.Logger.Warn("transport: bad request", "remote", c.RemoteAddr(), "err", err)
 			return
@@ -279,6 +307,10 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 		}
 		if err != nil {
 			s.opts.Logger.Debug("transport: write answer", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
+		if p.sasl != nil && p.sasl.failed { // refused: it was told why
+			w.Flush()
 			return
 		}
 		if r.Buffered() == 0 { // no pipelined request waiting: send now
@@ -364,6 +396,7 @@ type peer struct {
 	advertised string         // the server's address, for answers that name it
 	clientHost string         // the client's IP address
 	principal  auth.Principal // who the client authenticated as
+	sasl       *saslSession   // on a SASL listener: the client's progress
 	// ctx is the context of the connection's requests: it ends at
 	// Close, and carries principal (auth.FromContext).
 	ctx context.Context
@@ -373,10 +406,13 @@ type peer struct {
 // or nothing for a request that gets none. A Fetch answer on a socket
 // (sc not nil) leaves its records in their files: the pieces say where
 // they go in the frame, and the caller closes them.
-func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []filePiece, error) {
+func (s *Server) answer(out, frame []byte, p *peer, sc syscall.Conn) ([]byte, []filePiece, error) {
 	h, req, body, err := parseRequestHeader(frame)
 	if err != nil {
 		return nil, nil, err
+	}
+	if p.sasl != nil && !p.sasl.done && h.apiKey != apiApiVersions && h.apiKey != apiSaslHandshake && h.apiKey != apiSaslAuthenticate {
+		return nil, nil, fmt.Errorf("%w: %s", errUnauthenticated, apiName(h.apiKey))
 	}
 	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
 		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, s.features, h.apiVersion)), nil, nil
@@ -398,7 +434,14 @@ func (s *Server) answer(out, frame []byte, p peer, sc syscall.Conn) ([]byte, []f
 		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
 		return out, pieces, nil
 	}
-	resp, err := s.dispatch(req, h, p)
+	if h.apiKey == apiSaslHandshake || h.apiKey == apiSaslAuthenticate {
+		resp, err := s.answerSASL(req, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return appendResponseFrame(out, h.correlationID, resp), nil, nil
+	}
+	resp, err := s.dispatch(req, h, *p)
 	if err != nil {
 		return nil, nil, err
 	}

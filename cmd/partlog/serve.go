@@ -13,6 +13,8 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -98,14 +100,14 @@ func listenerTLS(protocol, keyStore, trustStore, clientAuth, mappingRules string
 	if err != nil {
 		return nil, auth.MappingRules{}, fmt.Errorf("--ssl-principal-mapping-rules: %v", err)
 	}
-	if protocol != protocolSSL {
+	if !usesTLS(protocol) {
 		if keyStore != "" || trustStore != "" || mode != tls.NoClientCert || mappingRules != "DEFAULT" {
-			return nil, auth.MappingRules{}, fmt.Errorf("the --ssl flags need an SSL listener (--listen SSL://HOST:PORT)")
+			return nil, auth.MappingRules{}, fmt.Errorf("the --ssl flags need an SSL or SASL_SSL listener (--listen SSL://HOST:PORT)")
 		}
 		return nil, rules, nil
 	}
 	if keyStore == "" {
-		return nil, auth.MappingRules{}, fmt.Errorf("an SSL listener needs --ssl-keystore")
+		return nil, auth.MappingRules{}, fmt.Errorf("an %s listener needs --ssl-keystore", protocol)
 	}
 	if mode != tls.NoClientCert && trustStore == "" {
 		return nil, auth.MappingRules{}, fmt.Errorf("--ssl-client-auth %s needs --ssl-truststore", clientAuth)
@@ -123,11 +125,39 @@ func listenerTLS(protocol, keyStore, trustStore, clientAuth, mappingRules string
 	return cfg, rules, nil
 }
 
+// listenerSASL returns the SASL settings of a listener of protocol from
+// serve's --sasl flags, with the users' passwords: none for a protocol
+// without SASL, which takes neither flag.
+func listenerSASL(protocol, mechanisms, usersFile string) (*transport.SASL, map[string]string, error) {
+	if !usesSASL(protocol) {
+		if usersFile != "" || mechanisms != strings.Join(auth.Mechanisms, ",") {
+			return nil, nil, fmt.Errorf("the --sasl flags need a SASL_PLAINTEXT or SASL_SSL listener")
+		}
+		return nil, nil, nil
+	}
+	if usersFile == "" {
+		return nil, nil, fmt.Errorf("a %s listener needs --sasl-users", protocol)
+	}
+	var enabled []string
+	for _, m := range strings.Split(mechanisms, ",") {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		if !slices.Contains(auth.Mechanisms, m) {
+			return nil, nil, fmt.Errorf("--sasl-enabled-mechanisms: %q is not one of %s", m, strings.Join(auth.Mechanisms, ", "))
+		}
+		enabled = append(enabled, m)
+	}
+	users, passwords, err := readUsers(usersFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &transport.SASL{Mechanisms: enabled, Credentials: users}, passwords, nil
+}
+
 // listenerName writes a listener as Kafka's logs do: SSL://127.0.0.1:9093;
-// a plaintext one as its address alone.
+// a PLAINTEXT one as its address alone.
 func listenerName(protocol string, addr net.Addr) string {
-	if protocol == protocolSSL {
-		return protocolSSL + "://" + addr.String()
+	if protocol != protocolPlaintext {
+		return protocol + "://" + addr.String()
 	}
 	return addr.String()
 }
@@ -140,7 +170,7 @@ var serveReady func(addr string)
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve")
 	dir := dirFlag(fs)
-	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on, as Kafka's listeners are written: HOST:PORT or PLAINTEXT://HOST:PORT, or SSL://HOST:PORT for TLS")
+	listen := fs.String("listen", "127.0.0.1:9092", "the `address` to listen on, as Kafka's listeners are written: HOST:PORT or PLAINTEXT://HOST:PORT; SSL://, SASL_PLAINTEXT:// or SASL_SSL://HOST:PORT for TLS, SASL or both")
 	advertised := fs.String("advertised", "", "the `address` clients and other nodes are told to use; the listener's by default")
 	nodeID := fs.Int("node-id", 0, "the node's `id` (node.id), for a new DIR; required with --controller")
 	controller := fs.String("controller", "", "the `address` of the cluster's controller ('partlog controller'), or of every controller of a quorum, comma-separated; the node serves alone without it")
@@ -159,12 +189,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	trustStore := fs.String("ssl-truststore", "", "a PEM `file` of the certificate authorities that vouch for client certificates and, in a cluster, for the other members' (ssl.truststore.location, ssl.truststore.type=PEM)")
 	clientAuth := fs.String("ssl-client-auth", "none", "whether an SSL listener asks clients for certificates (ssl.client.auth): none, requested or required")
 	mappingRules := fs.String("ssl-principal-mapping-rules", "DEFAULT", "how a client certificate's subject becomes a user name (ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT")
+	mechanisms := fs.String("sasl-enabled-mechanisms", strings.Join(auth.Mechanisms, ","), "the SASL `mechanisms` a SASL listener offers (sasl.enabled.mechanisms)")
+	usersFile := fs.String("sasl-users", "", "with a SASL listener, a `file` of user=password lines: the users clients authenticate as (a broker's JAAS user_NAME=\"password\" list)")
+	interBroker := fs.String("sasl-inter-broker-user", "", "with a SASL listener in a cluster, the `user` of --sasl-users this node authenticates as to the other members")
+	interBrokerMechanism := fs.String("sasl-mechanism-inter-broker-protocol", auth.MechanismScramSHA512, "the SASL `mechanism` this node authenticates with to the other members (sasl.mechanism.inter.broker.protocol)")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
 		return err
 	}
+	combined := *roles == "broker,controller" || *roles == "controller,broker"
 	protocol, listenAddr, err := splitListener(*listen)
 	if err != nil {
 		return usageErrorf("serve", "--listen: %v", err)
@@ -173,7 +208,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("serve", "%v", err)
 	}
-	combined := *roles == "broker,controller" || *roles == "controller,broker"
+	sasl, passwords, err := listenerSASL(protocol, *mechanisms, *usersFile)
+	if err != nil {
+		return usageErrorf("serve", "%v", err)
+	}
+	var peerSASL *transport.SASLCredentials
+	switch {
+	case *interBroker != "" && sasl == nil:
+		return usageErrorf("serve", "--sasl-inter-broker-user needs a SASL listener")
+	case *interBroker != "" && passwords[*interBroker] == "":
+		return usageErrorf("serve", "--sasl-inter-broker-user %s is not a user of --sasl-users", *interBroker)
+	case *interBroker != "" && !slices.Contains(auth.Mechanisms, *interBrokerMechanism):
+		return usageErrorf("serve", "--sasl-mechanism-inter-broker-protocol %s: partlog speaks %s", *interBrokerMechanism, strings.Join(auth.Mechanisms, ", "))
+	case *interBroker != "":
+		peerSASL = &transport.SASLCredentials{Mechanism: *interBrokerMechanism, User: *interBroker, Password: passwords[*interBroker]}
+	case sasl != nil && (*controller != "" || combined):
+		return usageErrorf("serve", "a cluster member with a SASL listener needs --sasl-inter-broker-user: the user it authenticates as to the other members")
+	}
 	var quorum map[int32]string
 	if combined {
 		if quorum, err = partlog.ParseVoters(*voters); err != nil {
@@ -244,6 +295,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			// what vouches for its clients and shows its own certificate.
 			opts = append(opts, partlog.PeerTLS(&tls.Config{RootCAs: tlsConfig.ClientCAs, Certificates: tlsConfig.Certificates}))
 		}
+		if peerSASL != nil {
+			opts = append(opts, partlog.PeerSASL(*peerSASL))
+		}
 	}
 	// A cluster member registers its address in Open: it listens first,
 	// and peers that reach it before it serves wait in the backlog.
@@ -252,7 +306,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl})
 	stopProfile, err := startCPUProfile("serve", *cpuProfile)
 	if err != nil {
 		return err

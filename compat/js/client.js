@@ -66,18 +66,27 @@ const record = (partition, m) => ({
   partition, offset: Number(m.offset), timestamp: Number(m.timestamp), key: text(m.key), value: text(m.value), headers: headersIn(m.headers)
 })
 
-// ssl is kafkajs's TLS setting for a request's "tls" files, if any.
+// ssl is kafkajs's TLS setting for a request's "security" files, if any.
 const ssl = req => {
-  if (!req.tls) return undefined
-  const s = { ca: [fs.readFileSync(req.tls.ca)] }
-  if (req.tls.cert) Object.assign(s, { cert: fs.readFileSync(req.tls.cert), key: fs.readFileSync(req.tls.key) })
+  const sec = req.security
+  if (!sec || !sec.ca) return undefined
+  const s = { ca: [fs.readFileSync(sec.ca)] }
+  if (sec.cert) Object.assign(s, { cert: fs.readFileSync(sec.cert), key: fs.readFileSync(sec.key) })
   return s
+}
+
+// sasl is kafkajs's SASL setting for a request's "security", if any.
+const sasl = req => {
+  const sec = req.security
+  if (!sec || !sec.mechanism) return undefined
+  return { mechanism: sec.mechanism.toLowerCase(), username: sec.user, password: sec.password }
 }
 
 const client = req => new Kafka({
   clientId: 'partlog-compat',
   brokers: req.bootstrap.split(','),
   ssl: ssl(req),
+  sasl: sasl(req),
   logLevel: logLevel.NOTHING,
   retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 20 }
 })

@@ -30,13 +30,21 @@ class NotAvailable(Exception):
 
 
 def base(req):
-    """The settings of every client: the nodes, and librdkafka's ssl
-    settings for a request with "tls" files."""
+    """The settings of every client: the nodes, and librdkafka's ssl and
+    sasl settings for a request with "security"."""
     conf = {"bootstrap.servers": req["bootstrap"]}
-    if req.get("tls"):
-        conf.update({"security.protocol": "ssl", "ssl.ca.location": req["tls"]["ca"]})
-        if req["tls"]["cert"]:
-            conf.update({"ssl.certificate.location": req["tls"]["cert"], "ssl.key.location": req["tls"]["key"]})
+    sec = req.get("security")
+    if not sec:
+        return conf
+    tls, sasl = bool(sec["ca"]), bool(sec["mechanism"])
+    conf["security.protocol"] = {(True, True): "sasl_ssl", (True, False): "ssl",
+                                 (False, True): "sasl_plaintext", (False, False): "plaintext"}[(tls, sasl)]
+    if tls:
+        conf["ssl.ca.location"] = sec["ca"]
+    if sec["cert"]:
+        conf.update({"ssl.certificate.location": sec["cert"], "ssl.key.location": sec["key"]})
+    if sasl:
+        conf.update({"sasl.mechanisms": sec["mechanism"], "sasl.username": sec["user"], "sasl.password": sec["password"]})
     return conf
 
 

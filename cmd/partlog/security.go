@@ -1,8 +1,9 @@
 package main
 
-// tls.go reads the TLS settings of a listener (partlog serve --listen
-// SSL://...) and of a client (--command-config), from PEM files as Kafka
-// reads them with ssl.keystore.type=PEM and ssl.truststore.type=PEM.
+// security.go reads the security settings of a listener (partlog serve
+// --listen SSL://..., SASL_SSL://...) and of a client (--command-config):
+// TLS from PEM files as Kafka reads them with ssl.keystore.type=PEM and
+// ssl.truststore.type=PEM, and SASL's mechanism and credentials.
 
 import (
 	"crypto/tls"
@@ -10,19 +11,31 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/internal/props"
 	"github.com/partlog/partlog/transport"
 )
 
 // Security protocols of a listener and a client (security.protocol).
 const (
-	protocolPlaintext = "PLAINTEXT"
-	protocolSSL       = "SSL"
+	protocolPlaintext     = "PLAINTEXT"
+	protocolSSL           = "SSL"
+	protocolSASLPlaintext = "SASL_PLAINTEXT"
+	protocolSASLSSL       = "SASL_SSL"
 )
+
+// usesTLS reports whether a security protocol runs over TLS.
+func usesTLS(protocol string) bool { return protocol == protocolSSL || protocol == protocolSASLSSL }
+
+// usesSASL reports whether a security protocol authenticates with SASL.
+func usesSASL(protocol string) bool {
+	return protocol == protocolSASLPlaintext || protocol == protocolSASLSSL
+}
 
 // splitListener splits a listener written as Kafka's listeners are,
 // "SSL://host:port", into its security protocol and address; an address
@@ -33,12 +46,10 @@ func splitListener(listener string) (protocol, addr string, err error) {
 		return protocolPlaintext, listener, nil
 	}
 	switch protocol = strings.ToUpper(protocol); protocol {
-	case protocolPlaintext, protocolSSL:
+	case protocolPlaintext, protocolSSL, protocolSASLPlaintext, protocolSASLSSL:
 		return protocol, addr, nil
-	case "SASL_PLAINTEXT", "SASL_SSL":
-		return "", "", fmt.Errorf("security protocol %s is not served yet: PLAINTEXT or SSL", protocol)
 	}
-	return "", "", fmt.Errorf("unknown security protocol %q: PLAINTEXT or SSL", protocol)
+	return "", "", fmt.Errorf("unknown security protocol %q: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
 }
 
 // readKeyStore reads a PEM key store: a private key and the certificate
@@ -84,13 +95,21 @@ var commandConfigKeys = []string{
 	"ssl.truststore.location", "ssl.truststore.type",
 	"ssl.keystore.location", "ssl.keystore.type",
 	"ssl.endpoint.identification.algorithm",
+	"sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password",
 }
 
+// jaasCredentials finds the user name and password in a sasl.jaas.config
+// value: "org.apache.kafka.common.security.scram.ScramLoginModule required
+// username="alice" password="alice-secret";".
+var jaasCredentials = regexp.MustCompile(`\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
 // readCommandConfig reads a client properties file, as Kafka's tools read
-// --command-config, into dial options: client.id, and security.protocol
-// PLAINTEXT or SSL with PEM trust and key stores. Properties it does not
-// know are named on stderr and otherwise left alone, as Kafka's clients
-// log them.
+// --command-config, into dial options: client.id, security.protocol
+// (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL) with PEM trust and key
+// stores, and sasl.mechanism with the user's name and password from
+// sasl.jaas.config (or librdkafka's sasl.username and sasl.password).
+// Properties it does not know are named on stderr and otherwise left
+// alone, as Kafka's clients log them.
 func readCommandConfig(path string, opts transport.DialOptions, stderr io.Writer, command string) (transport.DialOptions, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -120,18 +139,34 @@ func readCommandConfig(path string, opts transport.DialOptions, stderr io.Writer
 	}
 	protocol := strings.ToUpper(p["security.protocol"])
 	switch protocol {
-	case "", protocolPlaintext:
+	case "":
+		protocol = protocolPlaintext
+	case protocolPlaintext, protocolSSL, protocolSASLPlaintext, protocolSASLSSL:
+	default:
+		return opts, fmt.Errorf("%s: unknown security.protocol %q: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", path, p["security.protocol"])
+	}
+	if !usesTLS(protocol) {
 		for _, k := range []string{"ssl.truststore.location", "ssl.keystore.location"} {
 			if p[k] != "" {
-				return opts, fmt.Errorf("%s: %s needs security.protocol=SSL", path, k)
+				return opts, fmt.Errorf("%s: %s needs security.protocol SSL or SASL_SSL", path, k)
 			}
 		}
+	}
+	if !usesSASL(protocol) {
+		for _, k := range []string{"sasl.mechanism", "sasl.jaas.config", "sasl.username"} {
+			if p[k] != "" {
+				return opts, fmt.Errorf("%s: %s needs security.protocol SASL_PLAINTEXT or SASL_SSL", path, k)
+			}
+		}
+	} else {
+		cred, err := saslCredentials(p)
+		if err != nil {
+			return opts, fmt.Errorf("%s: %v", path, err)
+		}
+		opts.SASL = cred
+	}
+	if !usesTLS(protocol) {
 		return opts, nil
-	case protocolSSL:
-	case "SASL_PLAINTEXT", "SASL_SSL":
-		return opts, fmt.Errorf("%s: security.protocol=%s: partlog does not speak SASL yet", path, protocol)
-	default:
-		return opts, fmt.Errorf("%s: unknown security.protocol %q: PLAINTEXT or SSL", path, p["security.protocol"])
 	}
 	cfg := &tls.Config{}
 	if loc := p["ssl.truststore.location"]; loc != "" {
@@ -160,6 +195,56 @@ func readCommandConfig(path string, opts transport.DialOptions, stderr io.Writer
 	}
 	opts.TLS = cfg
 	return opts, nil
+}
+
+// saslCredentials reads a client's SASL mechanism and credentials from its
+// properties.
+func saslCredentials(p map[string]string) (*transport.SASLCredentials, error) {
+	cred := &transport.SASLCredentials{Mechanism: strings.ToUpper(p["sasl.mechanism"]), User: p["sasl.username"], Password: p["sasl.password"]}
+	if cred.Mechanism == "" {
+		return nil, fmt.Errorf("sasl.mechanism is required: %s", strings.Join(auth.Mechanisms, ", "))
+	}
+	if !slices.Contains(auth.Mechanisms, cred.Mechanism) {
+		return nil, fmt.Errorf("sasl.mechanism %s: partlog speaks %s", cred.Mechanism, strings.Join(auth.Mechanisms, ", "))
+	}
+	for _, m := range jaasCredentials.FindAllStringSubmatch(p["sasl.jaas.config"], -1) {
+		v := strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
+		if m[1] == "username" {
+			cred.User = v
+		} else {
+			cred.Password = v
+		}
+	}
+	if cred.User == "" || cred.Password == "" {
+		return nil, fmt.Errorf(`sasl.jaas.config needs username="..." and password="..." (or sasl.username and sasl.password)`)
+	}
+	return cred, nil
+}
+
+// readUsers reads a SASL listener's users from a properties file of
+// user=password lines, as a Kafka broker's JAAS configuration lists
+// user_NAME="password" for PLAIN: the passwords are salted as SCRAM
+// credentials in memory, and serve SCRAM-SHA-256, SCRAM-SHA-512 and
+// PLAIN alike.
+func readUsers(path string) (*auth.Users, map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("users: %w", err)
+	}
+	p, err := props.Parse(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("users %s: %w", path, err)
+	}
+	if len(p) == 0 {
+		return nil, nil, fmt.Errorf("users %s: no user=password line", path)
+	}
+	users := auth.NewUsers()
+	for user, password := range p {
+		if err := users.SetPassword(user, password); err != nil {
+			return nil, nil, fmt.Errorf("users %s: %s: %w", path, user, err)
+		}
+	}
+	return users, p, nil
 }
 
 // verifyChainOnly checks a node's certificate chain against roots (the

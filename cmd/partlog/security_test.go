@@ -1,0 +1,191 @@
+package main
+
+import (
+	"crypto/x509/pkix"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/partlog/partlog/internal/testcert"
+)
+
+// tlsFiles writes a CA's certificate (ca.pem), a node's key store
+// (node.pem) and two clients' (alice.pem: CN=alice,OU=eng; bob.pem:
+// CN=bob,OU=ops) to a new directory, and returns it.
+func tlsFiles(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := testcert.NewCA("partlog test CA")
+	require.NoError(t, err)
+	_, err = ca.WriteCA(dir, "ca.pem")
+	require.NoError(t, err)
+	for name, subject := range map[string]pkix.Name{
+		"node.pem":  {CommonName: "node-1"},
+		"alice.pem": {CommonName: "alice", OrganizationalUnit: []string{"eng"}},
+		"bob.pem":   {CommonName: "bob", OrganizationalUnit: []string{"ops"}},
+	} {
+		cert, err := ca.Issue(subject)
+		require.NoError(t, err)
+		_, err = testcert.WriteKeyPair(cert, dir, name)
+		require.NoError(t, err)
+	}
+	return dir
+}
+
+// writeFile writes text to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+// TestServeSSL serves a node on an SSL listener that requires client
+// certificates, and works on it with the topic, produce and consume
+// commands given a --command-config as Kafka's tools take it: the records
+// come back as produced. A client without the key store, or with a
+// certificate no mapping rule takes, or speaking plaintext, is refused.
+func TestServeSSL(t *testing.T) {
+	certs := tlsFiles(t)
+	dir := t.TempDir()
+	interrupt := interruptible(t)
+	ready := make(chan string, 1)
+	serveReady = func(addr string) { ready <- addr }
+	defer func() { serveReady = nil }()
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, code := cli(t, "serve", "--dir", dir, "--listen", "SSL://127.0.0.1:0",
+			"--ssl-keystore", filepath.Join(certs, "node.pem"), "--ssl-truststore", filepath.Join(certs, "ca.pem"),
+			"--ssl-client-auth", "required", "--ssl-principal-mapping-rules", "RULE:^CN=(.*?),OU=eng$/$1/")
+		done <- result{stderr, code}
+	}()
+	addr := <-ready
+
+	alice := writeFile(t, certs, "alice.properties", "# alice, over TLS\nsecurity.protocol=SSL\nssl.truststore.type=PEM\n"+
+		"ssl.truststore.location="+filepath.Join(certs, "ca.pem")+"\nssl.keystore.location="+filepath.Join(certs, "alice.pem")+"\n")
+	run := func(input string, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := cliIn(t, input, append(args, "--bootstrap-server", addr, "--command-config", alice)...)
+		require.Equal(t, exitOK, code, "%v: %s", args, stderr)
+		require.NotContains(t, stderr, "ignored")
+		return stdout
+	}
+	require.Equal(t, "Created topic secure.\n", run("", "topics", "create", "--topic", "secure", "--partitions", "2"))
+	run("k1:hello\nk2:world\nk1:again\n", "produce", "--topic", "secure", "--key-separator", ":")
+	got := lines(run("", "consume", "--topic", "secure", "--from-beginning", "--print-key", "--max-messages", "3", "--timeout", "10s"))
+	require.ElementsMatch(t, []string{"k1\thello", "k2\tworld", "k1\tagain"}, got)
+
+	refused := func(args ...string) string {
+		t.Helper()
+		_, stderr, code := cli(t, append([]string{"topics", "list", "--bootstrap-server", addr}, args...)...)
+		require.Equal(t, exitFailure, code, stderr)
+		return stderr
+	}
+	noCert := writeFile(t, certs, "nocert.properties", "security.protocol=SSL\nssl.truststore.location="+filepath.Join(certs, "ca.pem")+"\n")
+	require.Contains(t, refused("--command-config", noCert), "SSL authentication failed")
+	bob := writeFile(t, certs, "bob.properties", "security.protocol=SSL\nssl.truststore.location="+filepath.Join(certs, "ca.pem")+
+		"\nssl.keystore.location="+filepath.Join(certs, "bob.pem")+"\n")
+	require.Contains(t, refused("--command-config", bob), "SSL authentication failed")
+	refused() // plaintext
+
+	interrupt()
+	r := <-done
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "partlog: node 1 serving "+dir+" on SSL://"+addr+"\n")
+}
+
+// TestSSLUsageErrors checks the flags and client properties that do not
+// go together.
+func TestSSLUsageErrors(t *testing.T) {
+	certs := tlsFiles(t)
+	node, ca := filepath.Join(certs, "node.pem"), filepath.Join(certs, "ca.pem")
+	users := writeFile(t, certs, "users.properties", "alice=alice-secret\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--ssl-keystore", node}, "the --ssl flags need an SSL or SASL_SSL listener"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0"}, "an SSL listener needs --ssl-keystore"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node, "--ssl-client-auth", "required"}, "--ssl-client-auth required needs --ssl-truststore"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node, "--ssl-client-auth", "always"}, `--ssl-client-auth "always" is not none, requested or required`},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", ca}, "key store " + ca},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_SSL://127.0.0.1:0"}, "an SASL_SSL listener needs --ssl-keystore"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0"}, "a SASL_PLAINTEXT listener needs --sasl-users"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--sasl-users", ca}, "the --sasl flags need a SASL_PLAINTEXT or SASL_SSL listener"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--sasl-enabled-mechanisms", "PLAIN,GSSAPI"}, `--sasl-enabled-mechanisms: "GSSAPI" is not one of`},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--sasl-inter-broker-user", "carol"}, "--sasl-inter-broker-user carol is not a user of --sasl-users"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--node-id", "1", "--controller", "127.0.0.1:1"}, "a cluster member with a SASL listener needs --sasl-inter-broker-user"},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "TLS://127.0.0.1:0"}, `unknown security protocol "TLS"`},
+		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node, "--ssl-principal-mapping-rules", "RULE:x"}, "--ssl-principal-mapping-rules: auth: principal mapping rule"},
+		{[]string{"topics", "list", "--dir", t.TempDir(), "--command-config", ca}, "--command-config needs --bootstrap-server"},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "sasl.properties", "security.protocol=SASL_SSL\n")}, "sasl.mechanism is required"},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "gssapi.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")}, "sasl.mechanism GSSAPI: partlog speaks"},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "nouser.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n")}, `sasl.jaas.config needs username="..." and password="..."`},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "plainjaas.properties", "sasl.mechanism=PLAIN\n")}, "sasl.mechanism needs security.protocol SASL_PLAINTEXT or SASL_SSL"},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "jks.properties", "security.protocol=SSL\nssl.truststore.type=JKS\n")}, "ssl.truststore.type=JKS: partlog reads PEM files only"},
+		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "plain.properties", "ssl.keystore.location=x\n")}, "ssl.keystore.location needs security.protocol SSL or SASL_SSL"},
+	} {
+		_, stderr, code := cli(t, tc.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
+		require.Contains(t, stderr, tc.want, tc.args)
+	}
+}
+
+// TestServeSASLSSL serves a node on a SASL_SSL listener whose users come
+// from --sasl-users, and works on it with --command-config files as
+// Kafka's tools take them: SCRAM-SHA-512 with sasl.jaas.config, and PLAIN
+// with librdkafka's sasl.username and sasl.password. A wrong password is
+// refused with Kafka's error, and so is a client that skips SASL.
+func TestServeSASLSSL(t *testing.T) {
+	certs := tlsFiles(t)
+	users := writeFile(t, certs, "users.properties", "# the node's users\nalice=alice-secret\nbob=bob \"quoted\" secret\n")
+	dir := t.TempDir()
+	interrupt := interruptible(t)
+	ready := make(chan string, 1)
+	serveReady = func(addr string) { ready <- addr }
+	defer func() { serveReady = nil }()
+	done := make(chan int, 1)
+	var serveErr string
+	go func() {
+		_, stderr, code := cli(t, "serve", "--dir", dir, "--listen", "SASL_SSL://127.0.0.1:0",
+			"--ssl-keystore", filepath.Join(certs, "node.pem"), "--sasl-users", users)
+		serveErr = stderr
+		done <- code
+	}()
+	addr := <-ready
+	ca := filepath.Join(certs, "ca.pem")
+	scram := writeFile(t, certs, "scram.properties", "security.protocol=SASL_SSL\nssl.truststore.location="+ca+"\nsasl.mechanism=SCRAM-SHA-512\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";`+"\n")
+	plain := writeFile(t, certs, "plain.properties", "security.protocol=SASL_SSL\nssl.truststore.location="+ca+"\nsasl.mechanism=PLAIN\n"+
+		"sasl.username=bob\nsasl.password=bob \"quoted\" secret\n")
+	jaasQuoted := writeFile(t, certs, "quoted.properties", "security.protocol=SASL_SSL\nssl.truststore.location="+ca+"\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob \"quoted\" secret";`+"\n")
+	run := func(config, input string, args ...string) string {
+		t.Helper()
+		stdout, stderr, code := cliIn(t, input, append(args, "--bootstrap-server", addr, "--command-config", config)...)
+		require.Equal(t, exitOK, code, "%v: %s", args, stderr)
+		return stdout
+	}
+	require.Equal(t, "Created topic secure.\n", run(scram, "", "topics", "create", "--topic", "secure"))
+	run(plain, "one\ntwo\n", "produce", "--topic", "secure")
+	require.Equal(t, []string{"one", "two"}, lines(run(jaasQuoted, "", "consume", "--topic", "secure", "--from-beginning", "--max-messages", "2", "--timeout", "10s")))
+
+	wrong := writeFile(t, certs, "wrong.properties", "security.protocol=SASL_SSL\nssl.truststore.location="+ca+"\nsasl.mechanism=SCRAM-SHA-256\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="bob-secret";`+"\n")
+	_, stderr, code := cli(t, "topics", "list", "--bootstrap-server", addr, "--command-config", wrong)
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "SASL_AUTHENTICATION_FAILED")
+	sslOnly := writeFile(t, certs, "ssl-only.properties", "security.protocol=SSL\nssl.truststore.location="+ca+"\n")
+	_, stderr, code = cli(t, "topics", "list", "--bootstrap-server", addr, "--command-config", sslOnly)
+	require.Equal(t, exitFailure, code, stderr)
+
+	interrupt()
+	require.Equal(t, exitOK, <-done, serveErr)
+	require.Contains(t, serveErr, "on SASL_SSL://"+addr+"\n")
+}
