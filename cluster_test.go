@@ -429,6 +429,11 @@ func (c *tcpCluster) start(id int32, addr string) {
 	}
 	n, err := partlog.Open(c.dirs[id], opts...)
 	require.NoError(c.t, err)
+	if serverOpts.SASL != nil {
+		// The static users first (the nodes' own), then those the
+		// cluster's metadata holds.
+		serverOpts.SASL.Credentials = auth.AnyOf(c.users, n.Credentials())
+	}
 	s := transport.NewServer(n.Client(), serverOpts)
 	go s.Serve(ln)
 	c.nodes[id], c.servers[id], c.addrs[id] = n, s, ln.Addr().String()

@@ -91,6 +91,8 @@
 //	log        one partition's directory of segments; Dir for a node's directory
 //	kafka      Kafka's vocabulary apart from the wire: its errors as values,
 //	           acks, isolation levels, epochs, the replicas' fetch messages
+//	auth       who a connection is: principals, TLS certificates' mapping
+//	           rules, SASL (SCRAM-SHA-256/512, PLAIN) and users' credentials
 //	partition  one partition: log, high watermark, leader epoch, long polls,
 //	           idempotent producers' state
 //	replica    replication as a deterministic state machine: followers, ISR,
@@ -99,7 +101,8 @@
 //	           options they make, how config changes apply
 //	transport  Produce, Fetch, ListOffsets, Metadata, the group, admin and
 //	           producer-id calls; the Client interface a broker answers in
-//	           process, and a TCP server and client in Kafka's wire protocol
+//	           process, and a TCP server and client in Kafka's wire protocol,
+//	           with TLS and SASL
 //	memnet     (transport/memnet) the in-memory network between the
 //	           brokers of a cluster in one process, with faults
 //	producer   partitioners, batching, acks, retries, idempotence

@@ -3,6 +3,7 @@ package partlog
 import (
 	"context"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/broker"
 	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/transport"
@@ -54,6 +55,7 @@ type Client interface {
 	transport.EpochClient
 	transport.TxnClient
 	transport.ClusterAdminClient
+	transport.UserAdminClient
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the
@@ -75,6 +77,13 @@ func Open(dir string, opts ...Option) (*Node, error) {
 // It stays usable until Close, after which every request fails with
 // ErrClosed.
 func (n *Node) Client() Client { return n.b }
+
+// Credentials returns the users the cluster's metadata holds, with their
+// SCRAM credentials, as this node has them: what a SASL listener serving
+// the node authenticates clients with (transport.SASL.Credentials). Users
+// are set and deleted with AlterUserScramCredentials through any node of
+// the cluster (partlog configs --alter --entity-type users).
+func (n *Node) Credentials() auth.Credentials { return n.b }
 
 // Close stops the node: requests in flight finish, the replicas' logs are
 // synced and closed, and the data directory is unlocked. A node in a

@@ -1,6 +1,9 @@
 package auth
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -31,6 +34,9 @@ var ScramMechanisms = []string{MechanismScramSHA256, MechanismScramSHA512}
 // DefaultScramIterations is the iteration count Kafka salts passwords
 // with by default (and its minimum): 4096.
 const DefaultScramIterations = 4096
+
+// MaxScramIterations is the most iterations Kafka takes: 16384.
+const MaxScramIterations = 16384
 
 // ScramCredential is what a node keeps of a user's password for one SCRAM
 // mechanism, as Kafka keeps it (RFC 5802): the salt and iteration count
@@ -64,8 +70,8 @@ func NewScramCredential(mechanism, password string, iterations int) (ScramCreden
 	if iterations == 0 {
 		iterations = DefaultScramIterations
 	}
-	if iterations < DefaultScramIterations || iterations > 16384 {
-		return ScramCredential{}, fmt.Errorf("auth: %d SCRAM iterations: Kafka takes %d to 16384", iterations, DefaultScramIterations)
+	if iterations < DefaultScramIterations || iterations > MaxScramIterations {
+		return ScramCredential{}, fmt.Errorf("auth: %d SCRAM iterations: Kafka takes %d to %d", iterations, DefaultScramIterations, MaxScramIterations)
 	}
 	salt := make([]byte, 32)
 	rand.Read(salt)
@@ -89,6 +95,42 @@ func scramCredential(mechanism, password string, salt []byte, iterations int) (S
 		return ScramCredential{}, fmt.Errorf("auth: salting the password: %w", err)
 	}
 	return ScramCredential{Salt: salt, Iterations: iterations, StoredKey: stored.StoredKey, ServerKey: stored.ServerKey}, nil
+}
+
+// ScramCredentialFromSalted returns the credential of a password salted
+// for mechanism (PBKDF2 of the password with salt and iterations), as
+// Kafka's AlterUserScramCredentials sends it: a client salts the password
+// itself, so that the password never leaves it.
+func ScramCredentialFromSalted(mechanism string, salt, saltedPassword []byte, iterations int) (ScramCredential, error) {
+	hash, err := hashOf(mechanism)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	switch {
+	case iterations < DefaultScramIterations || iterations > MaxScramIterations:
+		return ScramCredential{}, fmt.Errorf("auth: %d SCRAM iterations: Kafka takes %d to %d", iterations, DefaultScramIterations, MaxScramIterations)
+	case len(salt) == 0 || len(saltedPassword) == 0:
+		return ScramCredential{}, errors.New("auth: an empty salt or salted password")
+	}
+	mac := func(msg string) []byte {
+		m := hmac.New(hash, saltedPassword)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	h := hash()
+	h.Write(mac("Client Key"))
+	return ScramCredential{Salt: bytes.Clone(salt), Iterations: iterations, StoredKey: h.Sum(nil), ServerKey: mac("Server Key")}, nil
+}
+
+// SaltPassword salts password for mechanism with salt and iterations
+// (PBKDF2, RFC 5802's Hi): what a client sends in
+// AlterUserScramCredentials.
+func SaltPassword(mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	hash, err := hashOf(mechanism)
+	if err != nil {
+		return nil, err
+	}
+	return pbkdf2.Key(hash, password, salt, iterations, hash().Size())
 }
 
 // Credentials are the users a listener authenticates: their SCRAM
@@ -156,4 +198,20 @@ func (u *Users) ScramCredential(user, mechanism string) (ScramCredential, bool) 
 	defer u.mu.RUnlock()
 	c, ok := u.creds[user][mechanism]
 	return c, ok
+}
+
+// AnyOf returns the credentials of the first of creds that has a user's
+// credential for a mechanism: a listener's static users before the
+// cluster's, say.
+func AnyOf(creds ...Credentials) Credentials { return anyOf(creds) }
+
+type anyOf []Credentials
+
+func (a anyOf) ScramCredential(user, mechanism string) (ScramCredential, bool) {
+	for _, c := range a {
+		if cred, ok := c.ScramCredential(user, mechanism); ok {
+			return cred, true
+		}
+	}
+	return ScramCredential{}, false
 }

@@ -120,6 +120,13 @@ func answer(m *Machine, req *request, resp *response, pids *producerIDFloor, fsy
 		err = m.ReassignPartition(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, target)
 	case opUnregister:
 		err = m.UnregisterNode(req.Node)
+	case opSetScram:
+		if req.Scram == nil {
+			return fmt.Errorf("%w: SetScramCredential without a credential", kafka.ErrInvalidRequest)
+		}
+		err = m.SetScramCredential(req.User, req.Mechanism, *req.Scram)
+	case opDeleteScram:
+		err = m.DeleteScramCredential(req.User, req.Mechanism)
 	default:
 		return fmt.Errorf("%w: unknown controller call %q", kafka.ErrInvalidRequest, req.Op)
 	}

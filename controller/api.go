@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -53,6 +54,12 @@ type API interface {
 	// UnregisterNode removes a node from the cluster, fencing it first if
 	// it is live (Kafka's UnregisterBroker).
 	UnregisterNode(ctx context.Context, node int32) (Change, error)
+	// SetScramCredential gives user cred for a SCRAM mechanism (an
+	// upsertion of Kafka's AlterUserScramCredentials).
+	SetScramCredential(ctx context.Context, user, mechanism string, cred auth.ScramCredential) (Change, error)
+	// DeleteScramCredential deletes user's credential for a mechanism:
+	// kafka.ErrResourceNotFound when there is none.
+	DeleteScramCredential(ctx context.Context, user, mechanism string) (Change, error)
 }
 
 // Change is the answer to a change of the metadata: the metadata version
@@ -122,6 +129,8 @@ const (
 	opElectLeader      = "elect_leader"
 	opReassign         = "reassign"
 	opUnregister       = "unregister"
+	opSetScram         = "set_scram"
+	opDeleteScram      = "delete_scram"
 )
 
 type request struct {
@@ -139,6 +148,9 @@ type request struct {
 	Alteration   *transport.ConfigAlteration `json:"alteration,omitempty"`
 	Replicas     []int32                     `json:"replicas,omitempty"`
 	Cancel       bool                        `json:"cancel,omitempty"`
+	User         string                      `json:"user,omitempty"`
+	Mechanism    string                      `json:"mechanism,omitempty"`
+	Scram        *auth.ScramCredential       `json:"scram,omitempty"`
 }
 
 type wireNewTopic struct {
@@ -255,6 +267,16 @@ func (a calls) ReassignPartition(ctx context.Context, tp kafka.TopicPartition, t
 // UnregisterNode implements API.
 func (a calls) UnregisterNode(ctx context.Context, node int32) (Change, error) {
 	return a.change(ctx, &request{Op: opUnregister, Node: node})
+}
+
+// SetScramCredential implements API.
+func (a calls) SetScramCredential(ctx context.Context, user, mechanism string, cred auth.ScramCredential) (Change, error) {
+	return a.change(ctx, &request{Op: opSetScram, User: user, Mechanism: mechanism, Scram: &cred})
+}
+
+// DeleteScramCredential implements API.
+func (a calls) DeleteScramCredential(ctx context.Context, user, mechanism string) (Change, error) {
+	return a.change(ctx, &request{Op: opDeleteScram, User: user, Mechanism: mechanism})
 }
 
 var (

@@ -214,7 +214,7 @@ func (c *Controller) WaitFor(ctx context.Context, cond func(ClusterState) bool) 
 func (c *Controller) metadata() *Metadata {
 	var md *Metadata
 	c.quorum.Read(func(s ClusterState, version int64) {
-		md = &Metadata{Version: version, Nodes: map[int32]NodeInfo{}, Topics: s.Topics}
+		md = &Metadata{Version: version, Nodes: map[int32]NodeInfo{}, Topics: s.Topics, Users: s.Users}
 		for id, n := range s.Nodes {
 			md.Nodes[id] = NodeInfo{BrokerEpoch: n.BrokerEpoch, Fenced: n.Fenced, Address: n.Address}
 		}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 )
@@ -72,6 +73,9 @@ type ClusterState struct {
 	Nodes map[int32]NodeState
 	// Topics holds every topic, by name.
 	Topics map[string]TopicState
+	// Users holds the users' SCRAM credentials, by user name and then
+	// mechanism.
+	Users map[string]map[string]auth.ScramCredential
 }
 
 type nodeEntry struct {
@@ -99,6 +103,7 @@ type Machine struct {
 	now         int64
 	nodes       map[int32]*nodeEntry
 	topics      map[string]*TopicState
+	users       map[string]map[string]auth.ScramCredential
 	nextEpoch   int64 // next broker epoch to hand out
 	nextPID     int64 // next producer id to hand out
 	placements  int   // topics placed so far: the rotating start
@@ -123,7 +128,7 @@ func NewMachine(store Store, opts Options) (*Machine, error) {
 		return nil, err
 	}
 	c := &Machine{store: store, opts: opts, nodes: map[int32]*nodeEntry{},
-		topics: map[string]*TopicState{}, nextEpoch: 1, updateIndex: map[updateKey]int{}}
+		topics: map[string]*TopicState{}, users: map[string]map[string]auth.ScramCredential{}, nextEpoch: 1, updateIndex: map[updateKey]int{}}
 	c.replaying = true
 	if err := store.Replay(c.apply); err != nil {
 		return nil, err
@@ -217,6 +222,19 @@ func (c *Machine) apply(r Record) error {
 			return bad("no such topic")
 		}
 		t.Unclean, t.Configs = r.Unclean, cloneConfigs(r.Configs)
+	case RecordScramCredential:
+		if c.users[r.User] == nil {
+			c.users[r.User] = map[string]auth.ScramCredential{}
+		}
+		c.users[r.User][r.Mechanism] = r.Scram
+	case RecordRemoveScramCredential:
+		if _, ok := c.users[r.User][r.Mechanism]; !ok {
+			return bad("no such credential")
+		}
+		delete(c.users[r.User], r.Mechanism)
+		if len(c.users[r.User]) == 0 {
+			delete(c.users, r.User)
+		}
 	case RecordRemoveTopic:
 		t, ok := c.topics[r.Topic]
 		if !ok {
@@ -332,6 +350,12 @@ func (c *Machine) State() ClusterState {
 			ps[i] = p.Clone()
 		}
 		s.Topics[name] = TopicState{Unclean: t.Unclean, ID: t.ID, Configs: cloneConfigs(t.Configs), Partitions: ps}
+	}
+	if len(c.users) > 0 {
+		s.Users = map[string]map[string]auth.ScramCredential{}
+		for user, creds := range c.users {
+			s.Users[user] = maps.Clone(creds) // a credential's bytes are never written to
+		}
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -30,7 +31,7 @@ func (c *Machine) Apply(records []Record) error {
 // Snapshot returns records that, replayed into an empty Machine, rebuild
 // c's state: each node's registration (and fence), then each topic with
 // its partitions, in id and name order, with the producer ids handed out
-// between them. The rotation of replica placement
+// and the users' SCRAM credentials between them. The rotation of replica placement
 // starts again at the topic count, which only moves where the next topic's
 // replicas go.
 func (c *Machine) Snapshot() []Record {
@@ -49,6 +50,11 @@ func (c *Machine) Snapshot() []Record {
 	}
 	if c.nextPID > 0 {
 		recs = append(recs, Record{Type: RecordProducerIDs, NextProducerID: c.nextPID})
+	}
+	for _, user := range slices.Sorted(maps.Keys(c.users)) {
+		for _, m := range slices.Sorted(maps.Keys(c.users[user])) {
+			recs = append(recs, Record{Type: RecordScramCredential, User: user, Mechanism: m, Scram: c.users[user][m]})
+		}
 	}
 	names := make([]string, 0, len(c.topics))
 	for name := range c.topics {

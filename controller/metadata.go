@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
@@ -27,6 +28,9 @@ type Metadata struct {
 	Nodes map[int32]NodeInfo `json:"nodes"`
 	// Topics are the topics, by name, with each partition's state.
 	Topics map[string]TopicState `json:"topics"`
+	// Users are the users' SCRAM credentials, by user and mechanism,
+	// with which every node authenticates clients on its SASL listeners.
+	Users map[string]map[string]auth.ScramCredential `json:"users,omitempty"`
 }
 
 // NodeInfo is what the metadata says of a node.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -48,6 +49,12 @@ const (
 	// RecordUnregisterNode: a node was removed from the cluster (Kafka's
 	// UnregisterBrokerRecord).
 	RecordUnregisterNode
+	// RecordScramCredential: a user's SCRAM credential for a mechanism
+	// was set (Kafka's UserScramCredentialRecord).
+	RecordScramCredential
+	// RecordRemoveScramCredential: a user's SCRAM credential for a
+	// mechanism was deleted (Kafka's RemoveUserScramCredentialRecord).
+	RecordRemoveScramCredential
 )
 
 // String returns the type's name.
@@ -73,6 +80,10 @@ func (t RecordType) String() string {
 		return "ProducerIDs"
 	case RecordUnregisterNode:
 		return "UnregisterNode"
+	case RecordScramCredential:
+		return "ScramCredential"
+	case RecordRemoveScramCredential:
+		return "RemoveScramCredential"
 	}
 	return fmt.Sprintf("RecordType(%d)", t)
 }
@@ -120,6 +131,11 @@ type Record struct {
 	// Partition and State: Partition.
 	Partition int32
 	State     replica.LeaderAndISR
+	// User and Mechanism: ScramCredential and RemoveScramCredential;
+	// Scram: ScramCredential.
+	User      string
+	Mechanism string
+	Scram     auth.ScramCredential
 }
 
 // AppendRecord appends r's encoding to dst and returns the extended
@@ -166,6 +182,15 @@ func AppendRecord(dst []byte, r Record) []byte {
 		dst = appendString(dst, r.Topic)
 		dst = append(dst, uncleanByte(r.Unclean))
 		dst = appendConfigs(dst, r.Configs)
+	case RecordScramCredential, RecordRemoveScramCredential:
+		dst = appendString(dst, r.User)
+		dst = appendString(dst, r.Mechanism)
+		if r.Type == RecordScramCredential {
+			dst = be.AppendUint32(dst, uint32(r.Scram.Iterations))
+			dst = appendString(dst, string(r.Scram.Salt))
+			dst = appendString(dst, string(r.Scram.StoredKey))
+			dst = appendString(dst, string(r.Scram.ServerKey))
+		}
 	}
 	return dst
 }
@@ -267,6 +292,18 @@ func DecodeRecord(b []byte) (Record, error) {
 		r.Configs = d.configs()
 		if d.err == nil && r.Topic == "" {
 			d.fail("configs of a topic without a name")
+		}
+	case RecordScramCredential, RecordRemoveScramCredential:
+		r.User = d.str()
+		r.Mechanism = d.str()
+		if r.Type == RecordScramCredential {
+			r.Scram.Iterations = int(d.u32())
+			r.Scram.Salt = []byte(d.str())
+			r.Scram.StoredKey = []byte(d.str())
+			r.Scram.ServerKey = []byte(d.str())
+		}
+		if d.err == nil && (r.User == "" || r.Mechanism == "" || version < 3) {
+			d.fail("SCRAM credential of user %q mechanism %q in version %d", r.User, r.Mechanism, version)
 		}
 	default:
 		if d.err == nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/replica"
 )
@@ -31,6 +32,9 @@ var metadataSamples = []controller.Record{
 	{Type: controller.RecordUnregisterNode, Node: 2},
 	{Type: controller.RecordRemoveTopic, Topic: "orders"},
 	{Type: controller.RecordTopicConfig, Topic: "orders", Unclean: controller.AllowUnclean, Configs: map[string]string{"retention.ms": "1000"}},
+	{Type: controller.RecordScramCredential, User: "alice", Mechanism: "SCRAM-SHA-256", Scram: auth.ScramCredential{
+		Salt: []byte("salt"), Iterations: 8192, StoredKey: []byte("stored key"), ServerKey: []byte("server key")}},
+	{Type: controller.RecordRemoveScramCredential, User: "alice", Mechanism: "SCRAM-SHA-512"},
 }
 
 func TestRecordRoundTrip(t *testing.T) {

@@ -167,6 +167,18 @@ var (
 	// name or password is wrong; the node then closes the connection
 	// (Kafka's SASL_AUTHENTICATION_FAILED).
 	ErrSaslAuthenticationFailed = &Error{58, "SASL_AUTHENTICATION_FAILED", false, "SASL authentication failed"}
+	// ErrResourceNotFound answers a request about a resource that does
+	// not exist, such as the deletion of a SCRAM credential a user does
+	// not have (Kafka's RESOURCE_NOT_FOUND).
+	ErrResourceNotFound = &Error{91, "RESOURCE_NOT_FOUND", false, "no such resource"}
+	// ErrDuplicateResource answers a request that names a resource twice,
+	// such as two changes of one user's credentials (Kafka's
+	// DUPLICATE_RESOURCE).
+	ErrDuplicateResource = &Error{92, "DUPLICATE_RESOURCE", false, "a resource named twice in the request"}
+	// ErrUnacceptableCredential answers a SCRAM credential the node will
+	// not keep: an iteration count outside 4096 to 16384, an empty user
+	// name or salted password (Kafka's UNACCEPTABLE_CREDENTIAL).
+	ErrUnacceptableCredential = &Error{93, "UNACCEPTABLE_CREDENTIAL", false, "the credential is not acceptable"}
 )
 
 // ErrNotController answers a call that only the active controller
@@ -205,6 +217,7 @@ func init() {
 		ErrInvalidTxnState, ErrInvalidProducerIDMapping, ErrInvalidTransactionTimeout, ErrConcurrentTransactions,
 		ErrTransactionCoordinatorFenced, ErrTransactionalIDAuthorizationFailed, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
 		ErrUnsupportedSaslMechanism, ErrIllegalSaslState, ErrSaslAuthenticationFailed,
+		ErrResourceNotFound, ErrDuplicateResource, ErrUnacceptableCredential,
 	} {
 		errorsByCode[e.Code] = e
 	}

@@ -516,6 +516,11 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 			return resp, err
 		}
 	}
+	if ua, ok := s.handler.(UserAdminClient); ok {
+		if resp, ok, err := dispatchUserAdmin(ctx, ua, req, version); ok {
+			return resp, err
+		}
+	}
 	if pc, ok := s.handler.(ProducerIDClient); ok {
 		if req, ok := req.(*kmsg.InitProducerIDRequest); ok {
 			return answerWith(ctx, pc.InitProducerID, initProducerIDFromWire(req), initProducerIDResponseToWire, version)

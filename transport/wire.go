@@ -61,6 +61,8 @@ var supportedAPIs = []apiRange{
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
 	{key: 45, min: 0, max: 0}, // AlterPartitionReassignments
 	{key: 46, min: 0, max: 0}, // ListPartitionReassignments
+	{key: 50, min: 0, max: 0}, // DescribeUserScramCredentials
+	{key: 51, min: 0, max: 0}, // AlterUserScramCredentials
 	{key: 60, min: 0, max: 1}, // DescribeCluster
 	{key: 61, min: 0, max: 0}, // DescribeProducers
 	{key: 64, min: 0, max: 0}, // UnregisterBroker
@@ -84,6 +86,7 @@ var optionalAPIs = map[int16]func(Client) bool{
 	24: isTxnClient, 25: isTxnClient, 26: isTxnClient, 27: isTxnClient, 28: isTxnClient, 65: isTxnClient, 66: isTxnClient,
 	10: isCoordinatorFinder,
 	45: isClusterAdminClient, 46: isClusterAdminClient, 64: isClusterAdminClient,
+	50: isUserAdminClient, 51: isUserAdminClient,
 
 	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler, APIControllerRaft: isInternalHandler,
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-const configsHelp = `Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers [--entity-name NAME] [flags]
+const configsHelp = `Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|users [--entity-name NAME] [flags]
 
 Configs describes and alters the configs of topics and nodes, as Kafka's
 kafka-configs.sh does:
@@ -27,6 +27,9 @@ kafka-configs.sh does:
   partlog configs describe --dir D --entity-type brokers [--entity-name N] [--all]
   partlog configs alter --dir D --entity-type topics --entity-name T
           [--add-config 'k1=v1,k2=[a,b]' | --add-config-file FILE] [--delete-config k1,k2]
+  partlog configs describe --dir D --entity-type users [--entity-name U]
+  partlog configs alter --dir D --entity-type users --entity-name U
+          [--add-config 'SCRAM-SHA-256=[iterations=8192,password=P]'] [--delete-config SCRAM-SHA-512]
 
 --topic T stands for --entity-type topics --entity-name T, and --broker N
 for --entity-type brokers --entity-name N. The action may also be given as
@@ -52,6 +55,18 @@ values of --delete-config, so that the defaults apply again. Every other
 config keeps its value. Topic configs take Kafka's names (retention.ms,
 segment.bytes, cleanup.policy, ...).
 
+A user's configs are its SCRAM credentials, with which SASL listeners
+(partlog serve --listen SASL_SSL://...) authenticate it: alter salts the
+password here, with a random salt and the iterations given (4096 by
+default), and sends the node the salted password (Kafka's
+AlterUserScramCredentials); describe shows each credential's mechanism and
+iterations, never a key:
+
+  SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192
+
+The first user of a cluster whose only listener asks for SASL is made with
+--dir while the node is stopped, or through a node's --sasl-users.
+
 Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
 'partlog serve' serves over TCP; on a cluster, any node takes a topic's
 changes, and the others learn them within a heartbeat.
@@ -67,8 +82,8 @@ const (
 func runConfigs(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("configs")
 	where := addTargetFlags(fs)
-	entityType := fs.String("entity-type", "", "the `type` of what the configs belong to: topics or brokers")
-	entityName := fs.String("entity-name", "", "the `name` of the topic, or the id of the node; describe: every one when not given")
+	entityType := fs.String("entity-type", "", "the `type` of what the configs belong to: topics, brokers or users")
+	entityName := fs.String("entity-name", "", "the `name` of the topic or user, or the id of the node; describe: every one when not given")
 	topic := fs.String("topic", "", "the topic's `name`: the same as --entity-type topics --entity-name name")
 	broker := fs.String("broker", "", "the node's `id`: the same as --entity-type brokers --entity-name id")
 	all := fs.Bool("all", false, "describe: every config in force, not only those the topic or node sets itself")
@@ -118,9 +133,14 @@ func runConfigs(args []string, stdout, stderr io.Writer) error {
 	}
 	defer t.close()
 	ctx := context.Background()
-	if action == "alter" {
+	switch {
+	case kind == entityUsers && action == "alter":
+		err = alterUser(ctx, t, name, changes, stdout)
+	case kind == entityUsers:
+		err = describeUsers(ctx, t, name, stdout)
+	case action == "alter":
 		err = alterEntityConfigs(ctx, t, kind, name, changes, stdout)
-	} else {
+	default:
 		err = describeEntityConfigs(ctx, t, kind, name, *all, stdout)
 	}
 	if err != nil {
@@ -142,9 +162,9 @@ func configEntity(entityType string, hasName bool, entityName string, hasTopic b
 	case hasBroker:
 		kind, name = entityBrokers, broker
 	case entityType == "":
-		return "", "", usageErrorf("configs", "give --entity-type topics or brokers (or --topic T, --broker N)")
-	case entityType != entityTopics && entityType != entityBrokers:
-		return "", "", usageErrorf("configs", "entity type %q is not topics or brokers", entityType)
+		return "", "", usageErrorf("configs", "give --entity-type topics, brokers or users (or --topic T, --broker N)")
+	case entityType != entityTopics && entityType != entityBrokers && entityType != entityUsers:
+		return "", "", usageErrorf("configs", "entity type %q is not topics, brokers or users", entityType)
 	default:
 		kind, name = entityType, entityName
 	}

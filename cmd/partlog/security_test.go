@@ -50,22 +50,9 @@ func writeFile(t *testing.T, dir, name, text string) string {
 func TestServeSSL(t *testing.T) {
 	certs := tlsFiles(t)
 	dir := t.TempDir()
-	interrupt := interruptible(t)
-	ready := make(chan string, 1)
-	serveReady = func(addr string) { ready <- addr }
-	defer func() { serveReady = nil }()
-	type result struct {
-		stderr string
-		code   int
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, stderr, code := cli(t, "serve", "--dir", dir, "--listen", "SSL://127.0.0.1:0",
-			"--ssl-keystore", filepath.Join(certs, "node.pem"), "--ssl-truststore", filepath.Join(certs, "ca.pem"),
-			"--ssl-client-auth", "required", "--ssl-principal-mapping-rules", "RULE:^CN=(.*?),OU=eng$/$1/")
-		done <- result{stderr, code}
-	}()
-	addr := <-ready
+	addr, stop := serveInBackground(t, "--dir", dir, "--listen", "SSL://127.0.0.1:0",
+		"--ssl-keystore", filepath.Join(certs, "node.pem"), "--ssl-truststore", filepath.Join(certs, "ca.pem"),
+		"--ssl-client-auth", "required", "--ssl-principal-mapping-rules", "RULE:^CN=(.*?),OU=eng$/$1/")
 
 	alice := writeFile(t, certs, "alice.properties", "# alice, over TLS\nsecurity.protocol=SSL\nssl.truststore.type=PEM\n"+
 		"ssl.truststore.location="+filepath.Join(certs, "ca.pem")+"\nssl.keystore.location="+filepath.Join(certs, "alice.pem")+"\n")
@@ -94,10 +81,9 @@ func TestServeSSL(t *testing.T) {
 	require.Contains(t, refused("--command-config", bob), "SSL authentication failed")
 	refused() // plaintext
 
-	interrupt()
-	r := <-done
-	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stderr, "partlog: node 1 serving "+dir+" on SSL://"+addr+"\n")
+	stderr, code := stop()
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "partlog: node 1 serving "+dir+" on SSL://"+addr+"\n")
 }
 
 // TestSSLUsageErrors checks the flags and client properties that do not
@@ -116,7 +102,6 @@ func TestSSLUsageErrors(t *testing.T) {
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node, "--ssl-client-auth", "always"}, `--ssl-client-auth "always" is not none, requested or required`},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", ca}, "key store " + ca},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_SSL://127.0.0.1:0"}, "an SASL_SSL listener needs --ssl-keystore"},
-		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0"}, "a SASL_PLAINTEXT listener needs --sasl-users"},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--sasl-users", ca}, "the --sasl flags need a SASL_PLAINTEXT or SASL_SSL listener"},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--sasl-enabled-mechanisms", "PLAIN,GSSAPI"}, `--sasl-enabled-mechanisms: "GSSAPI" is not one of`},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--sasl-inter-broker-user", "carol"}, "--sasl-inter-broker-user carol is not a user of --sasl-users"},
@@ -145,20 +130,8 @@ func TestSSLUsageErrors(t *testing.T) {
 func TestServeSASLSSL(t *testing.T) {
 	certs := tlsFiles(t)
 	users := writeFile(t, certs, "users.properties", "# the node's users\nalice=alice-secret\nbob=bob \"quoted\" secret\n")
-	dir := t.TempDir()
-	interrupt := interruptible(t)
-	ready := make(chan string, 1)
-	serveReady = func(addr string) { ready <- addr }
-	defer func() { serveReady = nil }()
-	done := make(chan int, 1)
-	var serveErr string
-	go func() {
-		_, stderr, code := cli(t, "serve", "--dir", dir, "--listen", "SASL_SSL://127.0.0.1:0",
-			"--ssl-keystore", filepath.Join(certs, "node.pem"), "--sasl-users", users)
-		serveErr = stderr
-		done <- code
-	}()
-	addr := <-ready
+	addr, stop := serveInBackground(t, "--dir", t.TempDir(), "--listen", "SASL_SSL://127.0.0.1:0",
+		"--ssl-keystore", filepath.Join(certs, "node.pem"), "--sasl-users", users)
 	ca := filepath.Join(certs, "ca.pem")
 	scram := writeFile(t, certs, "scram.properties", "security.protocol=SASL_SSL\nssl.truststore.location="+ca+"\nsasl.mechanism=SCRAM-SHA-512\n"+
 		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";`+"\n")
@@ -185,7 +158,89 @@ func TestServeSASLSSL(t *testing.T) {
 	_, stderr, code = cli(t, "topics", "list", "--bootstrap-server", addr, "--command-config", sslOnly)
 	require.Equal(t, exitFailure, code, stderr)
 
-	interrupt()
-	require.Equal(t, exitOK, <-done, serveErr)
+	serveErr, code := stop()
+	require.Equal(t, exitOK, code, serveErr)
 	require.Contains(t, serveErr, "on SASL_SSL://"+addr+"\n")
+}
+
+// TestConfigsUsers manages SCRAM users with 'partlog configs --entity-type
+// users', as kafka-configs.sh does: the first user on the data directory
+// of a stopped node, then the node serves a SASL listener with no static
+// users, the user authenticates, and manages the others through it.
+func TestConfigsUsers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(args ...string) (string, string, int) {
+		t.Helper()
+		return cli(t, append([]string{"configs"}, args...)...)
+	}
+	out, stderr, code := cfg("--alter", "--dir", dir, "--entity-type", "users", "--entity-name", "admin",
+		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=admin-secret],SCRAM-SHA-512=[password=admin-secret]")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Completed updating config for user admin.\n", out)
+	out, stderr, code = cfg("--describe", "--dir", dir, "--entity-type", "users")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "SCRAM credential configs for user-principal 'admin' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n", out)
+
+	addr, stop := serveInBackground(t, "--dir", dir, "--listen", "SASL_PLAINTEXT://127.0.0.1:0")
+	props := t.TempDir()
+	login := func(user, password string) string {
+		return writeFile(t, props, user+".properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="`+user+`" password="`+password+`";`+"\n")
+	}
+	admin := login("admin", "admin-secret")
+	out, stderr, code = cfg("--alter", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob",
+		"--add-config", "SCRAM-SHA-512=[password=bob-secret]")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "Completed updating config for user bob.\n", out)
+	_, stderr, code = cli(t, "topics", "list", "--bootstrap-server", addr, "--command-config", login("bob", "bob-secret"))
+	require.Equal(t, exitOK, code, stderr)
+	out, stderr, code = cfg("--alter", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob",
+		"--delete-config", "SCRAM-SHA-512")
+	require.Equal(t, exitOK, code, stderr)
+	_, stderr, code = cli(t, "topics", "list", "--bootstrap-server", addr, "--command-config", login("bob", "bob-secret"))
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "SASL_AUTHENTICATION_FAILED")
+	_, stderr, code = cfg("--describe", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob")
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, stderr, "RESOURCE_NOT_FOUND")
+	_, stderr, code = cfg("--alter", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob",
+		"--add-config", "SCRAM-SHA-512=[iterations=100,password=x]")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "100 SCRAM iterations")
+	_, stderr, code = cfg("--alter", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob",
+		"--add-config", "retention.ms=1")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `a user's config is SCRAM-SHA-256 or SCRAM-SHA-512, not "retention.ms"`)
+	stderr, code = stop()
+	require.Equal(t, exitOK, code, stderr)
+}
+
+// serveInBackground runs 'partlog serve' with args until the test calls
+// the returned stop, which interrupts it and returns its standard error
+// and exit code; addr is where it listens.
+func serveInBackground(t *testing.T, args ...string) (addr string, stop func() (stderr string, code int)) {
+	t.Helper()
+	interrupt := interruptible(t)
+	ready := make(chan string, 1)
+	serveReady = func(addr string) { ready <- addr }
+	t.Cleanup(func() { serveReady = nil })
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, code := cli(t, append([]string{"serve"}, args...)...)
+		done <- result{stderr, code}
+	}()
+	select {
+	case addr = <-ready:
+	case r := <-done:
+		t.Fatalf("serve exited with %d before serving: %s", r.code, r.stderr)
+	}
+	return addr, func() (string, int) {
+		interrupt()
+		r := <-done
+		return r.stderr, r.code
+	}
 }

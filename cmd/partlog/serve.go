@@ -126,17 +126,16 @@ func listenerTLS(protocol, keyStore, trustStore, clientAuth, mappingRules string
 }
 
 // listenerSASL returns the SASL settings of a listener of protocol from
-// serve's --sasl flags, with the users' passwords: none for a protocol
-// without SASL, which takes neither flag.
+// serve's --sasl flags, with the static users of --sasl-users (if any) as
+// its credentials, and their passwords: none for a protocol without SASL,
+// which takes neither flag. The node adds the users of the cluster's
+// metadata once it is open.
 func listenerSASL(protocol, mechanisms, usersFile string) (*transport.SASL, map[string]string, error) {
 	if !usesSASL(protocol) {
 		if usersFile != "" || mechanisms != strings.Join(auth.Mechanisms, ",") {
 			return nil, nil, fmt.Errorf("the --sasl flags need a SASL_PLAINTEXT or SASL_SSL listener")
 		}
 		return nil, nil, nil
-	}
-	if usersFile == "" {
-		return nil, nil, fmt.Errorf("a %s listener needs --sasl-users", protocol)
 	}
 	var enabled []string
 	for _, m := range strings.Split(mechanisms, ",") {
@@ -146,11 +145,16 @@ func listenerSASL(protocol, mechanisms, usersFile string) (*transport.SASL, map[
 		}
 		enabled = append(enabled, m)
 	}
+	sasl := &transport.SASL{Mechanisms: enabled}
+	if usersFile == "" {
+		return sasl, nil, nil
+	}
 	users, passwords, err := readUsers(usersFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &transport.SASL{Mechanisms: enabled, Credentials: users}, passwords, nil
+	sasl.Credentials = users
+	return sasl, passwords, nil
 }
 
 // listenerName writes a listener as Kafka's logs do: SSL://127.0.0.1:9093;
@@ -190,7 +194,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	clientAuth := fs.String("ssl-client-auth", "none", "whether an SSL listener asks clients for certificates (ssl.client.auth): none, requested or required")
 	mappingRules := fs.String("ssl-principal-mapping-rules", "DEFAULT", "how a client certificate's subject becomes a user name (ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT")
 	mechanisms := fs.String("sasl-enabled-mechanisms", strings.Join(auth.Mechanisms, ","), "the SASL `mechanisms` a SASL listener offers (sasl.enabled.mechanisms)")
-	usersFile := fs.String("sasl-users", "", "with a SASL listener, a `file` of user=password lines: the users clients authenticate as (a broker's JAAS user_NAME=\"password\" list)")
+	usersFile := fs.String("sasl-users", "", "with a SASL listener, a `file` of user=password lines: static users clients authenticate as (a broker's JAAS user_NAME=\"password\" list), beside the cluster's ('partlog configs --entity-type users')")
 	interBroker := fs.String("sasl-inter-broker-user", "", "with a SASL listener in a cluster, the `user` of --sasl-users this node authenticates as to the other members")
 	interBrokerMechanism := fs.String("sasl-mechanism-inter-broker-protocol", auth.MechanismScramSHA512, "the SASL `mechanism` this node authenticates with to the other members (sasl.mechanism.inter.broker.protocol)")
 	level := logLevelFlag(fs)
@@ -306,6 +310,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer n.Close()
+	if sasl != nil {
+		// The static users of --sasl-users first, then the cluster's
+		// (partlog configs --alter --entity-type users).
+		if sasl.Credentials != nil {
+			sasl.Credentials = auth.AnyOf(sasl.Credentials, n.Credentials())
+		} else {
+			sasl.Credentials = n.Credentials()
+		}
+	}
 	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl})
 	stopProfile, err := startCPUProfile("serve", *cpuProfile)
 	if err != nil {
