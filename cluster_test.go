@@ -3,7 +3,6 @@ package partlog_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -361,8 +360,9 @@ type tcpCluster struct {
 	addrs   map[int32]string
 	nodes   map[int32]*partlog.Node
 	servers map[int32]*transport.Server
-	// tls, when set, serves the nodes' listeners with mutual TLS, and
-	// the nodes reach each other with it.
+	// tls, when set, serves the nodes' and the controller's listeners
+	// with mutual TLS, and the nodes reach each other and the controller
+	// with it.
 	tls *tlsWorld
 	// users, when set, makes the listeners SASL ones, with the user
 	// "node" (password "node-secret") for the nodes themselves.
@@ -400,9 +400,11 @@ func newSecureCluster(t testing.TB, w *tlsWorld, users *auth.Users, ids ...int32
 
 func (c *tcpCluster) startController(addr string) {
 	c.t.Helper()
-	ctl, err := partlog.OpenController(c.ctlDir, partlog.ControllerOptions{
-		TickInterval: 10 * time.Millisecond, SessionTimeout: 500 * time.Millisecond, NoAutoLeaderRebalance: true,
-	})
+	opts := partlog.ControllerOptions{TickInterval: 10 * time.Millisecond, SessionTimeout: 500 * time.Millisecond, NoAutoLeaderRebalance: true}
+	if w := c.tls; w != nil {
+		opts.TLS = w.serverConfig()
+	}
+	ctl, err := partlog.OpenController(c.ctlDir, opts)
 	require.NoError(c.t, err)
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(c.t, err)
@@ -420,8 +422,8 @@ func (c *tcpCluster) start(id int32, addr string) {
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second})}
 	var serverOpts transport.ServerOptions
 	if w := c.tls; w != nil {
-		opts = append(opts, partlog.PeerTLS(w.client(w.ca, w.server)))
-		serverOpts.TLS = &tls.Config{Certificates: []tls.Certificate{w.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: w.ca.Pool}
+		opts = append(opts, partlog.PeerTLS(w.client(w.ca, w.server)), partlog.ControllerTLS(w.client(w.ca, w.server)))
+		serverOpts.TLS = w.serverConfig()
 	}
 	if c.users != nil {
 		opts = append(opts, partlog.PeerSASL(transport.SASLCredentials{Mechanism: auth.MechanismScramSHA512, User: "node", Password: "node-secret"}))

@@ -178,9 +178,17 @@ func ControllerAddress(addr string) Option {
 // (transport.ServerOptions.TLS). cfg's RootCAs vouch for their
 // certificates; its Certificates are the node's own, for listeners that
 // ask for a client certificate (ssl.client.auth=required). The calls to
-// the controller stay plaintext.
+// the controller take ControllerTLS.
 func PeerTLS(cfg *tls.Config) Option {
 	return optionFunc(func(o *broker.Options) { o.PeerTLS = cfg })
+}
+
+// ControllerTLS makes the node speak TLS to the controllers at
+// ControllerAddress, whose listeners serve it (ControllerOptions.TLS):
+// cfg's RootCAs vouch for their certificates, its Certificates are the
+// node's own, for listeners that ask for one.
+func ControllerTLS(cfg *tls.Config) Option {
+	return optionFunc(func(o *broker.Options) { o.ControllerTLS = cfg })
 }
 
 // PeerSASL makes the node authenticate as cred's user on the SASL

@@ -92,6 +92,12 @@ func newTLSWorld(t *testing.T) *tlsWorld {
 	return &w
 }
 
+// serverConfig returns a listener's TLS configuration with the server's
+// certificate, requiring client certificates the CA signed.
+func (w *tlsWorld) serverConfig() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{w.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: w.ca.Pool}
+}
+
 // client returns a client's TLS configuration that trusts roots and
 // presents certs.
 func (w *tlsWorld) client(roots *testcert.CA, certs ...tls.Certificate) *tls.Config {
@@ -242,8 +248,9 @@ func TestTLSWithoutClientCertificates(t *testing.T) {
 	require.False(t, errors.Is(err, kafka.ErrNetwork), "not retriable: %v", err)
 }
 
-// TestClusterOverTLS runs three nodes whose listeners require client
-// certificates, and which reach each other with their own: a client over
+// TestClusterOverTLS runs a controller and three nodes whose listeners
+// require client certificates, and which reach each other and the
+// controller with their own: a client over
 // TLS produces with acks=all to a partition that needs all three
 // replicas in sync (min.insync.replicas=3), so every record was
 // replicated over TLS before its ack; it reads them all back, and the

@@ -114,7 +114,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		// enough for the node to find a new active controller before it
 		// fences the node.
 		m.ctl = controller.NewClient(strings.Split(o.controllerAddr, ","),
-			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond)})
+			controller.ClientOptions{AttemptTimeout: max(4*o.heartbeat, 300*time.Millisecond), TLS: n.opts.ControllerTLS})
 		m.answers = &bufpool.Pool{}
 		m.net = newTCPPeers(m.answers, transport.DialOptions{TLS: n.opts.PeerTLS, SASL: n.opts.PeerSASL})
 	}

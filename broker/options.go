@@ -105,6 +105,9 @@ type Options struct {
 	// members it reaches over TCP (replication, transaction markers):
 	// their listeners are SSL ones. Nil is plaintext.
 	PeerTLS *tls.Config
+	// ControllerTLS, when set, is how the broker speaks TLS to the
+	// controllers at ControllerAddress, whose listeners serve it.
+	ControllerTLS *tls.Config
 	// PeerSASL, when set, is what the broker authenticates with on the
 	// other members' SASL listeners. Nil: their listeners do not ask.
 	PeerSASL *transport.SASLCredentials

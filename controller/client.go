@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ type Client struct {
 	calls
 	addrs   []string
 	attempt time.Duration
+	tls     *tls.Config // how controllers are dialled; nil for plaintext
 
 	mu      sync.Mutex
 	closed  bool
@@ -46,11 +48,14 @@ type ClientOptions struct {
 	// FailoverSessionTimeout, so that a node finds a new active controller
 	// before that fences it. Zero means 2 s.
 	AttemptTimeout time.Duration
+	// TLS, when set, speaks TLS to the controllers, whose listeners serve
+	// it (Options.TLS). Nil is plaintext.
+	TLS *tls.Config
 }
 
 // NewClient is Dial with options.
 func NewClient(addrs []string, opts ClientOptions) *Client {
-	c := &Client{addrs: addrs, attempt: cmp.Or(opts.AttemptTimeout, 2*time.Second)}
+	c := &Client{addrs: addrs, attempt: cmp.Or(opts.AttemptTimeout, 2*time.Second), tls: opts.TLS}
 	c.calls = calls{c}
 	return c
 }
@@ -156,7 +161,7 @@ func (t *Client) send(ctx context.Context, kind int, body []byte) ([]byte, int, 
 	}
 	if cl == nil {
 		var err error
-		if cl, err = transport.Dial(ctx, t.addrs[at], transport.DialOptions{ClientID: "partlog-node", DialTimeout: 2 * time.Second}); err != nil {
+		if cl, err = transport.Dial(ctx, t.addrs[at], transport.DialOptions{ClientID: "partlog-node", DialTimeout: 2 * time.Second, TLS: t.tls}); err != nil {
 			return nil, at, err
 		}
 		t.mu.Lock()

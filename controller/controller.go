@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -31,6 +32,7 @@ type Controller struct {
 	quorum   *QuorumNode
 	tcp      *TCPRaft // the controller's own RaftTransport, or nil
 	pids     producerIDFloor
+	tls      *tls.Config // Serve's, or nil for plaintext
 
 	mu     sync.Mutex
 	closed bool
@@ -84,10 +86,10 @@ func Start(dir string, logs *log.Dir, opts Options, prepare func(*log.Log) error
 	}
 	var tcp *TCPRaft
 	if len(voters) > 1 && opts.RaftTransport == nil {
-		tcp = NewTCPRaft(opts.Voters)
+		tcp = NewTCPRaft(opts.Voters, opts.PeerTLS)
 		opts.RaftTransport = tcp
 	}
-	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, tcp: tcp, stop: make(chan struct{})}
+	c := &Controller{dir: dir, fs: opts.FS, logger: opts.Logger, logs: logs, tcp: tcp, tls: opts.TLS, stop: make(chan struct{})}
 	c.calls = calls{c}
 	m, err := openMember(opts.NodeID, voters, logs, opts, prepare)
 	if err != nil {

@@ -154,7 +154,7 @@ func (c *Controller) HandleInternal(ctx context.Context, key int16, body []byte)
 // (which then find each partition's leader), on ln until Close or until ln
 // fails.
 func (c *Controller) Serve(ln net.Listener) error {
-	s := transport.NewServer(handler{c}, transport.ServerOptions{Logger: c.logger})
+	s := transport.NewServer(handler{c}, transport.ServerOptions{Logger: c.logger, TLS: c.tls})
 	go func() {
 		<-c.stop
 		s.Close()

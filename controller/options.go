@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,6 +62,14 @@ type Options struct {
 	// TCP, to the Voters' addresses (NewTCPRaft), where the controllers
 	// serve (Controller.Serve).
 	RaftTransport RaftTransport
+	// TLS, when set, serves the controller's listener (Serve) with TLS:
+	// with ClientAuth tls.RequireAndVerifyClientCert, nodes and the
+	// other controllers must show a certificate ClientCAs vouch for.
+	TLS *tls.Config
+	// PeerTLS, when set, is how the controller speaks TLS to the other
+	// voters over TCP (their listeners serve TLS): RootCAs vouch for
+	// their certificates, Certificates are its own.
+	PeerTLS *tls.Config
 	// FS is the filesystem; nil means the OS.
 	FS vfs.FS
 	// Logger receives the controller's decisions and failures. Nil

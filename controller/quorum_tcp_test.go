@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"net"
 	"testing"
@@ -10,12 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/internal/testcert"
 	"github.com/partlog/partlog/kafka"
 )
 
 // startTCPQuorum starts a quorum of n controllers serving on loopback,
 // with node ids 1 to n, and returns them and their addresses.
 func startTCPQuorum(t *testing.T, n int) ([]*controller.Controller, []string) {
+	t.Helper()
+	return startTCPQuorumWith(t, n, nil, nil)
+}
+
+// startTCPQuorumWith is startTCPQuorum with the controllers' listeners
+// served with serverTLS and their Raft messages sent with peerTLS.
+func startTCPQuorumWith(t *testing.T, n int, serverTLS, peerTLS *tls.Config) ([]*controller.Controller, []string) {
 	t.Helper()
 	voters := map[int32]string{}
 	var lns []net.Listener
@@ -30,7 +40,8 @@ func startTCPQuorum(t *testing.T, n int) ([]*controller.Controller, []string) {
 	var cs []*controller.Controller
 	for i, ln := range lns {
 		c, err := controller.Open(t.TempDir(), controller.Options{NodeID: int32(i + 1), Voters: voters,
-			TickInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, SessionTimeout: time.Minute})
+			TickInterval: 10 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, SessionTimeout: time.Minute,
+			TLS: serverTLS, PeerTLS: peerTLS})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		go c.Serve(ln)
@@ -145,4 +156,39 @@ func TestClientLeavesASilentController(t *testing.T) {
 	defer cancel()
 	_, err = client.Register(ctx, 1, "n1:9092")
 	require.NoError(t, err, "the call left the silent controller for the active one")
+}
+
+// TestQuorumOverTLS: three controllers whose listeners require client
+// certificates elect an active controller over TLS (their Raft messages
+// go with PeerTLS), and a node's client with a certificate registers and
+// creates a topic, which every controller commits; a client without a
+// certificate is refused.
+func TestQuorumOverTLS(t *testing.T) {
+	ca, err := testcert.NewCA("quorum CA")
+	require.NoError(t, err)
+	cert, err := ca.Issue(pkix.Name{CommonName: "controller"})
+	require.NoError(t, err)
+	server := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool}
+	peer := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: ca.Pool}
+	cs, addrs := startTCPQuorumWith(t, 3, server, peer)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := controller.NewClient(addrs, controller.ClientOptions{TLS: peer})
+	defer client.Close()
+	_, err = client.Register(ctx, 7, "n7:9092")
+	require.NoError(t, err)
+	_, err = client.CreateTopic(ctx, "secured", controller.NewTopic{Partitions: 1, ReplicationFactor: 1})
+	require.NoError(t, err)
+	for i, c := range cs {
+		require.NoError(t, c.WaitFor(ctx, func(s controller.ClusterState) bool {
+			_, ok := s.Topics["secured"]
+			return ok
+		}), "controller %d", i+1)
+	}
+	plain := controller.NewClient(addrs, controller.ClientOptions{TLS: &tls.Config{RootCAs: ca.Pool}})
+	defer plain.Close()
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	_, err = plain.Register(short, 8, "n8:9092")
+	require.Error(t, err, "a client without a certificate")
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -20,6 +21,7 @@ import (
 // It is safe for concurrent use.
 type TCPRaft struct {
 	voters map[int32]string
+	tls    *tls.Config // how voters are dialled; nil for plaintext
 
 	mu      sync.Mutex
 	clients map[int32]*transport.TCPClient
@@ -29,8 +31,8 @@ type TCPRaft struct {
 // NewTCPRaft returns a transport to the voters at their addresses
 // (host:port, by node id), Kafka's controller.quorum.voters. It connects
 // to each on the first message, and again after a connection fails.
-func NewTCPRaft(voters map[int32]string) *TCPRaft {
-	return &TCPRaft{voters: voters, clients: map[int32]*transport.TCPClient{}}
+func NewTCPRaft(voters map[int32]string, tls *tls.Config) *TCPRaft {
+	return &TCPRaft{voters: voters, tls: tls, clients: map[int32]*transport.TCPClient{}}
 }
 
 // Send implements RaftTransport.
@@ -62,7 +64,7 @@ func (t *TCPRaft) client(ctx context.Context, to int32) (*transport.TCPClient, e
 	if !ok {
 		return nil, fmt.Errorf("%w: controller %d is not a voter", kafka.ErrInvalidRequest, to)
 	}
-	cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-controller", DialTimeout: time.Second})
+	cl, err := transport.Dial(ctx, addr, transport.DialOptions{ClientID: "partlog-controller", DialTimeout: time.Second, TLS: t.tls})
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ type process struct {
 }
 
 // servingLine is the line serve and controller print once they listen.
-var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller(?: \d+)?) serving .*? on (\S+)`)
+var servingLine = regexp.MustCompile(`^partlog: (?:node \d+|controller(?: \d+)?) serving .*? on (?:[A-Z_]+://)?(\S+)`)
 
 // startProcess runs bin with args and waits for its serving line.
 func startProcess(tb testing.TB, bin string, args ...string) *process {

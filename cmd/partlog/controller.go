@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog"
@@ -48,6 +49,11 @@ name every voter in --controller, and call whichever is active.
   partlog controller --dir /tmp/q3 --node-id 3 --voters $V &
   partlog serve --dir /tmp/n1 --node-id 1 --controller 127.0.0.1:9191,127.0.0.1:9192,127.0.0.1:9193 --listen 127.0.0.1:9101
 
+--listen SSL://HOST:PORT serves TLS (--ssl-keystore, --ssl-truststore,
+--ssl-client-auth as 'partlog serve' takes them); voters say
+--security-protocol SSL, and send each other Raft messages over TLS too.
+Nodes then name the controllers --controller SSL://HOST:PORT,...
+
 Run 'partlog help serve' for the nodes, and for nodes that are also
 controllers (--process-roles broker,controller).
 `
@@ -56,7 +62,11 @@ controllers (--process-roles broker,controller).
 func runController(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("controller")
 	dir := fs.String("dir", "", "the controller's data `directory` (required)")
-	listen := fs.String("listen", "127.0.0.1:9093", "the `address` to listen on")
+	listen := fs.String("listen", "127.0.0.1:9093", "the `address` to listen on: HOST:PORT, PLAINTEXT://HOST:PORT, or SSL://HOST:PORT for TLS")
+	protocolFlag := fs.String("security-protocol", "", "with --voters, the quorum's listeners' security `protocol`: PLAINTEXT or SSL (the voters reach each other with it)")
+	keyStore := fs.String("ssl-keystore", "", "with SSL, a PEM `file` with the controller's private key and certificate chain")
+	trustStore := fs.String("ssl-truststore", "", "a PEM `file` of the certificate authorities that vouch for nodes' and the other voters' certificates")
+	clientAuth := fs.String("ssl-client-auth", "none", "whether an SSL listener asks nodes for certificates (ssl.client.auth): none, requested or required")
 	session := durationVar(fs, "session-timeout", 9*time.Second, "how long a node may go without a heartbeat before it is fenced (broker.session.timeout.ms), a `duration`")
 	tick := durationVar(fs, "tick", 100*time.Millisecond, "how often the controller checks sessions and elects leaders, a `duration`")
 	rebalance := durationVar(fs, "leader-imbalance-check", 300*time.Second, "how often leadership moves back to preferred replicas (leader.imbalance.check.interval.seconds), a `duration`, 0 turning it off")
@@ -67,6 +77,27 @@ func runController(args []string, stdout, stderr io.Writer) error {
 	operands, err := parseFlags(fs, args, controllerHelp, stdout)
 	if err != nil {
 		return err
+	}
+	protocol, addr, err := splitListener(*listen)
+	if err != nil {
+		return usageErrorf("controller", "--listen: %v", err)
+	}
+	*listen = addr
+	if isSet(fs, "security-protocol") {
+		if *voters == "" {
+			return usageErrorf("controller", "--security-protocol is for --voters; a controller alone says it in --listen SSL://HOST:PORT")
+		}
+		protocol = strings.ToUpper(*protocolFlag)
+	}
+	if protocol != protocolPlaintext && protocol != protocolSSL {
+		return usageErrorf("controller", "a controller's listener is PLAINTEXT or SSL, not %s", protocol)
+	}
+	serverTLS, _, err := listenerTLS(protocol, *keyStore, *trustStore, *clientAuth, "DEFAULT")
+	if err != nil {
+		return usageErrorf("controller", "%v", err)
+	}
+	if serverTLS != nil && serverTLS.ClientCAs == nil && *voters != "" {
+		return usageErrorf("controller", "a voter with an SSL listener needs --ssl-truststore: the authorities of the other voters' certificates")
 	}
 	var quorum map[int32]string
 	if *voters != "" {
@@ -102,9 +133,15 @@ func runController(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	defer ln.Close()
-	c, err := partlog.OpenController(*dir, partlog.ControllerOptions{TickInterval: *tick, SessionTimeout: *session,
+	opts := partlog.ControllerOptions{TickInterval: *tick, SessionTimeout: *session,
 		LeaderImbalanceCheckInterval: *rebalance, NoAutoLeaderRebalance: *rebalance == 0, Logger: newLogger(stderr, level),
-		NodeID: int32(*nodeID), Voters: quorum, ElectionTimeout: *election})
+		NodeID: int32(*nodeID), Voters: quorum, ElectionTimeout: *election, TLS: serverTLS}
+	if serverTLS != nil {
+		// The other voters serve TLS too: trust what vouches for the
+		// nodes, show the controller's own certificate.
+		opts.PeerTLS = peerTLS(serverTLS)
+	}
+	c, err := partlog.OpenController(*dir, opts)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -114,9 +151,9 @@ func runController(args []string, stdout, stderr io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- c.Serve(ln) }()
 	if quorum != nil {
-		fmt.Fprintf(stderr, "partlog: controller %d serving %s on %s in the quorum %s\n", *nodeID, *dir, ln.Addr(), *voters)
+		fmt.Fprintf(stderr, "partlog: controller %d serving %s on %s in the quorum %s\n", *nodeID, *dir, listenerName(protocol, ln.Addr()), *voters)
 	} else {
-		fmt.Fprintf(stderr, "partlog: controller serving %s on %s\n", *dir, ln.Addr())
+		fmt.Fprintf(stderr, "partlog: controller serving %s on %s\n", *dir, listenerName(protocol, ln.Addr()))
 	}
 	if serveReady != nil {
 		serveReady(ln.Addr().String())

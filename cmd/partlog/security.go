@@ -52,6 +52,38 @@ func splitListener(listener string) (protocol, addr string, err error) {
 	return "", "", fmt.Errorf("unknown security protocol %q: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
 }
 
+// splitControllers splits --controller's comma-separated addresses, each
+// HOST:PORT or SSL://HOST:PORT (PLAINTEXT:// too), into the addresses and
+// whether they serve TLS: all of them, or none.
+func splitControllers(s string) (addrs string, ssl bool, err error) {
+	if s == "" {
+		return "", false, nil
+	}
+	var out []string
+	for i, a := range strings.Split(s, ",") {
+		protocol, addr, err := splitListener(strings.TrimSpace(a))
+		if err != nil {
+			return "", false, err
+		}
+		if protocol != protocolPlaintext && protocol != protocolSSL {
+			return "", false, fmt.Errorf("a controller's listener is PLAINTEXT or SSL, not %s", protocol)
+		}
+		if i > 0 && (protocol == protocolSSL) != ssl {
+			return "", false, fmt.Errorf("the controllers of a quorum all serve TLS or none does")
+		}
+		ssl = protocol == protocolSSL
+		out = append(out, addr)
+	}
+	return strings.Join(out, ","), ssl, nil
+}
+
+// peerTLS returns the TLS configuration with which a process whose own
+// listener serves server reaches others like it: it trusts what vouches
+// for its clients, and shows its own certificate.
+func peerTLS(server *tls.Config) *tls.Config {
+	return &tls.Config{RootCAs: server.ClientCAs, Certificates: server.Certificates}
+}
+
 // readKeyStore reads a PEM key store: a private key and the certificate
 // chain that goes with it, in one file (ssl.keystore.location with
 // ssl.keystore.type=PEM).

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/partlog/partlog/consumer"
 	"github.com/partlog/partlog/internal/testcert"
+	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/transport"
 )
 
 // tlsFiles writes a CA's certificate (ca.pem), a node's key store
@@ -107,6 +116,13 @@ func TestSSLUsageErrors(t *testing.T) {
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--sasl-inter-broker-user", "carol"}, "--sasl-inter-broker-user carol is not a user of --sasl-users"},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-users", users, "--node-id", "1", "--controller", "127.0.0.1:1"}, "a cluster member with a SASL listener needs --sasl-inter-broker-user"},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "TLS://127.0.0.1:0"}, `unknown security protocol "TLS"`},
+		{[]string{"serve", "--dir", t.TempDir(), "--node-id", "1", "--controller", "SSL://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "--controller SSL://... needs the node's --ssl-keystore"},
+		{[]string{"serve", "--dir", t.TempDir(), "--node-id", "1", "--controller", "SSL://127.0.0.1:1,127.0.0.1:2", "--listen", "127.0.0.1:0"}, "the controllers of a quorum all serve TLS or none does"},
+		{[]string{"serve", "--dir", t.TempDir(), "--node-id", "1", "--controller", "SSL://127.0.0.1:1", "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node}, "a cluster member with an SSL listener needs --ssl-truststore"},
+		{[]string{"controller", "--dir", t.TempDir(), "--listen", "SASL_SSL://127.0.0.1:0"}, "a controller's listener is PLAINTEXT or SSL, not SASL_SSL"},
+		{[]string{"controller", "--dir", t.TempDir(), "--security-protocol", "SSL"}, "--security-protocol is for --voters"},
+		{[]string{"controller", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0"}, "an SSL listener needs --ssl-keystore"},
+		{[]string{"controller", "--dir", t.TempDir(), "--node-id", "1", "--voters", "1@127.0.0.1:1", "--security-protocol", "SSL", "--ssl-keystore", node}, "a voter with an SSL listener needs --ssl-truststore"},
 		{[]string{"serve", "--dir", t.TempDir(), "--listen", "SSL://127.0.0.1:0", "--ssl-keystore", node, "--ssl-principal-mapping-rules", "RULE:x"}, "--ssl-principal-mapping-rules: auth: principal mapping rule"},
 		{[]string{"topics", "list", "--dir", t.TempDir(), "--command-config", ca}, "--command-config needs --bootstrap-server"},
 		{[]string{"topics", "list", "--bootstrap-server", "127.0.0.1:1", "--command-config", writeFile(t, certs, "sasl.properties", "security.protocol=SASL_SSL\n")}, "sasl.mechanism is required"},
@@ -243,4 +259,72 @@ func serveInBackground(t *testing.T, args ...string) (addr string, stop func() (
 		r := <-done
 		return r.stderr, r.code
 	}
+}
+
+// TestClusterProcessesSASLSSL runs a secured cluster as processes, as an
+// operator would start it: a controller on an SSL listener that requires
+// certificates, three nodes on SASL_SSL listeners that require
+// certificates and SCRAM, reaching the controller (--controller SSL://...)
+// and each other (as the user node) over them. alice creates a topic that
+// needs all three replicas in sync, produces with acks=all and reads every
+// record back; bob, whose password is wrong, is refused.
+func TestClusterProcessesSASLSSL(t *testing.T) {
+	bin := buildPartlog(t)
+	certs := tlsFiles(t)
+	dir := t.TempDir()
+	users := writeFile(t, certs, "users.properties", "node=node-secret\nalice=alice-secret\n")
+	ssl := []string{"--ssl-keystore", filepath.Join(certs, "node.pem"), "--ssl-truststore", filepath.Join(certs, "ca.pem"), "--ssl-client-auth", "required"}
+	ctl := startProcess(t, bin, append([]string{"controller", "--dir", filepath.Join(dir, "controller"), "--listen", "SSL://127.0.0.1:0",
+		"--session-timeout", "3s", "--tick", "20ms", "--log-level", "warn"}, ssl...)...)
+	var addrs []string
+	for id := 1; id <= 3; id++ {
+		n := startProcess(t, bin, append([]string{"serve", "--dir", filepath.Join(dir, strconv.Itoa(id)), "--node-id", strconv.Itoa(id),
+			"--controller", "SSL://" + ctl.addr, "--listen", "SASL_SSL://127.0.0.1:0", "--sasl-users", users,
+			"--sasl-inter-broker-user", "node", "--heartbeat", "100ms", "--log-level", "warn"}, ssl...)...)
+		addrs = append(addrs, n.addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	peer := func(user, password string) transport.DialOptions {
+		cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "alice.pem"), filepath.Join(certs, "alice.pem"))
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
+		require.NoError(t, err)
+		require.True(t, pool.AppendCertsFromPEM(ca))
+		return transport.DialOptions{TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
+			SASL: &transport.SASLCredentials{Mechanism: "SCRAM-SHA-256", User: user, Password: password}}
+	}
+	admin, err := transport.Dial(ctx, addrs[0], peer("alice", "alice-secret"))
+	require.NoError(t, err)
+	defer admin.Close()
+	created, err := admin.CreateTopics(ctx, &transport.CreateTopicsRequest{Topics: []transport.CreatableTopic{{Name: "secure", Partitions: 1,
+		ReplicationFactor: 3, Configs: map[string]string{"min.insync.replicas": "3"}}}})
+	require.NoError(t, err)
+	require.NoError(t, created.Topics[0].Err)
+	client, err := transport.DialCluster(ctx, addrs, peer("alice", "alice-secret"))
+	require.NoError(t, err)
+	defer client.Close()
+	p, err := producer.New(client)
+	require.NoError(t, err)
+	var recs []*producer.Record
+	for i := range 200 {
+		recs = append(recs, &producer.Record{Topic: "secure", Value: []byte("secured " + strconv.Itoa(i))})
+	}
+	require.NoError(t, p.ProduceSync(ctx, recs...).FirstErr(), "acks=all with every replica in sync, over SASL_SSL")
+	require.NoError(t, p.Close())
+	cons, err := consumer.New(client, consumer.Topics("secure"), consumer.AutoOffsetReset(consumer.Earliest))
+	require.NoError(t, err)
+	defer cons.Close()
+	got := 0
+	for rec, err := range cons.Records(ctx) {
+		require.NoError(t, err)
+		require.Equal(t, "secured "+strconv.Itoa(got), string(rec.Value))
+		if got++; got == len(recs) {
+			break
+		}
+	}
+	require.Equal(t, len(recs), got)
+	_, err = transport.Dial(ctx, addrs[2], peer("bob", "bob-secret"))
+	require.ErrorIs(t, err, kafka.ErrSaslAuthenticationFailed)
 }

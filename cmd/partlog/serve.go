@@ -77,9 +77,14 @@ must show a certificate that an authority of --ssl-truststore signed, and
 its principal is the certificate's subject (User:CN=alice,OU=eng,...) or
 what --ssl-principal-mapping-rules make of it; without one a client is
 User:ANONYMOUS. Members of a cluster with SSL listeners reach each other
-over TLS, trusting --ssl-truststore and showing their own certificate; the
-controller's listener stays plaintext. Clients give their settings in a
---command-config file, as Kafka's tools do:
+over TLS, trusting --ssl-truststore and showing their own certificate, and
+so a controller named --controller SSL://HOST:PORT ('partlog controller
+--listen SSL://...'); a combined node's controller listener serves TLS when
+its broker listener does. SASL_SSL:// and SASL_PLAINTEXT:// listeners make
+clients authenticate (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) as the users of
+the cluster ('partlog configs --entity-type users') or of --sasl-users; the
+members authenticate to each other as --sasl-inter-broker-user. Clients give
+their settings in a --command-config file, as Kafka's tools do:
 
   partlog serve --dir /tmp/tls --listen SSL://127.0.0.1:9093 \
     --ssl-keystore node.pem --ssl-truststore ca.pem --ssl-client-auth required \
@@ -204,6 +209,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	combined := *roles == "broker,controller" || *roles == "controller,broker"
+	controllerAddrs, controllerTLS, err := splitControllers(*controller)
+	if err != nil {
+		return usageErrorf("serve", "--controller: %v", err)
+	}
 	protocol, listenAddr, err := splitListener(*listen)
 	if err != nil {
 		return usageErrorf("serve", "--listen: %v", err)
@@ -218,6 +227,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	var peerSASL *transport.SASLCredentials
 	switch {
+	case tlsConfig != nil && tlsConfig.ClientCAs == nil && (*controller != "" || combined):
+		return usageErrorf("serve", "a cluster member with an %s listener needs --ssl-truststore: the authorities of the other members' certificates", protocol)
 	case *interBroker != "" && sasl == nil:
 		return usageErrorf("serve", "--sasl-inter-broker-user needs a SASL listener")
 	case *interBroker != "" && passwords[*interBroker] == "":
@@ -281,8 +292,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("serve: the controller's listener: %w", err)
 		}
 		defer ctlLn.Close()
-		opts = append(opts, partlog.ControllerRole(ctlLn, partlog.ControllerOptions{Voters: quorum,
-			SessionTimeout: *session, ElectionTimeout: *election}))
+		ctlOpts := partlog.ControllerOptions{Voters: quorum, SessionTimeout: *session, ElectionTimeout: *election}
+		if tlsConfig != nil {
+			// A combined node's controller listener serves TLS when its
+			// broker listener does, with the same certificates.
+			ctlOpts.TLS, ctlOpts.PeerTLS = tlsConfig, peerTLS(tlsConfig)
+		}
+		opts = append(opts, partlog.ControllerRole(ctlLn, ctlOpts))
 	}
 	if *controller != "" || combined {
 		addr := *advertised
@@ -290,14 +306,20 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			addr = ln.Addr().String()
 		}
 		if *controller != "" {
-			opts = append(opts, partlog.ControllerAddress(*controller))
+			opts = append(opts, partlog.ControllerAddress(controllerAddrs))
 		}
 		opts = append(opts, partlog.AdvertisedAddress(addr),
 			partlog.HeartbeatInterval(*heartbeat), partlog.ReplicaOptions(replica.Options{ReplicaLagTimeMax: *lagMax}))
 		if tlsConfig != nil {
 			// The other members serve SSL listeners too: the node trusts
 			// what vouches for its clients and shows its own certificate.
-			opts = append(opts, partlog.PeerTLS(&tls.Config{RootCAs: tlsConfig.ClientCAs, Certificates: tlsConfig.Certificates}))
+			opts = append(opts, partlog.PeerTLS(peerTLS(tlsConfig)))
+		}
+		if controllerTLS {
+			if tlsConfig == nil {
+				return usageErrorf("serve", "--controller SSL://... needs the node's --ssl-keystore and --ssl-truststore, of an SSL or SASL_SSL listener")
+			}
+			opts = append(opts, partlog.ControllerTLS(peerTLS(tlsConfig)))
 		}
 		if peerSASL != nil {
 			opts = append(opts, partlog.PeerSASL(*peerSASL))
