@@ -6,6 +6,7 @@ import (
 	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/broker"
 	"github.com/partlog/partlog/internal/nodehooks"
+	"github.com/partlog/partlog/metrics"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
 )
@@ -77,6 +78,12 @@ func Open(dir string, opts ...Option) (*Node, error) {
 // It stays usable until Close, after which every request fails with
 // ErrClosed.
 func (n *Node) Client() Client { return n.b }
+
+// Metrics returns the node's Prometheus metrics (package metrics): serve
+// their Registry (promhttp.HandlerFor(n.Metrics().Registry, ...)), and
+// give them to the transport.Server that serves the node as its
+// ServerOptions.Observer, for the request metrics.
+func (n *Node) Metrics() *metrics.Node { return n.b.Metrics() }
 
 // Credentials returns the users the cluster's metadata holds, with their
 // SCRAM credentials, as this node has them: what a SASL listener serving

@@ -55,6 +55,9 @@ func (n *Broker) Produce(ctx context.Context, req *transport.ProduceRequest) (*t
 	appendOne := func(j appendJob) {
 		base, appendTime, err := n.appendVerified(ctx, j.h, req, j.rp.Records)
 		j.pr.BaseOffset, j.pr.LogAppendTime, j.pr.LogStartOffset, j.pr.Err = base, appendTime, j.h.p.LogStartOffset(), err
+		if err == nil {
+			n.produced(j.h.tp.Topic, j.rp.Records)
+		}
 	}
 	if len(jobs) < 2 || len(distinct) < len(jobs) {
 		// One partition, or a partition named twice: in order, so that
@@ -79,6 +82,15 @@ func (n *Broker) Produce(ctx context.Context, req *transport.ProduceRequest) (*t
 // for a high watermark to move — woken by the append that moves it, not by
 // polling.
 func (n *Broker) Fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
+	resp, err := n.fetch(ctx, req)
+	if err == nil {
+		n.fetched(resp)
+	}
+	return resp, err
+}
+
+// fetch is Fetch, before its answer is counted.
+func (n *Broker) fetch(ctx context.Context, req *transport.FetchRequest) (*transport.FetchResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}

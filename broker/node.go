@@ -18,6 +18,7 @@ import (
 	"github.com/partlog/partlog/internal/props"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
+	"github.com/partlog/partlog/metrics"
 	"github.com/partlog/partlog/partition"
 	"github.com/partlog/partlog/topicconfig"
 	"github.com/partlog/partlog/transport/memnet"
@@ -70,6 +71,8 @@ type Broker struct {
 	// the node closes; nil for a member of a cluster whose controller runs
 	// elsewhere.
 	controller *controller.Controller
+	// metrics are the node's metrics (Metrics).
+	metrics *metrics.Node
 
 	// requests is held shared by every request in flight and exclusively
 	// by Close, which so waits for them.
@@ -100,6 +103,7 @@ func Open(dir string, o Options) (*Broker, error) {
 		return nil, fmt.Errorf("partlog: %w", err)
 	}
 	n := &Broker{dir: path.Clean(dir), opts: o, logger: o.Logger, logs: logs, stop: make(chan struct{}), verifier: newTxnVerifier()}
+	n.metrics = metrics.New(n.metricsState)
 	if err := n.load(); err != nil {
 		logs.Close()
 		return nil, err

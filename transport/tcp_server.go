@@ -61,6 +61,18 @@ type ServerOptions struct {
 	// so is one whose authentication failed, once told why. The
 	// principal is then User:name of the user who authenticated.
 	SASL *SASL
+	// Observer, when set, is told of every request the server answers:
+	// metrics.Node counts them (partlog.Node.Metrics).
+	Observer RequestObserver
+}
+
+// RequestObserver is told of each request a server answered: its API's
+// name (Kafka's: "Produce", "Fetch", ...), the time from its arrival to
+// its answer (the answer's write to the connection not counted), and
+// whether it failed whole (the connection then closes). It must not
+// block.
+type RequestObserver interface {
+	ObserveRequest(api string, took time.Duration, failed bool)
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
@@ -273,11 +285,20 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
+		arrived, api := time.Now(), ""
 		var files []filePiece
 		if p.sasl != nil && p.sasl.raw && !p.sasl.done {
 			out, err = s.answerRawSASL(out[:0], frame, &p)
 		} else {
+			if s.opts.Observer != nil && len(frame) >= 2 {
+				api = apiName(int16(binary.BigEndian.Uint16(frame)))
+			}
 			out, files, err = s.answer(out[:0], frame, &p, sc)
+		}
+		if api != "" {
+			// Answered, or failed (the answer's write is its own
+			// connection's matter).
+			s.opts.Observer.ObserveRequest(api, time.Since(arrived), err != nil)
 		}
 		if reusableFrame(frame) {
 			s.frames.Put(frame)

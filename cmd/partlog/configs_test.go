@@ -131,8 +131,8 @@ func TestConfigsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--describe"}, "give --entity-type topics or brokers (or --topic T, --broker N)"},
-		{[]string{"--describe", "--entity-type", "topic"}, `entity type "topic" is not topics or brokers`},
+		{[]string{"--describe"}, "give --entity-type topics, brokers or users (or --topic T, --broker N)"},
+		{[]string{"--describe", "--entity-type", "topic"}, `entity type "topic" is not topics, brokers or users`},
 		{[]string{"--describe", "--entity-type", "topics", "--topic", "t"}, "--entity-type and --entity-name cannot be given with --topic or --broker"},
 		{[]string{"--describe", "--topic", "t", "--broker", "1"}, "--topic and --broker cannot both be given"},
 		{[]string{"--describe", "--broker", "one"}, `the entity name for brokers must be a node id, an integer, not "one"`},

@@ -62,7 +62,7 @@ func TestHelpSubcommand(t *testing.T) {
 				"--property key=value", "--formatter formatter"}},
 		{[]string{"help", "topics"}, "Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]\n",
 			[]string{"--alter", "--partitions partitions", "--config key=value", "--delete-config key"}},
-		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers [--entity-name NAME] [flags]\n",
+		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|users [--entity-name NAME] [flags]\n",
 			[]string{"--describe", "--alter", "--entity-type type", "--entity-name name", "--topic name", "--broker id", "--all",
 				"--add-config k1=v1,k2=[v2,v3]", "--add-config-file file", "--delete-config k1,k2", "--bootstrap-server host:port"}},
 		{[]string{"delete-records", "-h"}, "Usage: partlog delete-records --dir DIR --offset-json-file FILE\n",

@@ -204,6 +204,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	interBrokerMechanism := fs.String("sasl-mechanism-inter-broker-protocol", auth.MechanismScramSHA512, "the SASL `mechanism` this node authenticates with to the other members (sasl.mechanism.inter.broker.protocol)")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
+	metricsAddr := fs.String("metrics", "", "serve the node's Prometheus metrics at http://`HOST:PORT`/metrics")
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
 		return err
@@ -341,7 +342,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			sasl.Credentials = n.Credentials()
 		}
 	}
-	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl})
+	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl,
+		Observer: n.Metrics()})
+	if *metricsAddr != "" {
+		stopMetrics, err := serveMetrics(*metricsAddr, n, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	stopProfile, err := startCPUProfile("serve", *cpuProfile)
 	if err != nil {
 		return err
