@@ -123,10 +123,10 @@ func TestMetrics(t *testing.T) {
 	require.Greater(t, value(after, "go_goroutines"), 0.0, "the runtime's collector")
 }
 
-// TestClusterMetrics: when a follower stops, the leaders of its
-// partitions count them under-replicated once their ISR shrinks, and no
-// node of a cluster whose controller runs apart says it is the active
-// controller.
+// TestClusterMetrics: when a node stops, the leaders of its partitions
+// count them under-replicated and their ISR shrinks, and ISR expansions
+// and no under-replicated partition once it is back; no node of a cluster
+// whose controller runs apart says it is the active controller.
 func TestClusterMetrics(t *testing.T) {
 	c := newTCPCluster(t, 1, 2, 3)
 	ctx := context.Background()
@@ -138,6 +138,12 @@ func TestClusterMetrics(t *testing.T) {
 		require.Equal(t, 0.0, value(s, "kafka_server_replicamanager_underreplicatedpartitions"), "node %d", id)
 		require.Equal(t, 0.0, value(s, "kafka_controller_kafkacontroller_activecontrollercount"), "node %d", id)
 	}
+	ledElsewhere := 0.0 // the partitions whose leader stays: their ISRs shrink
+	for _, p := range c.ctl.State().Topics["replicated"].Partitions {
+		if p.Leader != 3 {
+			ledElsewhere++
+		}
+	}
 	c.halt(3)
 	c.waitFor("node 3 out of every ISR", func(s controller.ClusterState) bool {
 		for _, p := range s.Topics["replicated"].Partitions {
@@ -147,7 +153,7 @@ func TestClusterMetrics(t *testing.T) {
 		}
 		return true
 	})
-	led := 0.0
+	led, shrinks := 0.0, 0.0
 	for id := int32(1); id <= 2; id++ {
 		require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
 		s := scrape(t, c.nodes[id])
@@ -155,6 +161,27 @@ func TestClusterMetrics(t *testing.T) {
 		require.Equal(t, leaders, value(s, "kafka_server_replicamanager_underreplicatedpartitions"), "node %d: every partition it leads", id)
 		require.Equal(t, leaders, value(s, "kafka_cluster_partition_underminisr"), "node %d: below min.insync.replicas=3", id)
 		led += leaders
+		shrinks += value(s, "kafka_server_replicamanager_isrshrinks_total")
 	}
 	require.Equal(t, 3.0, led, "nodes 1 and 2 lead the three partitions")
+	require.Equal(t, ledElsewhere, shrinks, "one shrink of the ISR of each partition whose leader stayed (node 3's get new leaders)")
+
+	// Node 3 comes back: each partition's leader takes it into the ISR.
+	c.start(3, c.addrs[3])
+	c.waitFor("node 3 in every ISR", func(s controller.ClusterState) bool {
+		for _, p := range s.Topics["replicated"].Partitions {
+			if !slices.Contains(p.ISR, 3) {
+				return false
+			}
+		}
+		return true
+	})
+	expands := 0.0
+	for id := int32(1); id <= 2; id++ {
+		require.NoError(t, partlogtest.SyncMetadata(ctx, c.nodes[id]))
+		s := scrape(t, c.nodes[id])
+		require.Equal(t, 0.0, value(s, "kafka_server_replicamanager_underreplicatedpartitions"), "node %d", id)
+		expands += value(s, "kafka_server_replicamanager_isrexpands_total")
+	}
+	require.Equal(t, 3.0, expands, "one expansion of each partition's ISR")
 }

@@ -282,6 +282,11 @@ func (m *clusterMember) apply(ctx context.Context, h *replicaHost, s replica.Lea
 	h.mu.Lock()
 	h.state = s
 	h.mu.Unlock()
+	if self := m.n.meta.NodeID; s.Leader == self && cur.Leader == self && s.LeaderEpoch == cur.LeaderEpoch {
+		// An ISR change of a partition this node leads, its own proposal
+		// or the controller's (a fenced follower removed).
+		m.n.metrics.ISRChanged(len(cur.ISR), len(s.ISR))
+	}
 	m.coordinatorLeadership(h, s)
 	return nil
 }

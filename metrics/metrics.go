@@ -42,6 +42,7 @@ type Node struct {
 	bytesIn, bytesOut, messagesIn *prometheus.CounterVec
 	requests                      *prometheus.CounterVec
 	requestSeconds                *prometheus.HistogramVec
+	isrShrinks, isrExpands        prometheus.Counter
 }
 
 // New returns a node's metrics; state is called on each scrape for the
@@ -60,7 +61,11 @@ func New(state func() State) *Node {
 	m.requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kafka_network_requestmetrics_totaltime_seconds",
 		Help:    "Time from a request's arrival to its answer, by API (RequestMetrics TotalTimeMs).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"request"})
-	m.Registry.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.requestSeconds,
+	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{Name: "kafka_server_replicamanager_isrshrinks_total",
+		Help: "ISR shrinks the controller committed for partitions this node leads (ReplicaManager IsrShrinksPerSec)."})
+	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "kafka_server_replicamanager_isrexpands_total",
+		Help: "ISR expansions the controller committed for partitions this node leads (IsrExpandsPerSec)."})
+	m.Registry.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.requestSeconds, m.isrShrinks, m.isrExpands,
 		&stateCollector{state: state}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -89,6 +94,17 @@ func (m *Node) ObserveRequest(api string, took time.Duration, failed bool) {
 	}
 	m.requests.WithLabelValues(api, e).Inc()
 	m.requestSeconds.WithLabelValues(api).Observe(took.Seconds())
+}
+
+// ISRChanged counts a change of the ISR of a partition this node leads,
+// from before to after members: a shrink or an expansion.
+func (m *Node) ISRChanged(before, after int) {
+	switch {
+	case after < before:
+		m.isrShrinks.Inc()
+	case after > before:
+		m.isrExpands.Inc()
+	}
 }
 
 // stateCollector reads the node's state at each scrape.
