@@ -121,6 +121,20 @@ func TestMetrics(t *testing.T) {
 	require.Greater(t, value(after, "kafka_network_requestmetrics_requests_total", "request", "Fetch", "error", "false"), 0.0)
 	require.Greater(t, value(after, "kafka_network_requestmetrics_requests_total", "request", "Metadata", "error", "false"), 0.0)
 	require.Greater(t, value(after, "go_goroutines"), 0.0, "the runtime's collector")
+	require.GreaterOrEqual(t, value(after, "kafka_log_logflushstats_logflush_seconds"), 1.0,
+		"the topic syncs before it acknowledges (flush.messages=1): flushes are timed")
+
+	// A group that committed offset 10 of partition 0 lags by the rest.
+	commit, err := n.Client().OffsetCommit(ctx, &transport.OffsetCommitRequest{Group: "lagging", GenerationID: -1,
+		Topics: []transport.OffsetCommitTopic{{Topic: "watched", Partitions: []transport.OffsetCommitPartition{{Partition: 0, Offset: 10, LeaderEpoch: -1}}}}})
+	require.NoError(t, err)
+	require.NoError(t, commit.Topics[0].Partitions[0].Err)
+	hw := d[0].Partitions[0].HighWatermark
+	require.Greater(t, hw, int64(10))
+	lagged := scrape(t, n)
+	require.Equal(t, float64(hw-10), value(lagged, "kafka_consumergroup_lag", "consumergroup", "lagging", "topic", "watched", "partition", "0"))
+	require.Equal(t, -1.0, value(lagged, "kafka_consumergroup_lag", "consumergroup", "lagging", "topic", "watched", "partition", "1"),
+		"no lag where the group committed nothing")
 }
 
 // TestClusterMetrics: when a node stops, the leaders of its partitions

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
 	"strconv"
+	"time"
 
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/metrics"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
@@ -44,6 +47,7 @@ func (n *Broker) metricsState() metrics.State {
 		return s // closed
 	}
 	self := n.meta.NodeID
+	hws := map[kafka.TopicPartition]int64{}
 	for _, t := range topics {
 		minISR, _ := strconv.Atoi(t.Effective["min.insync.replicas"])
 		for _, p := range t.Partitions {
@@ -53,6 +57,9 @@ func (n *Broker) metricsState() metrics.State {
 			}
 			if !hosted {
 				continue
+			}
+			if p.HighWatermark >= 0 {
+				hws[kafka.TopicPartition{Topic: t.Name, Partition: p.Partition}] = p.HighWatermark
 			}
 			s.Partitions++
 			if p.Leader < 0 || p.Offline != nil {
@@ -70,5 +77,34 @@ func (n *Broker) metricsState() metrics.State {
 			}
 		}
 	}
+	s.GroupLag = n.groupLag(hws)
 	return s
+}
+
+// groupLag returns the lag of the groups this node coordinates on the
+// partitions whose high watermarks hws gives.
+func (n *Broker) groupLag(hws map[kafka.TopicPartition]int64) []metrics.GroupLag {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	groups, err := n.ListGroups(ctx, &transport.ListGroupsRequest{})
+	if err != nil || groups.Err != nil {
+		return nil
+	}
+	var lags []metrics.GroupLag
+	for _, g := range groups.Groups {
+		offsets, err := n.OffsetFetch(ctx, &transport.OffsetFetchRequest{Group: g.Group})
+		if err != nil || offsets.Err != nil {
+			continue
+		}
+		for _, t := range offsets.Topics {
+			for _, p := range t.Partitions {
+				hw, ok := hws[kafka.TopicPartition{Topic: t.Topic, Partition: p.Partition}]
+				if !ok || p.Err != nil || p.Offset < 0 {
+					continue
+				}
+				lags = append(lags, metrics.GroupLag{Group: g.Group, Topic: t.Topic, Partition: p.Partition, Lag: max(hw-p.Offset, 0)})
+			}
+		}
+	}
+	return lags
 }

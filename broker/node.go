@@ -196,7 +196,7 @@ func (n *Broker) startController() error {
 // topic with id topicID and configs cfg, and returns its partition.
 func (n *Broker) newPartition(tp kafka.TopicPartition, topicID string, cfg topicconfig.Config, hw int64) (*partition.Partition, bool, error) {
 	lo := cfg.LogOptions()
-	lo.Now, lo.Logger = n.opts.Now, n.logger
+	lo.Now, lo.Logger, lo.OnFlush = n.opts.Now, n.logger, n.metrics.Flushed
 	syncs := lo.SyncBeforeAck
 	lo.SyncBeforeAck = false // the replica's driver syncs once per Ready
 	l, err := n.logs.Open(tp, lo)

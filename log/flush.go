@@ -167,6 +167,19 @@ func (l *Log) flushTo(target int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if report := l.options().OnFlush; report != nil {
+		start := time.Now()
+		if err := l.flushToLocked(target); err != nil {
+			return err
+		}
+		report(time.Since(start))
+		return nil
+	}
+	return l.flushToLocked(target)
+}
+
+// flushToLocked is flushTo with l.mu held (read).
+func (l *Log) flushToLocked(target int64) error {
 	last := len(l.segments) - 1
 	for i, s := range l.segments {
 		if s.BaseOffset() >= target && i > 0 {

@@ -132,7 +132,7 @@ func (l *Log) options() *Options { return l.opts.Load() }
 // SegmentBytes, SegmentMs, IndexIntervalBytes and MaxIndexBytes (for the
 // segments rolled from now on), MaxMessageBytes, RetentionBytes,
 // RetentionMs, CleanupPolicy and the compaction settings. The rest of o —
-// FS, Logger, Now, the recovery state, and the flush policy
+// FS, Logger, Now, the recovery state, OnFlush, and the flush policy
 // (FlushMessages, FlushInterval, SyncBeforeAck), on which a partition's
 // high watermark rests — is ignored: the log keeps what it was opened
 // with until it is opened again. An invalid o is refused
@@ -141,7 +141,7 @@ func (l *Log) Reconfigure(o Options) error {
 	cur := l.options()
 	o.FS, o.Logger, o.Now = cur.FS, cur.Logger, cur.Now
 	o.RecoveryPoint, o.CleanShutdown, o.LogStartOffset, o.FirstDirtyOffset = cur.RecoveryPoint, cur.CleanShutdown, cur.LogStartOffset, cur.FirstDirtyOffset
-	o.FlushInterval, o.FlushMessages, o.SyncBeforeAck = cur.FlushInterval, cur.FlushMessages, cur.SyncBeforeAck
+	o.FlushInterval, o.FlushMessages, o.SyncBeforeAck, o.OnFlush = cur.FlushInterval, cur.FlushMessages, cur.SyncBeforeAck, cur.OnFlush
 	o, err := o.withDefaults()
 	if err != nil {
 		return err

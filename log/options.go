@@ -53,6 +53,10 @@ type Options struct {
 	// SyncBeforeAck makes every Append return only after its batch is
 	// durable. Appends waiting at once share one fdatasync (group commit).
 	SyncBeforeAck bool
+	// OnFlush, when set, is told how long each flush of the log to disk
+	// took that succeeded (the segments' syncs up to the log end; Kafka's
+	// LogFlushRateAndTimeMs). It must not block. Nil: nobody is told.
+	OnFlush func(took time.Duration)
 
 	// RecoveryPoint is the offset below which the log was known durable
 	// when it was last open; segments below it are not scanned on an

@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,19 @@ type State struct {
 	// ActiveController is whether the node is the cluster's active
 	// controller (a combined node's controller is active).
 	ActiveController bool
+	// GroupLag is the lag of the groups this node coordinates, on the
+	// partitions it hosts.
+	GroupLag []GroupLag
+}
+
+// GroupLag is a consumer group's lag on one partition: the records
+// between its committed offset and the partition's high watermark.
+type GroupLag struct {
+	// Group, Topic and Partition say whose lag and where.
+	Group, Topic string
+	Partition    int32
+	// Lag is the count of records the group has not committed.
+	Lag int64
 }
 
 // Node holds one node's metrics. Its methods are safe for concurrent use.
@@ -43,6 +57,7 @@ type Node struct {
 	requests                      *prometheus.CounterVec
 	requestSeconds                *prometheus.HistogramVec
 	isrShrinks, isrExpands        prometheus.Counter
+	flushSeconds                  prometheus.Histogram
 }
 
 // New returns a node's metrics; state is called on each scrape for the
@@ -65,7 +80,10 @@ func New(state func() State) *Node {
 		Help: "ISR shrinks the controller committed for partitions this node leads (ReplicaManager IsrShrinksPerSec)."})
 	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "kafka_server_replicamanager_isrexpands_total",
 		Help: "ISR expansions the controller committed for partitions this node leads (IsrExpandsPerSec)."})
-	m.Registry.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.requestSeconds, m.isrShrinks, m.isrExpands,
+	m.flushSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kafka_log_logflushstats_logflush_seconds",
+		Help:    "Time of each flush of a log to disk (LogFlushStats LogFlushRateAndTimeMs).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)})
+	m.Registry.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.requestSeconds, m.isrShrinks, m.isrExpands, m.flushSeconds,
 		&stateCollector{state: state}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -107,6 +125,10 @@ func (m *Node) ISRChanged(before, after int) {
 	}
 }
 
+// Flushed records how long a flush of a log to disk took (log.Options'
+// OnFlush).
+func (m *Node) Flushed(took time.Duration) { m.flushSeconds.Observe(took.Seconds()) }
+
 // stateCollector reads the node's state at each scrape.
 type stateCollector struct {
 	state func() State
@@ -123,10 +145,13 @@ var (
 		"Partitions this node hosts with no leader, or whose log could not be opened.", nil, nil)
 	activeDesc = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount",
 		"1 when this node is the cluster's active controller.", nil, nil)
+	lagDesc = prometheus.NewDesc("kafka_consumergroup_lag",
+		"Records between a group's committed offset and the partition's high watermark, for the groups this node coordinates.",
+		[]string{"consumergroup", "topic", "partition"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{partitionsDesc, leadersDesc, urpDesc, underMinISRDesc, offlineDesc, activeDesc} {
+	for _, d := range []*prometheus.Desc{partitionsDesc, leadersDesc, urpDesc, underMinISRDesc, offlineDesc, activeDesc, lagDesc} {
 		ch <- d
 	}
 }
@@ -143,5 +168,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{partitionsDesc, float64(s.Partitions)}, {leadersDesc, float64(s.Leaders)}, {urpDesc, float64(s.UnderReplicated)},
 		{underMinISRDesc, float64(s.UnderMinISR)}, {offlineDesc, float64(s.Offline)}, {activeDesc, active}} {
 		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, g.v)
+	}
+	for _, l := range s.GroupLag {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(l.Lag), l.Group, l.Topic, strconv.Itoa(int(l.Partition)))
 	}
 }
