@@ -59,13 +59,9 @@ func TestSASLClients(t *testing.T) {
 	users := saslUsers(t)
 	for _, listener := range []string{"SASL_SSL", "SASL_PLAINTEXT"} {
 		t.Run(listener, func(t *testing.T) {
-			n, err := partlog.Open(t.TempDir())
-			require.NoError(t, err)
-			defer n.Close()
+			n, h := watchedNode(t, "secure")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "secure", Partitions: 2}))
-			h := &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
 			opts := transport.ServerOptions{SASL: &transport.SASL{Credentials: users}}
 			var clientTLS *tls.Config
 			if listener == "SASL_SSL" {
@@ -158,10 +154,7 @@ func TestSASLClients(t *testing.T) {
 // APIs), a Metadata or Produce request closes the connection without
 // reaching the node, and so does a SaslAuthenticate before a handshake.
 func TestSASLNothingBeforeAuthentication(t *testing.T) {
-	n, err := partlog.Open(t.TempDir())
-	require.NoError(t, err)
-	defer n.Close()
-	h := &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
+	_, h := watchedNode(t, "")
 	addr := serveWith(t, h, transport.ServerOptions{SASL: &transport.SASL{Credentials: saslUsers(t)}})
 
 	// roundTrip sends reqs on a new connection and returns the answers
@@ -272,10 +265,7 @@ func TestClusterOverSASLSSL(t *testing.T) {
 // messages go as frames of their own, without a request header, and so
 // do the node's answers. A wrong password closes the connection.
 func TestSASLHandshakeV0(t *testing.T) {
-	n, err := partlog.Open(t.TempDir())
-	require.NoError(t, err)
-	defer n.Close()
-	h := &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
+	_, h := watchedNode(t, "")
 	addr := serveWith(t, h, transport.ServerOptions{SASL: &transport.SASL{Credentials: saslUsers(t)}})
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("v0"))
 	for _, tc := range []struct {

@@ -50,6 +50,20 @@ func (p *principals) take() map[auth.Principal]int {
 	return seen
 }
 
+// watchedNode opens a node on the OS filesystem, with topic (of two
+// partitions) unless it is empty, closed when the test ends, and the
+// client of it that notes its requests' principals.
+func watchedNode(t *testing.T, topic string) (*partlog.Node, *principals) {
+	t.Helper()
+	n, err := partlog.Open(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { n.Close() })
+	if topic != "" {
+		require.NoError(t, n.CreateTopic(context.Background(), partlog.NewTopic{Name: topic, Partitions: 2}))
+	}
+	return n, &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
+}
+
 // serveWith serves h on a loopback port with opts and returns the address.
 func serveWith(t *testing.T, h transport.Client, opts transport.ServerOptions) string {
 	t.Helper()
@@ -114,13 +128,9 @@ func (w *tlsWorld) client(roots *testcert.CA, certs ...tls.Certificate) *tls.Con
 // plaintext, is refused; so is a client that does not trust the node.
 func TestTLSClients(t *testing.T) {
 	w := newTLSWorld(t)
-	n, err := partlog.Open(t.TempDir())
-	require.NoError(t, err)
-	defer n.Close()
+	n, h := watchedNode(t, "secure")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, n.CreateTopic(ctx, partlog.NewTopic{Name: "secure", Partitions: 2}))
-	h := &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
 	addr := serveWith(t, h, transport.ServerOptions{
 		TLS:                   &tls.Config{Certificates: []tls.Certificate{w.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: w.ca.Pool},
 		PrincipalMappingRules: w.mappingRules,
@@ -228,12 +238,9 @@ func TestTLSClients(t *testing.T) {
 // ErrSSLAuthentication rather than waiting.
 func TestTLSWithoutClientCertificates(t *testing.T) {
 	w := newTLSWorld(t)
-	n, err := partlog.Open(t.TempDir())
-	require.NoError(t, err)
-	defer n.Close()
+	_, h := watchedNode(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h := &principals{Client: n.Client(), seen: map[auth.Principal]int{}}
 	addr := serveWith(t, h, transport.ServerOptions{TLS: &tls.Config{Certificates: []tls.Certificate{w.server}}})
 	c, err := transport.Dial(ctx, addr, transport.DialOptions{TLS: w.client(w.ca)})
 	require.NoError(t, err)
