@@ -249,15 +249,8 @@ func TestClusterOverSASLSSL(t *testing.T) {
 	defer cancel()
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "secure", ReplicationFactor: 3,
 		Configs: map[string]string{"min.insync.replicas": "3"}}))
-	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, transport.DialOptions{
-		TLS: w.client(w.ca, w.alice), SASL: &transport.SASLCredentials{Mechanism: auth.MechanismScramSHA256, User: "alice", Password: "alice-secret"}})
-	require.NoError(t, err)
-	defer client.Close()
-	values := clusterValues(0, 500)
-	acked := produceValues(t, client, "secure", values)
-	require.Equal(t, values, acked[0])
-	require.Equal(t, acked, consumeCluster(t, client, "secure", len(values)))
-	requireIdenticalReplicas(t, c, "secure", len(values))
+	requireReplicatedSecurely(t, c, transport.DialOptions{TLS: w.client(w.ca, w.alice),
+		SASL: &transport.SASLCredentials{Mechanism: auth.MechanismScramSHA256, User: "alice", Password: "alice-secret"}})
 }
 
 // TestSASLHandshakeV0 authenticates as clients before Kafka 1.0 did (and

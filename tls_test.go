@@ -269,8 +269,17 @@ func TestClusterOverTLS(t *testing.T) {
 	defer cancel()
 	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "secure", ReplicationFactor: 3,
 		Configs: map[string]string{"min.insync.replicas": "3"}}))
-	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]},
-		transport.DialOptions{TLS: w.client(w.ca, w.alice)})
+	requireReplicatedSecurely(t, c, transport.DialOptions{TLS: w.client(w.ca, w.alice)})
+}
+
+// requireReplicatedSecurely has a client dialled with opts produce 500
+// records with acks=all to topic "secure" of c (partition 0, all replicas
+// in sync), read them back, and finds the replicas byte-identical.
+func requireReplicatedSecurely(t *testing.T, c *tcpCluster, opts transport.DialOptions) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := transport.DialCluster(ctx, []string{c.addrs[1], c.addrs[2], c.addrs[3]}, opts)
 	require.NoError(t, err)
 	defer client.Close()
 	values := clusterValues(0, 500)

@@ -285,13 +285,16 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
-		arrived, api := time.Now(), ""
-		var files []filePiece
+		var (
+			files   []filePiece
+			api     string // observed when set
+			arrived time.Time
+		)
 		if p.sasl != nil && p.sasl.raw && !p.sasl.done {
 			out, err = s.answerRawSASL(out[:0], frame, &p)
 		} else {
 			if s.opts.Observer != nil && len(frame) >= 2 {
-				api = apiName(int16(binary.BigEndian.Uint16(frame)))
+				api, arrived = apiName(int16(binary.BigEndian.Uint16(frame))), time.Now()
 			}
 			out, files, err = s.answer(out[:0], frame, &p, sc)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"os"
 	"path/filepath"
@@ -285,13 +284,11 @@ func TestClusterProcessesSASLSSL(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	cert, err := readKeyStore(filepath.Join(certs, "alice.pem"))
+	require.NoError(t, err)
+	pool, err := readTrustStore(filepath.Join(certs, "ca.pem"))
+	require.NoError(t, err)
 	peer := func(user, password string) transport.DialOptions {
-		cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "alice.pem"), filepath.Join(certs, "alice.pem"))
-		require.NoError(t, err)
-		pool := x509.NewCertPool()
-		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
-		require.NoError(t, err)
-		require.True(t, pool.AppendCertsFromPEM(ca))
 		return transport.DialOptions{TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
 			SASL: &transport.SASLCredentials{Mechanism: "SCRAM-SHA-256", User: user, Password: password}}
 	}
