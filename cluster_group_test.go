@@ -36,7 +36,8 @@ func (c *testCluster) startGroupNode(id int32) *partlog.Node {
 		partlog.HeartbeatInterval(20*time.Millisecond),
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}),
-		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second))
+		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second),
+		partlog.GroupConsumerHeartbeatInterval(100*time.Millisecond))
 	require.NoError(c.t, err)
 	c.nodes[id] = n
 	return n
@@ -521,7 +522,8 @@ func fetchCommittedRetrying(ctx context.Context, t *testing.T, client transport.
 }
 
 // startGroupNode opens node id of c at addr as tcpCluster.start does, with
-// a small __consumer_offsets and short group session timeouts.
+// a small __consumer_offsets, short group session timeouts and frequent
+// consumer-protocol heartbeats.
 func (c *tcpCluster) startGroupNode(id int32, addr string) {
 	c.t.Helper()
 	ln, err := net.Listen("tcp", addr)
@@ -530,7 +532,8 @@ func (c *tcpCluster) startGroupNode(id int32, addr string) {
 		partlog.AdvertisedAddress(ln.Addr().String()), partlog.HeartbeatInterval(20*time.Millisecond),
 		partlog.ReplicaOptions(replica.Options{TickInterval: 10 * time.Millisecond, ReplicaLagTimeMax: 500 * time.Millisecond,
 			FetchWaitMax: 50 * time.Millisecond, FetchBackoff: 20 * time.Millisecond, FetchTimeout: time.Second}),
-		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second))
+		partlog.OffsetsTopicPartitions(groupClusterOffsetsPartitions), partlog.GroupMinSessionTimeout(time.Second),
+		partlog.GroupConsumerHeartbeatInterval(100*time.Millisecond))
 	require.NoError(c.t, err)
 	s := transport.NewServer(n.Client(), transport.ServerOptions{})
 	go s.Serve(ln)
@@ -583,14 +586,7 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	end := l.LogEndOffset()
 	require.Positive(t, end)
 	oldAddr := c.addrs[old]
-	c.waitFor("the full ISR of the group's partition", func(s controller.ClusterState) bool {
-		return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
-	})
-	c.halt(old)
-	c.waitFor("a new leader of the group's partition", func(s controller.ClusterState) bool {
-		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
-		return l != old && l != replica.NoLeader
-	})
+	c.haltCoordinator(old, p)
 	require.Equal(t, endOffsets(acked, parts), fetchCommittedRetrying(ctx, t, client, "cg", topic))
 	more := produceValues(t, client, topic, clusterValues(200, 400))
 	for p, vs := range more {
@@ -619,6 +615,21 @@ func TestClusterGroupOverTCP(t *testing.T) {
 	for v, n := range g.seen {
 		require.Equal(t, 1, n, "record %s processed once", v)
 	}
+}
+
+// haltCoordinator halts node old, the coordinator of a group in
+// partition p of __consumer_offsets, once p's ISR is full, and waits until
+// another node leads p.
+func (c *tcpCluster) haltCoordinator(old, p int32) {
+	c.t.Helper()
+	c.waitFor("the full ISR of the group's partition", func(s controller.ClusterState) bool {
+		return len(s.Topics[group.OffsetsTopic].Partitions[p].ISR) == 3
+	})
+	c.halt(old)
+	c.waitFor("a new leader of the group's partition", func(s controller.ClusterState) bool {
+		l := s.Topics[group.OffsetsTopic].Partitions[p].Leader
+		return l != old && l != replica.NoLeader
+	})
 }
 
 // awaitGroupAssigned waits until group is Stable with members members,

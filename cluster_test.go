@@ -2,6 +2,7 @@ package partlog_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -367,6 +368,9 @@ type tcpCluster struct {
 	// users, when set, makes the listeners SASL ones, with the user
 	// "node" (password "node-secret") for the nodes themselves.
 	users *auth.Users
+	// sessionTimeout is how long the controller waits for a node's
+	// heartbeat before it fences the node; zero means 500ms.
+	sessionTimeout time.Duration
 }
 
 func newTCPCluster(t testing.TB, ids ...int32) *tcpCluster {
@@ -382,8 +386,22 @@ func newCluster(t testing.TB, w *tlsWorld, ids ...int32) *tcpCluster {
 // newSecureCluster starts a tcpCluster of nodes ids, with TLS from w
 // unless it is nil, and SASL listeners with users unless it is nil.
 func newSecureCluster(t testing.TB, w *tlsWorld, users *auth.Users, ids ...int32) *tcpCluster {
-	c := &tcpCluster{t: t, ctlDir: t.TempDir(), dirs: map[int32]string{}, addrs: map[int32]string{},
-		nodes: map[int32]*partlog.Node{}, servers: map[int32]*transport.Server{}, tls: w, users: users}
+	return startTCPCluster(&tcpCluster{t: t, tls: w, users: users}, ids...)
+}
+
+// newSteadyTCPCluster is newTCPCluster with a controller that waits 3s
+// for a node's heartbeat before fencing it, so that a loaded machine does
+// not move leaderships under a test that needs them to stay; a halted
+// node's leaderships move once those 3s have passed.
+func newSteadyTCPCluster(t testing.TB) *tcpCluster {
+	return startTCPCluster(&tcpCluster{t: t, sessionTimeout: 3 * time.Second})
+}
+
+// startTCPCluster starts c's controller, then nodes ids.
+func startTCPCluster(c *tcpCluster, ids ...int32) *tcpCluster {
+	t := c.t
+	c.ctlDir, c.dirs, c.addrs = t.TempDir(), map[int32]string{}, map[int32]string{}
+	c.nodes, c.servers = map[int32]*partlog.Node{}, map[int32]*transport.Server{}
 	c.startController("127.0.0.1:0")
 	t.Cleanup(func() {
 		for id := range c.nodes {
@@ -400,7 +418,7 @@ func newSecureCluster(t testing.TB, w *tlsWorld, users *auth.Users, ids ...int32
 
 func (c *tcpCluster) startController(addr string) {
 	c.t.Helper()
-	opts := partlog.ControllerOptions{TickInterval: 10 * time.Millisecond, SessionTimeout: 500 * time.Millisecond, NoAutoLeaderRebalance: true}
+	opts := partlog.ControllerOptions{TickInterval: 10 * time.Millisecond, SessionTimeout: cmp.Or(c.sessionTimeout, 500*time.Millisecond), NoAutoLeaderRebalance: true}
 	if w := c.tls; w != nil {
 		opts.TLS = w.serverConfig()
 	}

@@ -53,3 +53,33 @@ func GroupInitialRebalanceDelay(d time.Duration) Option {
 		o.Groups.InitialRebalanceDelay = d
 	})
 }
+
+// GroupConsumerHeartbeatInterval sets group.consumer.heartbeat.interval.ms:
+// how often members of consumer-protocol groups (KIP-848) are told to
+// heartbeat, and so how soon they learn of a new assignment; the default
+// is Kafka's 5s.
+func GroupConsumerHeartbeatInterval(d time.Duration) Option {
+	return optionFunc(func(o *broker.Options) { o.Groups.ConsumerHeartbeatInterval = d })
+}
+
+// GroupConsumerSessionTimeout sets group.consumer.session.timeout.ms: a
+// member of a consumer-protocol group not heard from for this long is
+// removed; the default is Kafka's 45s.
+func GroupConsumerSessionTimeout(d time.Duration) Option {
+	return optionFunc(func(o *broker.Options) { o.Groups.ConsumerSessionTimeout = d })
+}
+
+// ShareRecordLockDuration is how long a share group member holds the
+// records it acquires (Kafka's group.share.record.lock.duration.ms):
+// records it has not acknowledged by then are delivered again. Default
+// 30s.
+func ShareRecordLockDuration(d time.Duration) Option {
+	return optionFunc(func(o *broker.Options) { o.Shares.RecordLockDuration = d })
+}
+
+// ShareDeliveryCountLimit is how many times a share group delivers a
+// record before it gives up on it and archives it (Kafka's
+// group.share.delivery.count.limit). Default 5.
+func ShareDeliveryCountLimit(n int) Option {
+	return optionFunc(func(o *broker.Options) { o.Shares.DeliveryCountLimit = n })
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/partlog/partlog/broker"
 	"github.com/partlog/partlog/internal/nodehooks"
 	"github.com/partlog/partlog/metrics"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
 )
@@ -57,6 +58,11 @@ type Client interface {
 	transport.TxnClient
 	transport.ClusterAdminClient
 	transport.UserAdminClient
+	transport.ACLAdminClient
+	transport.QuotaAdminClient
+	transport.ConsumerGroupClient
+	transport.ShareGroupClient
+	transport.ShareGroupOffsetsClient
 }
 
 // Open opens the data directory dir, creating it if needed, and hosts the
@@ -91,6 +97,27 @@ func (n *Node) Metrics() *metrics.Node { return n.b.Metrics() }
 // are set and deleted with AlterUserScramCredentials through any node of
 // the cluster (partlog configs --alter --entity-type users).
 func (n *Node) Credentials() auth.Credentials { return n.b }
+
+// ACLs returns the ACLs in force: those the cluster's metadata holds, as
+// this node has them, for the auth.Authorizer of a transport.Server
+// serving the node (ServerOptions.Authorizer: &auth.Authorizer{ACLs:
+// n.ACLs}). Only requests that come through such a server are checked;
+// callers in the same process (Client) are not. ACLs are created and
+// deleted with CreateACLs and DeleteACLs through any node of the
+// cluster. The set is cheap to get for every request: it is made once
+// per change, and never changes once returned.
+func (n *Node) ACLs() *auth.ACLs { return n.b.ACLs() }
+
+// ClientQuotas returns the client quotas in force: those the cluster's
+// metadata holds, as this node has them, for the quota.Manager of a
+// transport.Server serving the node (ServerOptions.Quotas:
+// &quota.Manager{Config: n.ClientQuotas}). Only requests that come
+// through such a server are metered; callers in the same process (Client)
+// are not. Quotas are set and removed with AlterClientQuotas through any
+// node of the cluster. The Config is cheap to get for every request: it
+// is made once per change of the quotas, is never nil, and never changes
+// once returned.
+func (n *Node) ClientQuotas() *quota.Config { return n.b.ClientQuotas() }
 
 // Close stops the node: requests in flight finish, the replicas' logs are
 // synced and closed, and the data directory is unlocked. A node in a

@@ -145,6 +145,16 @@ func LogCleanerInterval(d time.Duration) Option {
 	})
 }
 
+// ShareStateTopicPartitions sets the partitions of __share_group_state
+// when the node creates it (Kafka's
+// share.coordinator.state.topic.num.partitions); the default is 50. A
+// share partition's state lives in partition
+// abs(hash("group:topicId:partition")) % n, as in Kafka. It has no effect
+// once the topic exists.
+func ShareStateTopicPartitions(n int32) Option {
+	return optionFunc(func(o *broker.Options) { o.ShareStatePartitions = n })
+}
+
 // JoinCluster makes the node a member of the cluster that c controls,
 // exchanging replica messages with the other members over the in-memory
 // network net: several nodes in one process, for examples and tests.

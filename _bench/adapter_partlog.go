@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	plog "github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partlogtest"
 	"github.com/partlog/partlog/producer"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/record"
 	"github.com/partlog/partlog/transport"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,6 +74,11 @@ func init() {
 		Name:  "partlog-tcp",
 		Notes: "franz-go v1.22.3 client -> partlog node served on loopback TCP in process, as kfake-disk: acks=all, idempotent, linger 10ms, no compression, 2 MiB batches; fsync1000 = flush.messages=1 + client Flush per 1000",
 		Open:  openPartlogTCP,
+	})
+	register(Contender{
+		Name:  "partlog-tcp-metrics",
+		Notes: "partlog-tcp served as partlog serve --metrics serves it: ServerOptions.Observer = node.Metrics() (requests and their time per API), Quotas = the node's (none set), and the registry gathered (a Prometheus scrape) every second",
+		Open:  func(dir string, o Options) (Log, error) { return openPartlogTCPWith(dir, o, true) },
 	})
 }
 
@@ -304,9 +311,15 @@ type partlogTCP struct {
 	errs    atomic.Int64
 	lastErr atomic.Value
 	promise func(*kgo.Record, error)
+	// stopScrape ends partlog-tcp-metrics' scrapes.
+	stopScrape func()
 }
 
-func openPartlogTCP(dir string, o Options) (Log, error) {
+func openPartlogTCP(dir string, o Options) (Log, error) { return openPartlogTCPWith(dir, o, false) }
+
+// openPartlogTCPWith opens partlog-tcp, or partlog-tcp-metrics with
+// metered.
+func openPartlogTCPWith(dir string, o Options, metered bool) (Log, error) {
 	n, err := openPartlogNode(dir, o.Durable, map[string]string{partlog.ConfigMaxMessageBytes: strconv.Itoa(8 << 20)})
 	if err != nil {
 		return nil, err
@@ -316,7 +329,27 @@ func openPartlogTCP(dir string, o Options) (Log, error) {
 		n.Close()
 		return nil, err
 	}
-	srv := transport.NewServer(n.Client(), transport.ServerOptions{})
+	var sopts transport.ServerOptions
+	stopScrape := func() {}
+	if metered {
+		sopts.Observer = n.Metrics()
+		sopts.Quotas = &quota.Manager{Config: n.ClientQuotas}
+		done := make(chan struct{})
+		stopScrape = sync.OnceFunc(func() { close(done) })
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					n.Metrics().Registry.Gather()
+				}
+			}
+		}()
+	}
+	srv := transport.NewServer(n.Client(), sopts)
 	go srv.Serve(ln)
 	addr := ln.Addr().String()
 	cl, err := kgo.NewClient(
@@ -332,7 +365,7 @@ func openPartlogTCP(dir string, o Options) (Log, error) {
 		n.Close()
 		return nil, err
 	}
-	a := &partlogTCP{node: n, srv: srv, addr: addr, cl: cl, durable: o.Durable}
+	a := &partlogTCP{node: n, srv: srv, addr: addr, cl: cl, durable: o.Durable, stopScrape: stopScrape}
 	a.promise = func(_ *kgo.Record, err error) {
 		if err != nil {
 			a.errs.Add(1)
@@ -403,6 +436,7 @@ func (a *partlogTCP) ReadAll(fn func(rec []byte)) error {
 }
 
 func (a *partlogTCP) Close() error {
+	a.stopScrape()
 	a.cl.Close()
 	a.srv.Close()
 	return a.node.Close()

@@ -120,8 +120,11 @@ func (n *Broker) awaitChange(ctx context.Context) func(controller.Change, error)
 // compaction, min.insync.replicas and message.timestamp.type at once;
 // flush.messages and flush.ms once a partition is next opened (a restart),
 // since the high watermark of a partition rests on its flush policy. A
-// node's own settings are static (partlog serve's flags): altering them is
-// refused with INVALID_REQUEST.
+// group's configs (a GROUP resource, named by the group id) are checked
+// and stored by the controller, as Kafka's GroupConfig checks them, for a
+// group that need not exist yet (see groupConfigs). A node's own settings
+// are static (partlog serve's flags): altering them is refused with
+// INVALID_REQUEST.
 func (n *Broker) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRequest) (*transport.AlterConfigsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
@@ -133,6 +136,8 @@ func (n *Broker) AlterConfigs(ctx context.Context, req *transport.AlterConfigsRe
 		switch a.Type {
 		case transport.ConfigTopic:
 			res.Err = n.alterTopicConfigs(ctx, a, req.ValidateOnly)
+		case transport.ConfigGroup:
+			res.Err = n.alterGroupConfigs(ctx, a, req.ValidateOnly)
 		case transport.ConfigBroker:
 			res.Err = fmt.Errorf("%w: a partlog node's settings are static: set them with partlog serve's flags or the Go options", kafka.ErrInvalidRequest)
 		default:
@@ -168,16 +173,20 @@ func (n *Broker) reconfigure(cfg topicconfig.Config, parts ...*partition.Partiti
 }
 
 // DescribeConfigs answers every config in force for each topic, sorted by
-// name, marking those the topic does not set as defaults; and, for the
-// node itself (a BROKER resource named by its id, or empty), its settings
-// by Kafka's broker config names, all read-only.
+// name, marking those the topic does not set as defaults; the same for
+// each group (a GROUP resource), whose configs all have their defaults
+// when it sets none or does not exist, as in Kafka; and, for the node
+// itself (a BROKER resource named by its id, or empty), its settings by
+// Kafka's broker config names, all read-only.
 func (n *Broker) DescribeConfigs(ctx context.Context, req *transport.DescribeConfigsRequest) (*transport.DescribeConfigsResponse, error) {
 	if err := n.begin(); err != nil {
 		return nil, err
 	}
 	defer n.end()
-	if slices.ContainsFunc(req.Resources, func(r transport.ConfigResource) bool { return r.Type == transport.ConfigTopic }) {
-		// Another node may have changed the topic's configs a moment ago:
+	if slices.ContainsFunc(req.Resources, func(r transport.ConfigResource) bool {
+		return r.Type == transport.ConfigTopic || r.Type == transport.ConfigGroup
+	}) {
+		// Another node may have changed the configs a moment ago:
 		// answer with the controller's metadata, not this node's last
 		// heartbeat's, so that an alter then a describe reads back the
 		// change whichever nodes they reach.
@@ -191,6 +200,8 @@ func (n *Broker) DescribeConfigs(ctx context.Context, req *transport.DescribeCon
 		switch r.Type {
 		case transport.ConfigTopic:
 			rc.Configs, rc.Err = n.topicConfigEntries(r.Name)
+		case transport.ConfigGroup:
+			rc.Configs, rc.Err = n.groupConfigEntries(r.Name)
 		case transport.ConfigBroker:
 			if r.Name != "" && r.Name != strconv.Itoa(int(n.meta.NodeID)) {
 				rc.Err = fmt.Errorf("%w: node %d describes its own configs; ask node %s", kafka.ErrInvalidRequest, n.meta.NodeID, r.Name)

@@ -319,7 +319,7 @@ func (cp *coordinatorPartitions) coordinatorNode(ctx context.Context, key string
 // coordinatorTopics returns the partitions of the coordinators the node
 // hosts.
 func (n *Broker) coordinatorTopics() []*coordinatorPartitions {
-	return []*coordinatorPartitions{n.groups.offsets, n.txns.state}
+	return []*coordinatorPartitions{n.groups.offsets, n.txns.state, n.shareStates.state}
 }
 
 // coordinatorLeadership passes the controller's state s of replica h to

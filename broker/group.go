@@ -14,7 +14,10 @@ import (
 // The Broker coordinates the consumer groups of the partitions of
 // __consumer_offsets it leads (see cluster_group.go): on a node on its
 // own, every group.
-var _ transport.GroupClient = (*Broker)(nil)
+var (
+	_ transport.GroupClient         = (*Broker)(nil)
+	_ transport.ConsumerGroupClient = (*Broker)(nil)
+)
 
 // groupTickInterval is how often the node expires group sessions and
 // rebalance timeouts.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/record"
@@ -33,6 +34,7 @@ func (h *groupHost) clusterCoordinator(partitions int32) *group.Coordinator {
 		opts := n.opts.Groups
 		opts.Now, opts.Logger = n.opts.Now, n.logger.With("component", "group-coordinator")
 		opts.Partitions = partitions
+		opts.Topics = n.groupTopics
 		h.coord = group.New(replicatedOffsetsLog{n: n}, opts)
 	}
 	return h.coord
@@ -143,6 +145,9 @@ func (n *Broker) findCoordinator(ctx context.Context, req *transport.FindCoordin
 	if req.KeyType == transport.CoordinatorTransaction {
 		return n.findTxnCoordinator(ctx, req.Key), nil
 	}
+	if req.KeyType == transport.CoordinatorShare {
+		return n.findShareCoordinator(ctx, req.Key), nil
+	}
 	if req.KeyType != transport.CoordinatorGroup {
 		resp.Err = fmt.Errorf("%w: coordinator key type %d", kafka.ErrInvalidRequest, req.KeyType)
 		return resp, nil
@@ -205,6 +210,45 @@ func (n *Broker) DescribeGroups(ctx context.Context, req *transport.DescribeGrou
 		resp.Groups = append(resp.Groups, c.Describe(&transport.DescribeGroupsRequest{Groups: []string{id}}).Groups...)
 	}
 	return resp, nil
+}
+
+// ConsumerGroupHeartbeat handles a heartbeat of the consumer group
+// protocol (KIP-848) at the group's coordinator.
+func (n *Broker) ConsumerGroupHeartbeat(ctx context.Context, req *transport.ConsumerGroupHeartbeatRequest) (*transport.ConsumerGroupHeartbeatResponse, error) {
+	return groupCall(ctx, n, req.Group, req, (*group.Coordinator).ConsumerHeartbeat, func(err error) *transport.ConsumerGroupHeartbeatResponse {
+		return &transport.ConsumerGroupHeartbeatResponse{Err: err, MemberID: req.MemberID}
+	})
+}
+
+// ConsumerGroupDescribe describes consumer-protocol groups the node
+// coordinates; the others are answered NOT_COORDINATOR.
+func (n *Broker) ConsumerGroupDescribe(ctx context.Context, req *transport.ConsumerGroupDescribeRequest) (*transport.ConsumerGroupDescribeResponse, error) {
+	if err := n.begin(); err != nil {
+		return nil, err
+	}
+	defer n.end()
+	resp := &transport.ConsumerGroupDescribeResponse{}
+	for _, id := range req.Groups {
+		c, err := n.coordinatorOf(ctx, id)
+		if err != nil {
+			resp.Groups = append(resp.Groups, transport.ConsumerGroupDescription{Group: id, Err: err})
+			continue
+		}
+		resp.Groups = append(resp.Groups, c.ConsumerDescribe(&transport.ConsumerGroupDescribeRequest{Groups: []string{id}}).Groups...)
+	}
+	return resp, nil
+}
+
+// groupTopics are the cluster's topics as the consumer-protocol groups
+// assign them: the metadata's, the internal ones too (a regex may match
+// them, as on Kafka).
+func (n *Broker) groupTopics() []group.TopicInfo {
+	md, _ := n.member.metadata()
+	out := make([]group.TopicInfo, 0, len(md.Topics))
+	for name, t := range md.Topics {
+		out = append(out, group.TopicInfo{Name: name, ID: controller.TopicIDBytes(t.ID), Partitions: int32(len(t.Partitions))})
+	}
+	return out
 }
 
 // DeleteGroups deletes the groups without members the node coordinates,

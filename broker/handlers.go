@@ -288,7 +288,8 @@ func (n *Broker) autoCreate(ctx context.Context, req *transport.MetadataRequest)
 	}
 	md, _ := n.member.metadata()
 	for _, name := range req.Topics {
-		if _, ok := md.Topics[name]; ok || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil {
+		if _, ok := md.Topics[name]; ok || strings.HasPrefix(name, "__") || ValidateTopicName(name) != nil ||
+			req.MayCreate != nil && !req.MayCreate(name) {
 			continue
 		}
 		nt := NewTopic{Name: name, Partitions: n.opts.AutoCreatePartitions, ReplicationFactor: n.opts.AutoCreateReplicationFactor}

@@ -17,6 +17,7 @@ func init() {
 func (h nodeHooks) CleanNow(ctx context.Context) error     { return h.n.cleanNow(ctx) }
 func (h nodeHooks) EnforceRetention() error                { return h.n.enforceRetentionNow() }
 func (h nodeHooks) ExpireProducers() error                 { return h.n.expireProducersNow() }
+func (h nodeHooks) TickShares()                            { h.n.shares.tick() }
 func (h nodeHooks) SyncMetadata(ctx context.Context) error { return h.n.syncMetadata(ctx) }
 func (h nodeHooks) Halt() error                            { return h.n.halt() }
 func (h nodeHooks) FailTxnSteps(fault func(nodehooks.TxnStep) error) {

@@ -9,13 +9,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/log"
 	"github.com/partlog/partlog/partition"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
@@ -68,6 +71,14 @@ type clusterMember struct {
 	// retry says a reconcile failed in part: the next heartbeat asks for
 	// the metadata again and reconciles even if it is not newer.
 	retry bool
+	// acls is the set of md.ACLs, for authorizing requests (Broker.ACLs):
+	// made anew, under mu, only when a reconcile brings other ACLs, and
+	// read without the lock.
+	acls atomic.Pointer[auth.ACLs]
+	// quotas is the Config of md.Quotas, for metering clients
+	// (Broker.ClientQuotas): made anew, under mu, only when a reconcile
+	// brings other quotas, and read without the lock.
+	quotas atomic.Pointer[quota.Config]
 
 	// peers are clients of other nodes (nodeClient).
 	peers nodeClients
@@ -100,6 +111,8 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		offline: map[kafka.TopicPartition]error{},
 		md:      &controller.Metadata{Version: -1, Nodes: map[int32]controller.NodeInfo{}, Topics: map[string]controller.TopicState{}},
 		refresh: make(chan struct{}, 1)}
+	m.acls.Store(auth.NewACLs(nil))
+	m.quotas.Store(quota.NewConfig(nil))
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if o.controller != nil {
 		if o.network == nil {
@@ -118,7 +131,7 @@ func (n *Broker) joinCluster(ctx context.Context) error {
 		m.answers = &bufpool.Pool{}
 		m.net = newTCPPeers(m.answers, transport.DialOptions{TLS: n.opts.PeerTLS, SASL: n.opts.PeerSASL})
 	}
-	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.refreshNow)
+	m.out = newOutbox(n.meta.NodeID, m.net, m.address, m.deliveryFailed)
 	var err error
 	if m.hws, err = log.ReadOffsetCheckpoint(n.opts.FS, path.Join(n.dir, HighWatermarkFileName)); err != nil {
 		n.logger.Warn("ignoring the high watermark checkpoint", "err", err)
@@ -199,6 +212,22 @@ func (m *clusterMember) refreshNow() {
 	}
 }
 
+// deliveryFailed is told when replica messages to node to start failing:
+// it asks for the metadata now (the node may have a new address), and
+// logs a refusal that no retry mends — the other node does not let this
+// one in (its TLS or SASL, or its ACLs: the principal this node connects
+// as needs ClusterAction, or to be a super user).
+func (m *clusterMember) deliveryFailed(to int32, err error) {
+	switch {
+	case errors.Is(err, kafka.ErrClusterAuthorizationFailed):
+		m.n.logger.Error("replication refused: the principal this node connects to the others as needs ClusterAction on the cluster, or to be one of --super-users",
+			"node", to, "err", err)
+	case errors.Is(err, kafka.ErrSaslAuthenticationFailed), errors.Is(err, transport.ErrSSLAuthentication):
+		m.n.logger.Error("replication refused: the other node does not authenticate this one", "node", to, "err", err)
+	}
+	m.refreshNow()
+}
+
 // heartbeat tells the controller the node is alive and reconciles with the
 // metadata when it changed.
 func (m *clusterMember) heartbeat(ctx context.Context) error { return m.heartbeatWaiting(ctx, 0) }
@@ -234,6 +263,12 @@ func (m *clusterMember) reconcile(md *controller.Metadata) {
 	}
 	m.retry = false
 	first := m.md.Version < 0
+	if !slices.Equal(m.md.ACLs, md.ACLs) {
+		m.acls.Store(auth.NewACLs(md.ACLs))
+	}
+	if !sameQuotas(m.md.Quotas, md.Quotas) {
+		m.quotas.Store(quotaConfig(md.Quotas))
+	}
 	m.md = md
 	close(m.mdChanged)
 	m.mdChanged = make(chan struct{})

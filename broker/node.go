@@ -60,6 +60,12 @@ type Broker struct {
 	logs   *log.Dir
 	groups *groupHost
 	txns   *txnHost
+	// shareStates hosts the share coordinator: the durable state of
+	// share partitions, in __share_group_state.
+	shareStates *shareStateHost
+	// shares are the share partitions the node keeps as leader, and the
+	// share sessions of the members fetching from it.
+	shares *shareHost
 	// verifier keeps the transaction coordinators' answers the produce
 	// path asked for (KIP-890 part 1), for the partitions' checks.
 	verifier *txnVerifier
@@ -115,6 +121,8 @@ func Open(dir string, o Options) (*Broker, error) {
 		}
 	}
 	n.startGroups()
+	n.startShareStates()
+	n.startShares()
 	if err := n.startTxns(); err != nil {
 		logs.Close()
 		return nil, err

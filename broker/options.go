@@ -13,6 +13,7 @@ import (
 	"github.com/partlog/partlog/controller"
 	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/replica"
+	"github.com/partlog/partlog/share"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/transport/memnet"
 	"github.com/partlog/partlog/vfs"
@@ -56,6 +57,18 @@ type Options struct {
 	TopicDefaults map[string]string
 	// Groups configures the group coordinators the broker hosts.
 	Groups group.Options
+	// ShareStatePartitions is share.coordinator.state.topic.num.partitions:
+	// the partitions of __share_group_state when the broker creates it,
+	// where the share coordinator keeps share partitions' state (KIP-932).
+	// Zero means 50. It has no effect once the topic exists.
+	ShareStatePartitions int32
+	// Shares configures the share partitions the broker keeps as a
+	// partition's leader (KIP-932): the acquisition lock duration
+	// (group.share.record.lock.duration.ms), the delivery count limit
+	// (group.share.delivery.count.limit) and the in-flight records cap
+	// (group.share.partition.max.record.locks); the zero value is
+	// Kafka's defaults.
+	Shares share.Config
 	// ProducerIDExpiration is producer.id.expiration.ms; zero means 24
 	// hours.
 	ProducerIDExpiration time.Duration

@@ -56,7 +56,7 @@ func (n *movingNetwork) close() {}
 func TestOutboxHoldsFailedBatchForNewAddress(t *testing.T) {
 	net := &movingNetwork{addr: "old", got: make(chan delivered, 8)}
 	refreshed := make(chan struct{}, 8)
-	o := newOutbox(1, net, net.where, func() { refreshed <- struct{}{} })
+	o := newOutbox(1, net, net.where, func(int32, error) { refreshed <- struct{}{} })
 	defer o.close()
 	answer := replica.Message{Type: replica.MsgFetchResponse, From: 1, To: 2, Seq: 7,
 		FetchResponse: &kafka.ReplicaFetchPartitionResponse{Topic: "t", Partition: 0}}

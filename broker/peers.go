@@ -30,9 +30,10 @@ type outbox struct {
 	from  int32
 	net   peerNetwork
 	addrs func(id int32) string
-	// failed is told when deliveries to a destination start failing: it
-	// may have restarted at another address, which the metadata will tell.
-	failed func()
+	// failed is told when deliveries to a destination start failing, and
+	// why: it may have restarted at another address, which the metadata
+	// will tell, or refused this node.
+	failed func(to int32, err error)
 	ctx    context.Context // ends at close: deliveries in progress stop
 	cancel context.CancelFunc
 
@@ -54,7 +55,7 @@ type sender struct {
 // dropped, as a lossy transport may (the replicas re-send on timeout).
 const maxQueued = 4096
 
-func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed func()) *outbox {
+func newOutbox(from int32, net peerNetwork, addrs func(int32) string, failed func(to int32, err error)) *outbox {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &outbox{from: from, net: net, addrs: addrs, failed: failed, ctx: ctx, cancel: cancel, senders: map[int32]*sender{}}
 }
@@ -133,7 +134,7 @@ func (o *outbox) run(to int32, s *sender) {
 			if heldUntil.IsZero() { // the first failure of a run
 				heldUntil = time.Now().Add(heldFor)
 				if o.failed != nil {
-					o.failed()
+					o.failed(to, err)
 				}
 			}
 			if !o.hold(to, s, addr, batch, heldUntil) {

@@ -30,6 +30,8 @@ func allChecks() []check {
 		{id: "idempotent", name: "idempotent producer", timeout: 30 * time.Second, run: checkIdempotent},
 		{id: "secure-refused", name: "SASL_SSL with mutual TLS: a wrong password, no client certificate, or plaintext, writes nothing", timeout: 60 * time.Second,
 			secureOnly: true, run: checkSecureRefused},
+		{id: "acls", name: "ACLs: without them a user cannot produce, consume, create or delete; granted, it can", timeout: 90 * time.Second,
+			secureOnly: true, run: checkACLs},
 	}
 	checks = append(checks, txnChecks()...)
 	checks = append(checks, check{id: "leader-kill", name: "leader SIGKILLed under acks=all: every ack read back once, at its offset", timeout: 90 * time.Second,

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,12 +134,13 @@ func startSASLSSL(t *testing.T, bin string) *target {
 		t.Fatal(err)
 	}
 	users := filepath.Join(dir, "users.properties")
-	if err := os.WriteFile(users, []byte(compatUser+"="+compatPassword+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(users, []byte(compatUser+"="+compatPassword+"\n"+limitedUser+"="+limitedPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{"serve", "--dir", filepath.Join(dir, "sasl_ssl")}, nodeArgs()...)
 	args = append(args, "--listen", "SASL_SSL://127.0.0.1:0", "--ssl-keystore", nodeFile, "--ssl-truststore", caFile,
-		"--ssl-client-auth", "required", "--sasl-users", users, "--sasl-enabled-mechanisms", "SCRAM-SHA-512,SCRAM-SHA-256")
+		"--ssl-client-auth", "required", "--sasl-users", users, "--sasl-enabled-mechanisms", "SCRAM-SHA-512,SCRAM-SHA-256",
+		"--acls", "--super-users", auth.User(compatUser).String())
 	p := startProcess(t, "the SASL_SSL node", bin, args...)
 	tg := &target{name: "sasl_ssl", bin: bin, rf: 1, nodes: map[int32]*process{}, sec: c}
 	id, err := tg.nodeID(p.addr)
@@ -192,6 +194,143 @@ func checkSecureRefused(ctx context.Context, x *run) error {
 	}
 	if len(batches) > 0 {
 		return fmt.Errorf("the partition holds %d batches from refused clients", len(batches))
+	}
+	return nil
+}
+
+// The user the acls check grants and takes ACLs from; compat, the
+// clients' own user, is the node's super user.
+const (
+	limitedUser     = "limited"
+	limitedPassword = "limited-secret"
+)
+
+// checkACLs: the sasl_ssl node checks ACLs (serve --acls, compat its
+// super user). Through the client, the user limited, who has no ACL,
+// cannot produce (nothing is written), consume, create a topic or delete
+// one; once compat grants limited WRITE and READ on the topic, READ on
+// every group, and CREATE and DELETE on a prefix (CreateAcls, through partlog's client), the same
+// client produces, reads back exactly what it produced and what compat
+// did, creates a topic under the prefix and deletes it. The admin steps
+// are skipped for a client without admin calls.
+func checkACLs(ctx context.Context, x *run) error {
+	topic := x.topic()
+	if err := x.tg.createTopic(ctx, topic, 1, nil); err != nil {
+		return err
+	}
+	first := rec{Partition: 0, Offset: 0, Key: []byte("k"), Value: []byte("by compat")}
+	if _, err := x.d.produce(ctx, x.tg, produceSpec{Topic: topic, Acks: -1, Compression: "none", Records: []rec{first}}); err != nil {
+		return fmt.Errorf("compat, the super user, produces: %w", err)
+	}
+	sec := *x.tg.sec
+	sec.user, sec.password = limitedUser, limitedPassword
+	limited := x.tg.reachedWith(&sec)
+	a := x.d.admin()
+	prefix := topic + "-owned-"
+
+	refused := func(what string, err error) error {
+		var na *naError
+		switch {
+		case errors.As(err, &na):
+			x.t.Logf("     %s, %s: N/A (%s)", x.d.name(), what, na.reason)
+		case err == nil:
+			return fmt.Errorf("limited, with no ACL, %s", what)
+		default:
+			x.t.Logf("     %s, limited %s: refused: %s", x.d.name(), what, firstLine(err.Error()))
+		}
+		return nil
+	}
+	attempt := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return f(ctx)
+	}
+	second := rec{Partition: 0, Offset: 1, Key: []byte("k"), Value: []byte("by limited")}
+	if err := refused("produced", attempt(func(ctx context.Context) error {
+		_, err := x.d.produce(ctx, limited, produceSpec{Topic: topic, Acks: -1, Compression: "none", Records: []rec{second}})
+		return err
+	})); err != nil {
+		return err
+	}
+	if err := refused("consumed", attempt(func(ctx context.Context) error {
+		got, err := x.d.consume(ctx, limited, consumeSpec{Topic: topic, Partition: 0, From: start{Kind: "beginning"}, Count: 1})
+		if err == nil && len(got) == 0 {
+			return fmt.Errorf("no record")
+		}
+		return err
+	})); err != nil {
+		return err
+	}
+	if err := refused("created a topic", attempt(func(ctx context.Context) error {
+		return a.createTopic(ctx, limited, prefix+"a", 1, x.tg.rf, map[string]string{})
+	})); err != nil {
+		return err
+	}
+	if err := refused("deleted a topic", attempt(func(ctx context.Context) error { return a.deleteTopic(ctx, limited, topic) })); err != nil {
+		return err
+	}
+	if batches, err := x.tg.readLog(ctx, topic, 0); err != nil {
+		return err
+	} else if len(batches) != 1 {
+		return fmt.Errorf("the partition holds %d batches, want compat's one", len(batches))
+	}
+
+	if err := x.tg.grant(ctx, limitedUser,
+		auth.ACL{ResourceType: auth.TopicResource, ResourceName: topic, PatternType: auth.LiteralPattern, Operation: auth.WriteOperation},
+		auth.ACL{ResourceType: auth.TopicResource, ResourceName: topic, PatternType: auth.LiteralPattern, Operation: auth.ReadOperation},
+		// librdkafka's and kafkajs's consumers have a group even when
+		// assigned partitions: READ on every group.
+		auth.ACL{ResourceType: auth.GroupResource, ResourceName: auth.WildcardName, PatternType: auth.LiteralPattern, Operation: auth.ReadOperation},
+		auth.ACL{ResourceType: auth.TopicResource, ResourceName: prefix, PatternType: auth.PrefixedPattern, Operation: auth.CreateOperation},
+		auth.ACL{ResourceType: auth.TopicResource, ResourceName: prefix, PatternType: auth.PrefixedPattern, Operation: auth.DeleteOperation},
+	); err != nil {
+		return err
+	}
+	acked, err := x.d.produce(ctx, limited, produceSpec{Topic: topic, Acks: -1, Compression: "none", Records: []rec{second}})
+	if err != nil {
+		return fmt.Errorf("limited, granted WRITE, produces: %w", err)
+	}
+	if err := checkAcked("limited's produce", acked, []rec{second}); err != nil {
+		return err
+	}
+	got, err := x.d.consume(ctx, limited, consumeSpec{Topic: topic, Partition: 0, From: start{Kind: "beginning"}, Count: 2})
+	if err != nil {
+		return fmt.Errorf("limited, granted READ, consumes: %w", err)
+	}
+	if err := sameRecords("limited reads back", got, []rec{first, second}); err != nil {
+		return err
+	}
+	var na *naError
+	if err := a.createTopic(ctx, limited, prefix+"a", 1, x.tg.rf, map[string]string{}); errors.As(err, &na) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("limited, granted CREATE on %s*, creates a topic: %w", prefix, err)
+	}
+	if err := a.deleteTopic(ctx, limited, prefix+"a"); err != nil {
+		return fmt.Errorf("limited, granted DELETE on %s*, deletes a topic: %w", prefix, err)
+	}
+	return x.tg.waitTopicGone(ctx, prefix+"a")
+}
+
+// grant gives user the ACLs (their resources, patterns and operations;
+// ALLOW from every host), through partlog's client as the super user.
+func (tg *target) grant(ctx context.Context, user string, acls ...auth.ACL) error {
+	c, err := transport.Dial(ctx, tg.addrs()[0], tg.dialOptions())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for i := range acls {
+		acls[i].Principal, acls[i].Host, acls[i].Permission = auth.User(user).String(), auth.WildcardHost, auth.Allow
+	}
+	errs, err := c.CreateACLs(ctx, acls)
+	if err != nil {
+		return fmt.Errorf("harness: create ACLs: %w", err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("harness: create ACL %s: %w", acls[i], err)
+		}
 	}
 	return nil
 }

@@ -78,7 +78,8 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[kafka.TopicPar
 		return nil
 	}
 	switch {
-	case errors.Is(err, kafka.ErrUnknownMemberID), errors.Is(err, kafka.ErrIllegalGeneration), errors.Is(err, kafka.ErrFencedInstanceID):
+	case errors.Is(err, kafka.ErrUnknownMemberID), errors.Is(err, kafka.ErrIllegalGeneration), errors.Is(err, kafka.ErrFencedInstanceID),
+		errors.Is(err, kafka.ErrFencedMemberEpoch):
 		if g.member {
 			g.mu.Lock()
 			if g.generation == gen.ID && g.memberID == gen.MemberID {
@@ -87,6 +88,9 @@ func (c *Consumer) CommitOffsets(ctx context.Context, offsets map[kafka.TopicPar
 			g.mu.Unlock()
 			g.wake()
 		}
+	case errors.Is(err, kafka.ErrStaleMemberEpoch):
+		// Still behind after the retries: the member's epoch did not
+		// move on to the coordinator's.
 	case errors.Is(err, kafka.ErrRebalanceInProgress):
 		if g.member {
 			g.setRejoin("the group is rebalancing")
@@ -112,6 +116,15 @@ func (c *Consumer) commitRetrying(ctx context.Context, gen Generation, offsets m
 		err := g.store.CommitOffsets(ctx, g.cfg.group, gen, offsets)
 		if err == nil || !kafka.IsRetriable(err) || ctx.Err() != nil {
 			return err
+		}
+		if errors.Is(err, kafka.ErrStaleMemberEpoch) {
+			// A heartbeat moved the member's epoch on since the commit
+			// was made (KIP-848): commit again in the epoch it has now.
+			g.mu.Lock()
+			if g.memberID == gen.MemberID && g.generation > 0 {
+				gen.ID = g.generation
+			}
+			g.mu.Unlock()
 		}
 		if r.fail(&c.cfg, time.Now(), false) {
 			return err
@@ -203,8 +216,9 @@ type GroupMetadata struct {
 	// MemberID is the id the coordinator gave the consumer, or empty while
 	// it is not a member.
 	MemberID string
-	// Generation is the generation the consumer last joined, or
-	// transport.NoGeneration (-1) while it is in none.
+	// Generation is the generation the consumer last joined — under
+	// ConsumerProtocol its member epoch — or transport.NoGeneration (-1)
+	// while it is in none.
 	Generation int32
 	// GroupInstanceID is the consumer's group.instance.id, or empty for
 	// a dynamic member.

@@ -3,6 +3,7 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,9 @@ func New(client transport.Client, opts ...Option) (*Consumer, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if cfg.shareOnly {
+		return nil, errors.New("consumer: ShareGroup and OnShareAcknowledged are options of NewShare: a share group's members are ShareConsumers")
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

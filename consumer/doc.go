@@ -114,6 +114,18 @@
 // auto-commit), revokes and leaves the group at once, so the others take
 // its partitions over without waiting for its session to time out.
 //
+// GroupProtocol(ConsumerProtocol) speaks Kafka 4's consumer group protocol
+// (KIP-848) instead: the coordinator assigns with a server assignor
+// ("uniform" by default, GroupRemoteAssignor to choose), and the consumer
+// only heartbeats (ConsumerGroupHeartbeat) at the interval the coordinator
+// sets. A new assignment arrives in a heartbeat's answer and is
+// reconciled inside Poll as above — revoked partitions given up first,
+// then the new ones taken — and the next heartbeat tells the coordinator,
+// which only then gives the revoked partitions to other members. There is
+// no group-wide rebalance: members that keep their partitions never stop
+// reading. Commits carry the member epoch where the classic protocol's
+// carry the generation.
+//
 // With commit on revoke and commits of what was processed, every record is
 // processed exactly once across polite rebalances (joins, leaves); a crash
 // redelivers what was processed after the last commit, never skips a
@@ -126,4 +138,45 @@
 // every record below the high watermark, aborted transactions included.
 // Either way the markers (control batches) are never returned, and a
 // position moves past them.
+//
+// # Share groups
+//
+// NewShare makes a ShareConsumer: a member of a share group (KIP-932,
+// Kafka's KafkaShareConsumer), named by ShareGroup, subscribed to Topics.
+// The members of a share group read the same partitions at once and share
+// their records one by one, as a queue's consumers do: the partition's
+// leader acquires each record for one member at a time, for a while (its
+// acquisition lock), and the member acknowledges it — accepted (done),
+// released (to be delivered again, to it or another, its DeliveryCount
+// one higher) or rejected (never delivered again). A record not
+// acknowledged before its lock expires goes back to the group.
+//
+// A goroutine heartbeats (ShareGroupHeartbeat) at the interval the
+// coordinator sets; the assignment in its answers names topics by id,
+// which the consumer names from metadata. Poll fetches with ShareFetch in
+// a share session on a node (epoch 0 opens it, each request moves the
+// epoch on; new partitions are added and unassigned ones forgotten), and
+// returns the records acquired, at most MaxPollRecords, with their
+// delivery counts. Acknowledgement is implicit, with explicit overrides:
+// the next Poll accepts every record the last one returned unless
+// Acknowledge said otherwise, and sends the acknowledgements with its
+// ShareFetch; Commit sends them at once (ShareAcknowledge) and waits, as
+// commitSync; Close sends the last ones, releases records fetched and
+// not returned, closes the session and leaves the group.
+// OnShareAcknowledged hears how acknowledgements fared. Offsets acquired
+// that hold no record (compaction) are acknowledged as gaps, and records
+// outside the acquired ranges are never returned. A share session the
+// node lost is replaced by a new one; the records acquired in the old one
+// come back after their locks expire.
+//
+// On a cluster (a transport.ClusterClient, which is a
+// transport.NodeRouter) the heartbeats go to the group's coordinator, and
+// the consumer keeps a share session with each node that leads one of
+// its partitions, as Kafka's share consumer does: Poll fetches from all
+// of them at once and returns as soon as one brings records (the other
+// fetches stay in flight, for a later Poll); each record is acknowledged
+// to the node that delivered it; a partition a node no longer leads is
+// looked up again and moves to its new leader's session. Any other client
+// is one node — a TCPClient's node, or a node in the same process — the
+// coordinator and the leader of every partition.
 package consumer

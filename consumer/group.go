@@ -57,6 +57,22 @@ type groupMember struct {
 	partitions  map[string]int32
 	metadataDue time.Time
 
+	// The consumer protocol's state (KIP-848), guarded by mu: see
+	// group_consumer_protocol.go. generation is the member epoch there.
+	cg        transport.ConsumerGroupClient
+	target    []transport.TopicIDPartitions // the last assignment received
+	targetDue bool                          // target is still to reconcile
+	fatal     error                         // the coordinator refused the member for good
+	stalled   bool                          // left for MaxPollInterval; the next Poll rejoins
+	// ownedVersion counts changes of owned; ownedSent is the version the
+	// coordinator was last told of. fullHeartbeat says the next
+	// heartbeat sends every field, after one went unanswered.
+	ownedVersion, ownedSent int
+	fullHeartbeat           bool
+	topicNames              map[[16]byte]string
+	topicIDs                map[string][16]byte
+	heartbeatNow            chan struct{}
+
 	async  sync.WaitGroup // CommitAsync's goroutines
 	hbStop chan struct{}
 	hbDone chan struct{}
@@ -88,6 +104,9 @@ func newGroupMember(c *Consumer) (*groupMember, error) {
 	if g.gc == nil {
 		return nil, errors.New("consumer: Group with Topics needs a client that implements transport.GroupClient")
 	}
+	if cfg.protocol == ConsumerProtocol {
+		return g, g.startConsumerProtocol()
+	}
 	g.protocol = Cooperative
 	for _, a := range cfg.assignors {
 		if a.Protocol() != Cooperative {
@@ -110,6 +129,10 @@ func (g *groupMember) wake() {
 // resetLocked forgets the membership: the next Poll joins as a new member,
 // and the partitions owned are lost.
 func (g *groupMember) resetLocked(reason string) {
+	if g.cfg.protocol == ConsumerProtocol {
+		g.fencedLocked()
+		return
+	}
 	g.memberID, g.generation = "", transport.NoGeneration
 	g.rejoin, g.reason = true, reason
 	if len(g.owned) > 0 {
@@ -196,6 +219,9 @@ func (g *groupMember) poll(ctx context.Context) error {
 	g.mu.Unlock()
 	if commit {
 		g.c.commitPositions(ctx, nil) // a failure shows at the next commit, or in a rebalance
+	}
+	if g.member && g.cfg.protocol == ConsumerProtocol {
+		return g.reconcile(ctx)
 	}
 	if rejoin {
 		return g.rebalance(ctx)
@@ -331,6 +357,7 @@ func (g *groupMember) giveUp(ctx context.Context, tps []kafka.TopicPartition, lo
 	g.c.unassign(tps)
 	g.mu.Lock()
 	g.owned = slices.DeleteFunc(g.owned, func(tp kafka.TopicPartition) bool { return slices.Contains(tps, tp) })
+	g.ownedVersion++
 	g.mu.Unlock()
 }
 
@@ -483,7 +510,17 @@ func (g *groupMember) apply(ctx context.Context, assigned []kafka.TopicPartition
 	g.mu.Lock()
 	owned := slices.Clone(g.owned)
 	g.mu.Unlock()
-	var revoked, added []kafka.TopicPartition
+	revoked, added := diffPartitions(owned, assigned)
+	if len(revoked) > 0 {
+		g.giveUp(ctx, revoked, false)
+		g.setRejoin("partitions revoked")
+	}
+	return g.take(ctx, added)
+}
+
+// diffPartitions returns the partitions of owned that assigned leaves
+// out, to revoke, and those of assigned that owned lacks, to take.
+func diffPartitions(owned, assigned []kafka.TopicPartition) (revoked, added []kafka.TopicPartition) {
 	for _, tp := range owned {
 		if !slices.Contains(assigned, tp) {
 			revoked = append(revoked, tp)
@@ -494,10 +531,14 @@ func (g *groupMember) apply(ctx context.Context, assigned []kafka.TopicPartition
 			added = append(added, tp)
 		}
 	}
-	if len(revoked) > 0 {
-		g.giveUp(ctx, revoked, false)
-		g.setRejoin("partitions revoked")
-	}
+	return revoked, added
+}
+
+// take makes added the consumer's, each at the group's committed offset,
+// and calls OnPartitionsAssigned. When the committed offsets cannot be
+// had, the membership is dropped (the next Poll joins again) and the
+// error returned.
+func (g *groupMember) take(ctx context.Context, added []kafka.TopicPartition) error {
 	var offsets map[kafka.TopicPartition]CommittedOffset
 	for failures := 0; len(added) > 0; failures++ {
 		var err error
@@ -506,10 +547,14 @@ func (g *groupMember) apply(ctx context.Context, assigned []kafka.TopicPartition
 			break
 		}
 		if ctx.Err() != nil || !kafka.IsRetriable(err) {
-			g.mu.Lock()
-			g.resetLocked("fetching committed offsets failed")
-			g.lost = false
-			g.mu.Unlock()
+			if g.cfg.protocol == ClassicProtocol {
+				// The next Poll joins again; under the consumer protocol
+				// the membership stays, and reconcile tries again.
+				g.mu.Lock()
+				g.resetLocked("fetching committed offsets failed")
+				g.lost = false
+				g.mu.Unlock()
+			}
 			return fmt.Errorf("consumer: fetching the committed offsets of group %q: %w", g.cfg.group, err)
 		}
 		r := retry{failures: failures}
@@ -523,6 +568,7 @@ func (g *groupMember) apply(ctx context.Context, assigned []kafka.TopicPartition
 	g.mu.Lock()
 	g.owned = append(g.owned, added...)
 	sortTPs(g.owned)
+	g.ownedVersion++
 	g.mu.Unlock()
 	if g.cfg.onAssigned != nil {
 		g.cfg.onAssigned(ctx, g.c, added)
@@ -566,7 +612,9 @@ func (g *groupMember) leave() {
 	// A static member does not leave: its instance may come back within
 	// the session timeout and take its partitions back without a
 	// rebalance (KIP-345).
-	if id != "" && g.cfg.instanceID == "" {
+	if g.cfg.protocol == ConsumerProtocol {
+		g.leaveConsumerProtocol(ctx, id, gen)
+	} else if id != "" && g.cfg.instanceID == "" {
 		g.gc.LeaveGroup(ctx, &transport.LeaveGroupRequest{Group: g.cfg.group, Members: []transport.LeaveGroupMember{{
 			MemberID: id, GroupInstanceID: g.cfg.instanceID, Reason: "the consumer is closing",
 		}}})

@@ -25,6 +25,8 @@ type groupConfig struct {
 	onAssigned         RebalanceCallback
 	onRevoked          RebalanceCallback
 	onLost             RebalanceCallback
+	protocol           Protocol
+	remoteAssignor     string
 }
 
 func defaultGroupConfig() groupConfig {
@@ -154,6 +156,50 @@ func OnPartitionsLost(fn RebalanceCallback) Option {
 	return optionFunc(func(c *config) { c.grp.onLost = fn })
 }
 
+// Protocol is group.protocol: which of Kafka's consumer group protocols
+// the consumer speaks.
+type Protocol int8
+
+const (
+	// ClassicProtocol is the protocol of JoinGroup and SyncGroup: every
+	// member rejoins for a rebalance and the group's leader assigns with
+	// the consumer's Assignors. The default, as in Kafka 4.
+	ClassicProtocol Protocol = iota
+	// ConsumerProtocol is KIP-848's: the coordinator assigns with a
+	// server assignor and moves partitions member by member, one
+	// heartbeat at a time, with no group-wide barrier (Kafka 4's
+	// group.protocol=consumer). The coordinator sets the session timeout
+	// and the heartbeat interval; SessionTimeout, HeartbeatInterval and
+	// Assignors do not apply.
+	ConsumerProtocol
+)
+
+// String returns the protocol as Kafka's group.protocol spells it.
+func (p Protocol) String() string {
+	if p == ConsumerProtocol {
+		return "consumer"
+	}
+	return "classic"
+}
+
+// GroupProtocol sets the group protocol the consumer speaks
+// (group.protocol); default ClassicProtocol. A group has one protocol at
+// a time: the coordinator refuses a member of the other protocol while
+// the group has members (INCONSISTENT_GROUP_PROTOCOL), and switches an
+// empty group to the protocol of the next member. ConsumerProtocol needs
+// a client that implements transport.ConsumerGroupClient.
+func GroupProtocol(p Protocol) Option {
+	return optionFunc(func(c *config) { c.grp.protocol = p })
+}
+
+// GroupRemoteAssignor names the server assignor the coordinator is to use
+// for the group under ConsumerProtocol (group.remote.assignor): "uniform"
+// or "range" on partlog and Kafka. Default: none named, the coordinator's
+// default (uniform).
+func GroupRemoteAssignor(name string) Option {
+	return optionFunc(func(c *config) { c.grp.remoteAssignor = name })
+}
+
 // validateGroup checks the group options, naming the one at fault.
 func (c *config) validateGroup() error {
 	g := &c.grp
@@ -164,6 +210,10 @@ func (c *config) validateGroup() error {
 		return nil
 	}
 	switch {
+	case g.protocol != ClassicProtocol && g.protocol != ConsumerProtocol:
+		return fmt.Errorf("consumer: GroupProtocol %d is neither ClassicProtocol nor ConsumerProtocol", g.protocol)
+	case g.remoteAssignor != "" && g.protocol != ConsumerProtocol:
+		return errors.New("consumer: GroupRemoteAssignor applies to ConsumerProtocol only")
 	case len(g.assignors) == 0:
 		return errors.New("consumer: Assignors given no assignor")
 	case g.sessionTimeout <= 0:

@@ -76,6 +76,9 @@ const (
 
 // config is what the options set.
 type config struct {
+	// shareOnly says an option of NewShare only was given.
+	shareOnly bool
+
 	topics      []string
 	assign      []kafka.TopicPartition
 	startAt     map[kafka.TopicPartition]int64

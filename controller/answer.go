@@ -127,6 +127,29 @@ func answer(m *Machine, req *request, resp *response, pids *producerIDFloor, fsy
 		err = m.SetScramCredential(req.User, req.Mechanism, *req.Scram)
 	case opDeleteScram:
 		err = m.DeleteScramCredential(req.User, req.Mechanism)
+	case opCreateACLs:
+		var errs []error
+		if errs, err = m.CreateACLs(req.ACLs); err == nil {
+			resp.ACLErrors = make([]wireError, len(errs))
+			for i, e := range errs {
+				resp.ACLErrors[i] = toWireError(e)
+			}
+		}
+	case opDeleteACLs:
+		resp.DeletedACLs, err = m.DeleteACLs(req.ACLFilters)
+	case opAlterClientQuotas:
+		var errs []error
+		if errs, err = m.AlterClientQuotas(req.QuotaChanges, req.ValidateOnly); err == nil {
+			resp.QuotaErrors = make([]wireError, len(errs))
+			for i, e := range errs {
+				resp.QuotaErrors[i] = toWireError(e)
+			}
+		}
+	case opAlterGroupConfigs:
+		if req.Alteration == nil {
+			return fmt.Errorf("%w: AlterGroupConfigs without changes", kafka.ErrInvalidRequest)
+		}
+		err = m.AlterGroupConfigs(req.Group, *req.Alteration, req.ValidateOnly)
 	default:
 		return fmt.Errorf("%w: unknown controller call %q", kafka.ErrInvalidRequest, req.Op)
 	}

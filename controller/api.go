@@ -60,6 +60,26 @@ type API interface {
 	// DeleteScramCredential deletes user's credential for a mechanism:
 	// kafka.ErrResourceNotFound when there is none.
 	DeleteScramCredential(ctx context.Context, user, mechanism string) (Change, error)
+	// CreateACLs stores acls (Machine.CreateACLs) and returns, for each,
+	// nil or why it was not stored: the error's Kafka code, as its
+	// sentinel, wrapped with its text. The error is the call's: then
+	// none was stored.
+	CreateACLs(ctx context.Context, acls []auth.ACL) ([]error, Change, error)
+	// DeleteACLs deletes the ACLs filters select (Machine.DeleteACLs)
+	// and returns, for each filter, the ACLs it selected.
+	DeleteACLs(ctx context.Context, filters []auth.ACLFilter) ([][]auth.ACL, Change, error)
+	// AlterClientQuotas makes changes to the client quotas
+	// (Machine.AlterClientQuotas; with validateOnly it only checks them)
+	// and returns, for each, nil or why none of it was made: the error's
+	// Kafka code, as its sentinel, wrapped with its text. The error is
+	// the call's: then none was made.
+	AlterClientQuotas(ctx context.Context, changes []QuotaChange, validateOnly bool) ([]error, Change, error)
+	// AlterGroupConfigs applies a to the configs the controller has for
+	// group, which need not exist (Machine.AlterGroupConfigs; with
+	// validateOnly it only checks them), so that changes made through
+	// different nodes at once are not lost. An invalid change is the
+	// call's error: kafka.ErrInvalidConfig, or ErrInvalidRequest.
+	AlterGroupConfigs(ctx context.Context, group string, a transport.ConfigAlteration, validateOnly bool) (Change, error)
 }
 
 // Change is the answer to a change of the metadata: the metadata version
@@ -117,20 +137,24 @@ type HeartbeatAnswer struct {
 // names and fields are that format, which nodes and controllers of
 // different versions share.
 const (
-	opRegister         = "register"
-	opHeartbeat        = "heartbeat"
-	opShutdown         = "shutdown"
-	opAlterPartition   = "alter_partition"
-	opCreateTopic      = "create_topic"
-	opDeleteTopic      = "delete_topic"
-	opProducerIDs      = "producer_ids"
-	opCreatePartitions = "create_partitions"
-	opAlterConfigs     = "alter_configs"
-	opElectLeader      = "elect_leader"
-	opReassign         = "reassign"
-	opUnregister       = "unregister"
-	opSetScram         = "set_scram"
-	opDeleteScram      = "delete_scram"
+	opRegister          = "register"
+	opHeartbeat         = "heartbeat"
+	opShutdown          = "shutdown"
+	opAlterPartition    = "alter_partition"
+	opCreateTopic       = "create_topic"
+	opDeleteTopic       = "delete_topic"
+	opProducerIDs       = "producer_ids"
+	opCreatePartitions  = "create_partitions"
+	opAlterConfigs      = "alter_configs"
+	opElectLeader       = "elect_leader"
+	opReassign          = "reassign"
+	opUnregister        = "unregister"
+	opSetScram          = "set_scram"
+	opDeleteScram       = "delete_scram"
+	opCreateACLs        = "create_acls"
+	opDeleteACLs        = "delete_acls"
+	opAlterClientQuotas = "alter_client_quotas"
+	opAlterGroupConfigs = "alter_group_configs"
 )
 
 type request struct {
@@ -151,6 +175,11 @@ type request struct {
 	User         string                      `json:"user,omitempty"`
 	Mechanism    string                      `json:"mechanism,omitempty"`
 	Scram        *auth.ScramCredential       `json:"scram,omitempty"`
+	ACLs         []auth.ACL                  `json:"acls,omitempty"`
+	ACLFilters   []auth.ACLFilter            `json:"acl_filters,omitempty"`
+	QuotaChanges []QuotaChange               `json:"quota_changes,omitempty"`
+	Group        string                      `json:"group,omitempty"`
+	ValidateOnly bool                        `json:"validate_only,omitempty"`
 }
 
 type wireNewTopic struct {
@@ -168,6 +197,40 @@ type response struct {
 	State           *replica.LeaderAndISR `json:"state,omitempty"`
 	ProducerIDStart int64                 `json:"producer_id_start,omitempty"`
 	ProducerIDEnd   int64                 `json:"producer_id_end,omitempty"`
+	// ACLErrors answers CreateACLs: one per ACL, in order.
+	ACLErrors []wireError `json:"acl_errors,omitempty"`
+	// DeletedACLs answers DeleteACLs: what each filter selected, in order.
+	DeletedACLs [][]auth.ACL `json:"deleted_acls,omitempty"`
+	// QuotaErrors answers AlterClientQuotas: one per change, in order.
+	QuotaErrors []wireError `json:"quota_errors,omitempty"`
+}
+
+// wireError is an error in an answer, for the answers that have one per
+// item: its Kafka code (kafka.CodeOf; 0 for nil) and its text, as a call's
+// own error crosses the network in the internal frame's header. In process
+// too the answer holds wireErrors, so that a caller sees the same errors
+// either way.
+type wireError struct {
+	Code    int16  `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// toWireError returns err's wire form.
+func toWireError(err error) wireError {
+	if err == nil {
+		return wireError{}
+	}
+	return wireError{Code: kafka.CodeOf(err), Message: err.Error()}
+}
+
+// err returns the error w stands for: nil for code 0, else the code's
+// sentinel wrapped with the text, so that errors.Is works on it.
+func (w wireError) err() error {
+	err := kafka.ErrorForCode(w.Code)
+	if err == nil || w.Message == "" {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, w.Message)
 }
 
 // caller carries out a request: the Controller, or a Client's round trip.
@@ -277,6 +340,55 @@ func (a calls) SetScramCredential(ctx context.Context, user, mechanism string, c
 // DeleteScramCredential implements API.
 func (a calls) DeleteScramCredential(ctx context.Context, user, mechanism string) (Change, error) {
 	return a.change(ctx, &request{Op: opDeleteScram, User: user, Mechanism: mechanism})
+}
+
+// CreateACLs implements API.
+func (a calls) CreateACLs(ctx context.Context, acls []auth.ACL) ([]error, Change, error) {
+	resp, err := a.c.call(ctx, &request{Op: opCreateACLs, ACLs: acls})
+	switch {
+	case err != nil:
+		return nil, Change{}, err
+	case len(resp.ACLErrors) != len(acls):
+		return nil, Change{}, fmt.Errorf("%w: CreateACLs answered %d results for %d ACLs", kafka.ErrCorruptMessage, len(resp.ACLErrors), len(acls))
+	}
+	errs := make([]error, len(acls))
+	for i, w := range resp.ACLErrors {
+		errs[i] = w.err()
+	}
+	return errs, Change{Version: resp.Version}, nil
+}
+
+// DeleteACLs implements API.
+func (a calls) DeleteACLs(ctx context.Context, filters []auth.ACLFilter) ([][]auth.ACL, Change, error) {
+	resp, err := a.c.call(ctx, &request{Op: opDeleteACLs, ACLFilters: filters})
+	switch {
+	case err != nil:
+		return nil, Change{}, err
+	case len(resp.DeletedACLs) != len(filters):
+		return nil, Change{}, fmt.Errorf("%w: DeleteACLs answered %d results for %d filters", kafka.ErrCorruptMessage, len(resp.DeletedACLs), len(filters))
+	}
+	return resp.DeletedACLs, Change{Version: resp.Version}, nil
+}
+
+// AlterClientQuotas implements API.
+func (a calls) AlterClientQuotas(ctx context.Context, changes []QuotaChange, validateOnly bool) ([]error, Change, error) {
+	resp, err := a.c.call(ctx, &request{Op: opAlterClientQuotas, QuotaChanges: changes, ValidateOnly: validateOnly})
+	switch {
+	case err != nil:
+		return nil, Change{}, err
+	case len(resp.QuotaErrors) != len(changes):
+		return nil, Change{}, fmt.Errorf("%w: AlterClientQuotas answered %d results for %d changes", kafka.ErrCorruptMessage, len(resp.QuotaErrors), len(changes))
+	}
+	errs := make([]error, len(changes))
+	for i, w := range resp.QuotaErrors {
+		errs[i] = w.err()
+	}
+	return errs, Change{Version: resp.Version}, nil
+}
+
+// AlterGroupConfigs implements API.
+func (a calls) AlterGroupConfigs(ctx context.Context, group string, alt transport.ConfigAlteration, validateOnly bool) (Change, error) {
+	return a.change(ctx, &request{Op: opAlterGroupConfigs, Group: group, Alteration: &alt, ValidateOnly: validateOnly})
 }
 
 var (

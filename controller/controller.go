@@ -139,6 +139,8 @@ func (c *Controller) logRecord(r Record) {
 		c.logger.Info("topic deleted", "topic", r.Topic)
 	case RecordTopicConfig:
 		c.logger.Info("topic configs changed", "topic", r.Topic, "configs", r.Configs)
+	case RecordGroupConfig:
+		c.logger.Info("group configs changed", "group", r.Group, "configs", r.Configs)
 	case RecordProducerIDs:
 		c.logger.Debug("producer ids handed out", "node", r.Node, "next_producer_id", r.NextProducerID)
 	}
@@ -216,7 +218,8 @@ func (c *Controller) WaitFor(ctx context.Context, cond func(ClusterState) bool) 
 func (c *Controller) metadata() *Metadata {
 	var md *Metadata
 	c.quorum.Read(func(s ClusterState, version int64) {
-		md = &Metadata{Version: version, Nodes: map[int32]NodeInfo{}, Topics: s.Topics, Users: s.Users}
+		md = &Metadata{Version: version, Nodes: map[int32]NodeInfo{}, Topics: s.Topics, Users: s.Users,
+			ACLs: aclsInOrder(s.ACLs), Quotas: quotasInOrder(s.Quotas), GroupConfigs: s.GroupConfigs}
 		for id, n := range s.Nodes {
 			md.Nodes[id] = NodeInfo{BrokerEpoch: n.BrokerEpoch, Fenced: n.Fenced, Address: n.Address}
 		}

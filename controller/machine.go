@@ -7,6 +7,7 @@ import (
 
 	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -76,6 +77,15 @@ type ClusterState struct {
 	// Users holds the users' SCRAM credentials, by user name and then
 	// mechanism.
 	Users map[string]map[string]auth.ScramCredential
+	// ACLs holds the stored ACLs, by id (Record.ACLID); nil when there
+	// are none.
+	ACLs map[uint64]auth.ACL
+	// Quotas holds the client quotas, by entity and then key; nil when
+	// there are none.
+	Quotas map[quota.Entity]map[string]float64
+	// GroupConfigs holds the configs groups set themselves, by group id
+	// and then name; nil when there are none.
+	GroupConfigs map[string]map[string]string
 }
 
 type nodeEntry struct {
@@ -104,12 +114,19 @@ type Machine struct {
 	nodes       map[int32]*nodeEntry
 	topics      map[string]*TopicState
 	users       map[string]map[string]auth.ScramCredential
-	nextEpoch   int64 // next broker epoch to hand out
-	nextPID     int64 // next producer id to hand out
-	placements  int   // topics placed so far: the rotating start
+	acls        map[uint64]auth.ACL // by id
+	quotas      map[quota.Entity]map[string]float64
+	nextEpoch   int64  // next broker epoch to hand out
+	nextACLID   uint64 // next ACL id to hand out
+	nextPID     int64  // next producer id to hand out
+	placements  int    // topics placed so far: the rotating start
 	replaying   bool
 	updates     []Update
 	updateIndex map[updateKey]int
+
+	// groupConfigs holds each group's own configs, by group id; a group
+	// without configs is not in it.
+	groupConfigs map[string]map[string]string
 }
 
 type updateKey struct {
@@ -128,7 +145,8 @@ func NewMachine(store Store, opts Options) (*Machine, error) {
 		return nil, err
 	}
 	c := &Machine{store: store, opts: opts, nodes: map[int32]*nodeEntry{},
-		topics: map[string]*TopicState{}, users: map[string]map[string]auth.ScramCredential{}, nextEpoch: 1, updateIndex: map[updateKey]int{}}
+		topics: map[string]*TopicState{}, users: map[string]map[string]auth.ScramCredential{},
+		acls: map[uint64]auth.ACL{}, quotas: map[quota.Entity]map[string]float64{}, groupConfigs: map[string]map[string]string{}, nextEpoch: 1, nextACLID: 1, updateIndex: map[updateKey]int{}}
 	c.replaying = true
 	if err := store.Replay(c.apply); err != nil {
 		return nil, err
@@ -235,6 +253,39 @@ func (c *Machine) apply(r Record) error {
 		if len(c.users[r.User]) == 0 {
 			delete(c.users, r.User)
 		}
+	case RecordAccessControlEntry:
+		if _, ok := c.acls[r.ACLID]; ok {
+			return bad("ACL id exists")
+		}
+		c.acls[r.ACLID] = r.ACL
+		c.nextACLID = max(c.nextACLID, r.ACLID+1)
+	case RecordRemoveAccessControlEntry:
+		if _, ok := c.acls[r.ACLID]; !ok {
+			return bad("no such ACL")
+		}
+		delete(c.acls, r.ACLID)
+	case RecordClientQuota:
+		e := r.QuotaEntity
+		if r.QuotaRemove {
+			if _, ok := c.quotas[e][r.QuotaKey]; !ok {
+				return bad("no such quota")
+			}
+			delete(c.quotas[e], r.QuotaKey)
+			if len(c.quotas[e]) == 0 {
+				delete(c.quotas, e)
+			}
+			break
+		}
+		if c.quotas[e] == nil {
+			c.quotas[e] = map[string]float64{}
+		}
+		c.quotas[e][r.QuotaKey] = r.QuotaValue
+	case RecordGroupConfig:
+		if len(r.Configs) == 0 {
+			delete(c.groupConfigs, r.Group)
+			break
+		}
+		c.groupConfigs[r.Group] = maps.Clone(r.Configs)
 	case RecordRemoveTopic:
 		t, ok := c.topics[r.Topic]
 		if !ok {
@@ -357,6 +408,11 @@ func (c *Machine) State() ClusterState {
 			s.Users[user] = maps.Clone(creds) // a credential's bytes are never written to
 		}
 	}
+	if len(c.acls) > 0 {
+		s.ACLs = maps.Clone(c.acls)
+	}
+	s.Quotas = cloneQuotas(c.quotas)
+	s.GroupConfigs = cloneGroupConfigs(c.groupConfigs)
 	return s
 }
 

@@ -320,11 +320,18 @@ func validTopicName(name string) bool {
 // replicationFactor replicas each, spread over the unfenced nodes. Each
 // partition starts with its first
 // replica leading in leader epoch 0 and every replica in the ISR.
+//
+// A request that names the id of the topic that exists under name is a
+// retry of the request that created it, whose answer was lost (a node's
+// controller client tries again when an attempt times out): it succeeds
+// with no change, where any other finds kafka.ErrTopicAlreadyExists.
 func (c *Machine) CreateTopic(name string, partitions, replicationFactor int, cfg TopicConfig) error {
 	live := c.liveNodes()
 	switch {
 	case !validTopicName(name):
 		return fmt.Errorf("%w: %q", kafka.ErrInvalidTopic, name)
+	case c.topics[name] != nil && cfg.ID != "" && c.topics[name].ID == cfg.ID:
+		return nil
 	case c.topics[name] != nil:
 		return fmt.Errorf("%w: %s", kafka.ErrTopicAlreadyExists, name)
 	case partitions <= 0 || partitions > maxMetadataList:

@@ -30,10 +30,13 @@ func (c *Machine) Apply(records []Record) error {
 
 // Snapshot returns records that, replayed into an empty Machine, rebuild
 // c's state: each node's registration (and fence), then each topic with
-// its partitions, in id and name order, with the producer ids handed out
-// and the users' SCRAM credentials between them. The rotation of replica placement
-// starts again at the topic count, which only moves where the next topic's
-// replicas go.
+// its partitions, in id and name order, with the producer ids handed out,
+// the users' SCRAM credentials, the ACLs (by id), the client quotas (by
+// user, client id and key) and the groups' configs (by group id) between
+// them. The
+// rotation of replica placement starts again at the topic count, which
+// only moves where the next topic's replicas go; the ACL ids at the
+// highest stored one, which only names the next ACL.
 func (c *Machine) Snapshot() []Record {
 	var recs []Record
 	ids := make([]int32, 0, len(c.nodes))
@@ -55,6 +58,17 @@ func (c *Machine) Snapshot() []Record {
 		for _, m := range slices.Sorted(maps.Keys(c.users[user])) {
 			recs = append(recs, Record{Type: RecordScramCredential, User: user, Mechanism: m, Scram: c.users[user][m]})
 		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.acls)) {
+		recs = append(recs, Record{Type: RecordAccessControlEntry, ACLID: id, ACL: c.acls[id]})
+	}
+	for _, e := range sortedEntities(c.quotas) {
+		for _, key := range slices.Sorted(maps.Keys(c.quotas[e])) {
+			recs = append(recs, Record{Type: RecordClientQuota, QuotaEntity: e, QuotaKey: key, QuotaValue: c.quotas[e][key]})
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(c.groupConfigs)) {
+		recs = append(recs, Record{Type: RecordGroupConfig, Group: g, Configs: maps.Clone(c.groupConfigs[g])})
 	}
 	names := make([]string, 0, len(c.topics))
 	for name := range c.topics {

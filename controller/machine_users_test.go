@@ -42,19 +42,9 @@ func TestMachineScramCredentials(t *testing.T) {
 	if got := m.State().Users; !reflect.DeepEqual(got, want) {
 		t.Fatalf("users %v, want %v", got, want)
 	}
-	replayed, err := controller.NewMachine(store, controller.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	replayed, restored := replayAndRestore(t, m, store)
 	if got := replayed.State().Users; !reflect.DeepEqual(got, want) {
 		t.Fatalf("replayed users %v, want %v", got, want)
-	}
-	restored, err := controller.NewMachine(&controller.MemStore{}, controller.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := restored.Apply(m.Snapshot()); err != nil {
-		t.Fatal(err)
 	}
 	if got := restored.State().Users; !reflect.DeepEqual(got, want) {
 		t.Fatalf("users from the snapshot %v, want %v", got, want)

@@ -31,6 +31,16 @@ type Metadata struct {
 	// Users are the users' SCRAM credentials, by user and mechanism,
 	// with which every node authenticates clients on its SASL listeners.
 	Users map[string]map[string]auth.ScramCredential `json:"users,omitempty"`
+	// ACLs are the cluster's ACLs, in the order the controller stored
+	// them (by id), against which nodes authorize requests.
+	ACLs []auth.ACL `json:"acls,omitempty"`
+	// Quotas are the cluster's client quotas, by user and then client id,
+	// which nodes enforce.
+	Quotas []ClientQuota `json:"quotas,omitempty"`
+	// GroupConfigs are the configs groups set themselves, by group id and
+	// then name (Kafka's group configs); a config a group does not set
+	// has its default (GroupConfigDefaults).
+	GroupConfigs map[string]map[string]string `json:"group_configs,omitempty"`
 }
 
 // NodeInfo is what the metadata says of a node.

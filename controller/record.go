@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/partlog/partlog/auth"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -55,6 +56,21 @@ const (
 	// RecordRemoveScramCredential: a user's SCRAM credential for a
 	// mechanism was deleted (Kafka's RemoveUserScramCredentialRecord).
 	RecordRemoveScramCredential
+	// RecordAccessControlEntry: an ACL was stored under ACLID (Kafka's
+	// AccessControlEntryRecord).
+	RecordAccessControlEntry
+	// RecordRemoveAccessControlEntry: the ACL stored under ACLID was
+	// deleted (Kafka's RemoveAccessControlEntryRecord).
+	RecordRemoveAccessControlEntry
+	// RecordClientQuota: the quota QuotaKey of QuotaEntity was set to
+	// QuotaValue, or removed with QuotaRemove (Kafka's ClientQuotaRecord,
+	// one record per key changed).
+	RecordClientQuota
+	// RecordGroupConfig: the configs Group sets itself changed; the record
+	// holds the whole new set, and an empty one forgets the group's
+	// configs (Kafka's ConfigRecord with resource type GROUP, which KRaft
+	// writes per key).
+	RecordGroupConfig
 )
 
 // String returns the type's name.
@@ -84,6 +100,14 @@ func (t RecordType) String() string {
 		return "ScramCredential"
 	case RecordRemoveScramCredential:
 		return "RemoveScramCredential"
+	case RecordAccessControlEntry:
+		return "AccessControlEntry"
+	case RecordRemoveAccessControlEntry:
+		return "RemoveAccessControlEntry"
+	case RecordClientQuota:
+		return "ClientQuota"
+	case RecordGroupConfig:
+		return "GroupConfig"
 	}
 	return fmt.Sprintf("RecordType(%d)", t)
 }
@@ -93,8 +117,11 @@ func (t RecordType) String() string {
 // Version 1 added the topic id and configs to RecordTopic, version 2 the
 // address to RecordRegisterNode (and the types NodeAddress and
 // ProducerIDs), and version 3 the adding and removing replicas to
-// RecordPartition (and the type UnregisterNode); the decoder still reads
-// the versions before, whose records have none of these.
+// RecordPartition (and the type UnregisterNode; the SCRAM credentials',
+// the ACLs', the client quotas' and the group configs' types came later
+// in the same version);
+// the decoder still reads the versions before, whose records have none of
+// these.
 const RecordVersion uint8 = 3
 
 // maxMetadataList bounds the replica and ISR lists, the strings (topic
@@ -123,7 +150,7 @@ type Record struct {
 	Topic string
 	// Partitions, Unclean, ID and Configs: Topic (the last two from
 	// version 1 on; Configs is nil when empty). Unclean and Configs:
-	// TopicConfig.
+	// TopicConfig. Configs: GroupConfig.
 	Partitions int32
 	Unclean    Unclean
 	ID         string
@@ -136,6 +163,23 @@ type Record struct {
 	User      string
 	Mechanism string
 	Scram     auth.ScramCredential
+	// ACLID: AccessControlEntry and RemoveAccessControlEntry; ACL:
+	// AccessControlEntry. Kafka names an ACL by a random UUID; the
+	// controller numbers them from 1 instead (Machine.CreateACLs), which
+	// keeps the Machine deterministic. An id is unique among the stored
+	// ACLs; that of a deleted one may be given again.
+	ACLID uint64
+	ACL   auth.ACL
+	// QuotaEntity, QuotaKey, QuotaValue and QuotaRemove: ClientQuota.
+	// The quota QuotaKey (quota.ProducerByteRate, ...) of QuotaEntity is
+	// set to QuotaValue or, with QuotaRemove, removed; QuotaValue is zero
+	// then.
+	QuotaEntity quota.Entity
+	QuotaKey    string
+	QuotaValue  float64
+	QuotaRemove bool
+	// Group: GroupConfig. The group id whose configs Configs are.
+	Group string
 }
 
 // AppendRecord appends r's encoding to dst and returns the extended
@@ -191,6 +235,30 @@ func AppendRecord(dst []byte, r Record) []byte {
 			dst = appendString(dst, string(r.Scram.StoredKey))
 			dst = appendString(dst, string(r.Scram.ServerKey))
 		}
+	case RecordAccessControlEntry, RecordRemoveAccessControlEntry:
+		dst = be.AppendUint64(dst, r.ACLID)
+		if r.Type == RecordAccessControlEntry {
+			a := r.ACL
+			dst = append(dst, byte(a.ResourceType))
+			dst = appendString(dst, a.ResourceName)
+			dst = append(dst, byte(a.PatternType))
+			dst = appendString(dst, a.Principal)
+			dst = appendString(dst, a.Host)
+			dst = append(dst, byte(a.Operation), byte(a.Permission))
+		}
+	case RecordClientQuota:
+		dst = appendString(dst, r.QuotaEntity.User)
+		dst = appendString(dst, r.QuotaEntity.ClientID)
+		dst = appendString(dst, r.QuotaKey)
+		if r.QuotaRemove {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+			dst = be.AppendUint64(dst, math.Float64bits(r.QuotaValue))
+		}
+	case RecordGroupConfig:
+		dst = appendString(dst, r.Group)
+		dst = appendConfigs(dst, r.Configs)
 	}
 	return dst
 }
@@ -304,6 +372,42 @@ func DecodeRecord(b []byte) (Record, error) {
 		}
 		if d.err == nil && (r.User == "" || r.Mechanism == "" || version < 3) {
 			d.fail("SCRAM credential of user %q mechanism %q in version %d", r.User, r.Mechanism, version)
+		}
+	case RecordAccessControlEntry, RecordRemoveAccessControlEntry:
+		r.ACLID = d.u64()
+		if r.Type == RecordAccessControlEntry {
+			r.ACL.ResourceType = auth.ResourceType(d.u8())
+			r.ACL.ResourceName = d.str()
+			r.ACL.PatternType = auth.PatternType(d.u8())
+			r.ACL.Principal = d.str()
+			r.ACL.Host = d.str()
+			r.ACL.Operation = auth.Operation(d.u8())
+			r.ACL.Permission = auth.Permission(d.u8())
+		}
+		if d.err == nil && (r.ACLID == 0 || version < 3 || (r.Type == RecordAccessControlEntry && r.ACL.ResourceName == "")) {
+			d.fail("ACL %d %v in version %d", r.ACLID, r.ACL, version)
+		}
+	case RecordClientQuota:
+		r.QuotaEntity.User = d.str()
+		r.QuotaEntity.ClientID = d.str()
+		r.QuotaKey = d.str()
+		switch remove := d.u8(); remove {
+		case 0:
+			r.QuotaValue = math.Float64frombits(d.u64())
+		case 1:
+			r.QuotaRemove = true
+		default:
+			d.fail("client quota remove flag %d", remove)
+		}
+		if d.err == nil && (r.QuotaEntity.Validate() != nil || r.QuotaKey == "" || version < 3 ||
+			(!r.QuotaRemove && !validQuotaValue(r.QuotaValue))) {
+			d.fail("client quota %s of %q = %v (remove %v) in version %d", r.QuotaKey, r.QuotaEntity, r.QuotaValue, r.QuotaRemove, version)
+		}
+	case RecordGroupConfig:
+		r.Group = d.str()
+		r.Configs = d.configs()
+		if d.err == nil && (r.Group == "" || version < 3) {
+			d.fail("configs of group %q in version %d", r.Group, version)
 		}
 	default:
 		if d.err == nil {

@@ -3,11 +3,13 @@ package controller_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 
 	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/controller"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/replica"
 )
 
@@ -35,6 +37,12 @@ var metadataSamples = []controller.Record{
 	{Type: controller.RecordScramCredential, User: "alice", Mechanism: "SCRAM-SHA-256", Scram: auth.ScramCredential{
 		Salt: []byte("salt"), Iterations: 8192, StoredKey: []byte("stored key"), ServerKey: []byte("server key")}},
 	{Type: controller.RecordRemoveScramCredential, User: "alice", Mechanism: "SCRAM-SHA-512"},
+	{Type: controller.RecordAccessControlEntry, ACLID: 7, ACL: auth.ACL{ResourceType: auth.TopicResource, ResourceName: "orders",
+		PatternType: auth.PrefixedPattern, Principal: "User:alice", Host: "10.0.0.1", Operation: auth.DescribeConfigsOperation, Permission: auth.Deny}},
+	{Type: controller.RecordRemoveAccessControlEntry, ACLID: 1 << 40},
+	{Type: controller.RecordClientQuota, QuotaEntity: quota.Entity{User: "alice", ClientID: quota.Default},
+		QuotaKey: quota.ProducerByteRate, QuotaValue: 1048576.5},
+	{Type: controller.RecordClientQuota, QuotaEntity: quota.Entity{ClientID: "app"}, QuotaKey: quota.RequestPercentage, QuotaRemove: true},
 }
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -169,4 +177,30 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("%x decoded to %+v, which encodes to %x", b, r, again)
 		}
 	})
+}
+
+// A client quota record the machine would never write does not decode:
+// an entity with neither a user nor a client id, no key, a value that is
+// not positive or not finite, or a remove flag other than 0 and 1.
+func TestRecordClientQuotaRefused(t *testing.T) {
+	alice := quota.Entity{User: "alice"}
+	for name, r := range map[string]controller.Record{
+		"no entity":      {QuotaKey: quota.ProducerByteRate, QuotaValue: 1},
+		"no key":         {QuotaEntity: alice, QuotaValue: 1},
+		"zero value":     {QuotaEntity: alice, QuotaKey: quota.ProducerByteRate},
+		"negative value": {QuotaEntity: alice, QuotaKey: quota.ProducerByteRate, QuotaValue: -1},
+		"infinite value": {QuotaEntity: alice, QuotaKey: quota.ProducerByteRate, QuotaValue: math.Inf(1)},
+		"NaN value":      {QuotaEntity: alice, QuotaKey: quota.ProducerByteRate, QuotaValue: math.NaN()},
+	} {
+		r.Type = controller.RecordClientQuota
+		if _, err := controller.DecodeRecord(controller.AppendRecord(nil, r)); !errors.Is(err, controller.ErrCorruptMetadata) {
+			t.Errorf("%s: %v, want ErrCorruptMetadata", name, err)
+		}
+	}
+	removed := controller.AppendRecord(nil, controller.Record{Type: controller.RecordClientQuota, QuotaEntity: alice,
+		QuotaKey: quota.ProducerByteRate, QuotaRemove: true})
+	removed[len(removed)-1] = 2
+	if _, err := controller.DecodeRecord(removed); !errors.Is(err, controller.ErrCorruptMetadata) {
+		t.Errorf("remove flag 2: %v, want ErrCorruptMetadata", err)
+	}
 }

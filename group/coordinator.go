@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -133,6 +134,10 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 	}
 	now := c.opts.Now()
 	g := c.groups[req.Group]
+	if g != nil && g.share != nil {
+		fail(fmt.Errorf("%w: group %q is a share group", kafka.ErrInconsistentGroupProtocol, g.id))
+		return
+	}
 	if g == nil {
 		if req.MemberID != "" {
 			fail(fmt.Errorf("%w: group %q has no members", kafka.ErrUnknownMemberID, req.Group))
@@ -140,6 +145,19 @@ func (c *Coordinator) Join(req *transport.JoinGroupRequest, respond func(*transp
 		}
 		g = newGroup(req.Group, c.PartitionFor(req.Group), now)
 		c.groups[req.Group] = g
+	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			fail(fmt.Errorf("%w: group %q uses the consumer group protocol", kafka.ErrInconsistentGroupProtocol, g.id))
+			return
+		}
+		// An empty consumer-protocol group becomes classic, offsets and
+		// all: its consumer-protocol records are deleted.
+		if err := c.storeConsumerLocked(g, g.consumer.tombstones(), c.topicsLocked()); err != nil {
+			fail(err)
+			return
+		}
+		g.consumer = nil
 	}
 	if len(g.members) > 0 && req.ProtocolType != g.protocolType || !g.supports(req.Protocols) {
 		fail(fmt.Errorf("%w: group %q uses protocol type %q and protocols %v", kafka.ErrInconsistentGroupProtocol, g.id, g.protocolType, g.candidates()))
@@ -510,6 +528,14 @@ func (c *Coordinator) Tick() {
 	}
 	now := c.opts.Now()
 	for _, g := range c.groups {
+		if g.consumer != nil {
+			c.tickConsumerLocked(g, now)
+			continue
+		}
+		if g.share != nil {
+			c.tickShareLocked(g, now) // share groups do not expire
+			continue
+		}
 		for _, m := range slices.Clone(g.members) {
 			if m.joinWait != nil || m.syncWait != nil || now.Sub(m.lastHeartbeat) < m.sessionTimeout {
 				continue
@@ -558,10 +584,17 @@ func (c *Coordinator) List(req *transport.ListGroupsRequest) *transport.ListGrou
 	}
 	resp := &transport.ListGroupsResponse{}
 	for _, g := range c.groups {
-		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, g.state.String()) {
+		protocolType, state := g.protocolType, g.state.String()
+		if g.consumer != nil {
+			protocolType, state = "consumer", g.consumer.state().String()
+		}
+		if g.share != nil {
+			protocolType, state = "share", g.share.state().String()
+		}
+		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, state) {
 			continue
 		}
-		resp.Groups = append(resp.Groups, transport.ListedGroup{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+		resp.Groups = append(resp.Groups, transport.ListedGroup{Group: g.id, ProtocolType: protocolType, State: state})
 	}
 	slices.SortFunc(resp.Groups, func(a, b transport.ListedGroup) int { return strings.Compare(a.Group, b.Group) })
 	return resp
@@ -586,6 +619,10 @@ func (c *Coordinator) Delete(req *transport.DeleteGroupsRequest) *transport.Dele
 			r.Err = fmt.Errorf("%w: %q", kafka.ErrGroupIDNotFound, id)
 		case len(g.members) > 0:
 			r.Err = fmt.Errorf("%w: group %q has %d members", kafka.ErrNonEmptyGroup, id, len(g.members))
+		case g.consumer != nil && len(g.consumer.members) > 0:
+			r.Err = fmt.Errorf("%w: group %q has %d members", kafka.ErrNonEmptyGroup, id, len(g.consumer.members))
+		case g.share != nil && len(g.share.members) > 0:
+			r.Err = fmt.Errorf("%w: group %q has %d members", kafka.ErrNonEmptyGroup, id, len(g.share.members))
 		default:
 			r.Err = c.deleteGroupLocked(g)
 		}
@@ -603,6 +640,20 @@ func (c *Coordinator) deleteGroupLocked(g *group) error {
 		recs = append(recs, Record{Key: OffsetKey(g.id, tp.Topic, tp.Partition).Encode()})
 	}
 	recs = append(recs, Record{Key: GroupKey(g.id).Encode()})
+	if g.consumer != nil {
+		ix := c.topicsLocked()
+		for _, r := range g.consumer.tombstones() {
+			key, value := encodeConsumerRecord(g.id, r, ix.id)
+			recs = append(recs, Record{Key: key, Value: value})
+		}
+	}
+	if g.share != nil {
+		ix := c.topicsLocked()
+		for _, r := range g.share.tombstones() {
+			key, value := encodeShareRecord(g.id, r, ix.id)
+			recs = append(recs, Record{Key: key, Value: value})
+		}
+	}
 	if err := c.log.Append(g.partition, recs); err != nil {
 		return fmt.Errorf("%w: writing the tombstones failed: %v", kafka.ErrCoordinatorNotAvailable, err)
 	}
@@ -657,6 +708,11 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 		return g
 	}
 	var bad error
+	ix := c.topicsLocked()
+	consumerRecs := map[string][]consumerRecord{} // by group, in log order
+	var consumerOrder []string
+	shareRecs := map[string][]shareRecord{} // by group, in log order
+	var shareOrder []string
 	err := recs(func(r Record) bool {
 		switch r.Marker {
 		case CommitMarker, AbortMarker:
@@ -667,6 +723,31 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 		if err != nil {
 			bad = err
 			return false
+		}
+		if k.IsConsumerGroup() {
+			cr, err := decodeConsumerRecord(k, r.Value, ix.name)
+			if _, unknown := errors.AsType[*unknownTopicIDsError](err); err != nil && !unknown {
+				bad = err
+				return false
+			}
+			// A topic deleted since is left out of what the record says.
+			if consumerRecs[k.Group] == nil {
+				consumerOrder = append(consumerOrder, k.Group)
+			}
+			consumerRecs[k.Group] = append(consumerRecs[k.Group], cr)
+			return true
+		}
+		if k.IsShareGroup() {
+			sr, err := decodeShareRecord(k, r.Value, ix.name)
+			if _, unknown := errors.AsType[*unknownTopicIDsError](err); err != nil && !unknown {
+				bad = err
+				return false
+			}
+			if shareRecs[k.Group] == nil {
+				shareOrder = append(shareOrder, k.Group)
+			}
+			shareRecs[k.Group] = append(shareRecs[k.Group], sr)
+			return true
 		}
 		if k.IsGroup() {
 			if r.Value == nil {
@@ -731,6 +812,30 @@ func (c *Coordinator) Load(partition int32, recs func(yield func(Record) bool) e
 	}
 	if err != nil {
 		return fmt.Errorf("group: load %s-%d: %w", OffsetsTopic, partition, err)
+	}
+	for _, id := range consumerOrder {
+		cg := replayConsumerGroup(c.consumerConfig(), consumerRecs[id], now)
+		if cg == nil { // deleted
+			continue
+		}
+		g := groupOf(id)
+		g.consumer = cg
+		g.members, g.state, g.protocolType, g.protocol, g.leader = nil, Empty, "", "", ""
+	}
+	for _, id := range shareOrder {
+		sg := replayShareGroup(c.shareConfig(), shareRecs[id], now)
+		if sg != nil {
+			sg.learnTopicIDs(ix.byName)
+		}
+		if sg == nil { // deleted
+			if g := c.groups[id]; g != nil && g.consumer == nil && len(g.members) == 0 && len(g.offsets) == 0 {
+				delete(c.groups, id)
+			}
+			continue
+		}
+		g := groupOf(id)
+		g.share = sg
+		g.members, g.state, g.protocolType, g.protocol, g.leader = nil, Empty, "", "", ""
 	}
 	return nil
 }

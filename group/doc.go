@@ -21,6 +21,23 @@
 // member to rejoin. The states are those of Kafka's GroupMetadata (see
 // State).
 //
+// # Share groups
+//
+// The coordinator also runs share groups (KIP-932, ShareHeartbeat and
+// ShareDescribe), whose members share the records of their partitions:
+// a member joins with an id of its own (epoch 0), heartbeats with only
+// what changed and leaves (-1). The simple assignor spreads the
+// partitions of the subscribed topics over the members, each member as
+// many as the others give or take one, a partition to several members
+// when the members outnumber the partitions; there is nothing to revoke,
+// so a member gets its target assignment at once. The group is Empty or
+// Stable. Only partitions whose share-group state is initialized are
+// assigned: a heartbeat's answer lists those to initialize, and the
+// broker confirms them with ShareStateInitialized. A share group's
+// records (key versions 10 to 15) are Kafka 4.1's. Group ids are one
+// namespace: a share request for a classic or consumer group, or the
+// reverse, is refused as Kafka refuses it.
+//
 // # Offsets
 //
 // A member commits offsets in its generation: a commit from another

@@ -82,6 +82,14 @@ type group struct {
 	joinsUntil time.Time
 
 	offsets map[kafka.TopicPartition]OffsetValue
+	// consumer, when set, makes the group one of the consumer group
+	// protocol (KIP-848): its members and assignments are there, and the
+	// classic fields above stay empty.
+	consumer *consumerGroup
+	// share, when set, makes the group a share group (KIP-932): its
+	// members and assignments are there, and the classic fields above
+	// stay empty.
+	share *shareGroup
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {

@@ -98,6 +98,12 @@ func (c *Coordinator) checkCommitLocked(req *transport.OffsetCommitRequest) erro
 		return fmt.Errorf("%w: empty group id", kafka.ErrInvalidGroupID)
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.consumer != nil {
+		return g.checkConsumerCommit(req.MemberID, req.GenerationID)
+	}
+	if g != nil && g.share != nil {
+		return fmt.Errorf("%w: %q is a share group", kafka.ErrGroupIDNotFound, g.id)
+	}
 	simple := req.GenerationID < 0 && req.MemberID == ""
 	switch {
 	case g == nil || g.state == Empty && len(g.members) == 0:

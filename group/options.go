@@ -36,6 +36,18 @@ type Options struct {
 	// Empty this long, with no commit meanwhile, has its offsets and
 	// metadata deleted (tombstones in its partition); zero means 7 days.
 	OffsetsRetention time.Duration
+	// Topics returns the cluster's topics, for the groups of the
+	// consumer group protocol (KIP-848), whose coordinator assigns their
+	// partitions; nil means none.
+	Topics func() []TopicInfo
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a
+	// consumer-protocol member not heard from for this long is removed.
+	// Zero means 45s.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms:
+	// how often consumer-protocol members are told to heartbeat. Zero
+	// means 5s.
+	ConsumerHeartbeatInterval time.Duration
 	// Now is the clock; nil means time.Now. Timeouts are checked against
 	// it by Tick only, so that a test can drive time by hand.
 	Now func() time.Time

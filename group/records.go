@@ -1,9 +1,13 @@
 package group
 
 import (
-	"encoding/binary"
+	"bytes"
 	"fmt"
 	"math"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/partlog/partlog/internal/kread"
 )
 
 // The records of __consumer_offsets, as Kafka lays them out: a key and a
@@ -14,6 +18,8 @@ import (
 //
 //	key v0, v1  offset commit   group string, topic string, partition int32
 //	key v2      group metadata  group string
+//	key v3..v8  a consumer group's records (KIP-848): group string, and
+//	            member string for v5, v7 and v8 (see below)
 //
 //	offset value v0   offset int64, metadata string, commit_timestamp int64
 //	offset value v1   offset, metadata, commit_timestamp, expire_timestamp int64
@@ -35,12 +41,50 @@ import (
 // group. The latest record of each key is what counts, so the topic is
 // compacted. This package writes key v1 and v2 and values v3, and reads
 // every version above.
+//
+// The records of a consumer group of the new protocol (KIP-848) have keys
+// whose version names the record type, and flexible values of their own
+// (consumer_records_wire.go draws them):
+//
+//	key v3  ConsumerGroupMetadata                  group
+//	key v4  ConsumerGroupPartitionMetadata         group
+//	key v5  ConsumerGroupMemberMetadata            group, member
+//	key v6  ConsumerGroupTargetAssignmentMetadata  group
+//	key v7  ConsumerGroupTargetAssignmentMember    group, member
+//	key v8  ConsumerGroupCurrentMemberAssignment   group, member
+//
+// and so do those of a share group (KIP-932; share_records_wire.go):
+//
+//	key v10 ShareGroupMemberMetadata               group, member
+//	key v11 ShareGroupMetadata                     group
+//	key v12 ShareGroupTargetAssignmentMetadata     group
+//	key v13 ShareGroupTargetAssignmentMember       group, member
+//	key v14 ShareGroupCurrentMemberAssignment      group, member
+//	key v15 ShareGroupStatePartitionMetadata       group
 
 // Key versions.
 const (
 	offsetKeyVersion0 int16 = 0
 	offsetKeyVersion1 int16 = 1
 	groupKeyVersion   int16 = 2
+
+	// The keys of a consumer group's records: the version is the record
+	// type (Kafka's CoordinatorRecordType).
+	consumerGroupMetadataKeyVersion                 int16 = 3
+	consumerGroupPartitionMetadataKeyVersion        int16 = 4
+	consumerGroupMemberMetadataKeyVersion           int16 = 5
+	consumerGroupTargetAssignmentMetadataKeyVersion int16 = 6
+	consumerGroupTargetAssignmentMemberKeyVersion   int16 = 7
+	consumerGroupCurrentMemberAssignmentKeyVersion  int16 = 8
+
+	// The keys of a share group's records (9, Kafka 4.0's
+	// ShareGroupPartitionMetadata, is gone since 4.1).
+	shareGroupMemberMetadataKeyVersion           int16 = 10
+	shareGroupMetadataKeyVersion                 int16 = 11
+	shareGroupTargetAssignmentMetadataKeyVersion int16 = 12
+	shareGroupTargetAssignmentMemberKeyVersion   int16 = 13
+	shareGroupCurrentMemberAssignmentKeyVersion  int16 = 14
+	shareGroupStatePartitionMetadataKeyVersion   int16 = 15
 )
 
 // The value versions this package writes.
@@ -50,11 +94,14 @@ const (
 )
 
 // Key is the key of a __consumer_offsets record: an offset commit key
-// (version 0 or 1: Group, Topic, Partition) or a group metadata key
-// (version 2: Group).
+// (version 0 or 1: Group, Topic, Partition), a group metadata key
+// (version 2: Group), the key of a consumer group's record (versions 3
+// to 8: Group, and MemberID for versions 5, 7 and 8) or of a share
+// group's (versions 10 to 15: Group, and MemberID for 10, 13 and 14).
 type Key struct {
 	// Version is the key's version: 0 or 1 for an offset commit, 2 for
-	// group metadata.
+	// group metadata, 3 to 8 for a consumer group's records, 10 to 15
+	// for a share group's.
 	Version int16
 	// Group is the group id.
 	Group string
@@ -64,10 +111,39 @@ type Key struct {
 	// Partition is the committed partition's index; 0 in a group
 	// metadata key.
 	Partition int32
+	// MemberID is the member whose record a consumer group key of
+	// version 5, 7 or 8, or a share group key of version 10, 13 or 14,
+	// names; empty in other keys.
+	MemberID string
 }
 
 // IsGroup reports whether k is a group metadata key.
 func (k Key) IsGroup() bool { return k.Version == groupKeyVersion }
+
+// IsConsumerGroup reports whether k is the key of a consumer group's
+// record (versions 3 to 8), neither an offset commit nor a classic
+// group's metadata.
+func (k Key) IsConsumerGroup() bool {
+	return k.Version >= consumerGroupMetadataKeyVersion && k.Version <= consumerGroupCurrentMemberAssignmentKeyVersion
+}
+
+// IsShareGroup reports whether k is the key of a share group's record
+// (versions 10 to 15).
+func (k Key) IsShareGroup() bool {
+	return k.Version >= shareGroupMemberMetadataKeyVersion && k.Version <= shareGroupStatePartitionMetadataKeyVersion
+}
+
+// hasMemberID reports whether k is the key of a consumer or share group
+// member's record, which names the member.
+func (k Key) hasMemberID() bool {
+	switch k.Version {
+	case consumerGroupMemberMetadataKeyVersion, consumerGroupTargetAssignmentMemberKeyVersion,
+		consumerGroupCurrentMemberAssignmentKeyVersion, shareGroupMemberMetadataKeyVersion,
+		shareGroupTargetAssignmentMemberKeyVersion, shareGroupCurrentMemberAssignmentKeyVersion:
+		return true
+	}
+	return false
+}
 
 // OffsetKey returns the key of a group's offset for a partition.
 func OffsetKey(group, topic string, partition int32) Key {
@@ -79,32 +155,41 @@ func GroupKey(group string) Key { return Key{Version: groupKeyVersion, Group: gr
 
 // Encode returns k's bytes.
 func (k Key) Encode() []byte {
-	var w writer
-	w.int16(k.Version)
-	w.string(k.Group)
-	if !k.IsGroup() {
-		w.string(k.Topic)
-		w.int32(k.Partition)
+	b := kbin.AppendInt16(nil, k.Version)
+	b = kbin.AppendString(b, kafkaString(k.Group))
+	switch {
+	case k.hasMemberID():
+		b = kbin.AppendString(b, kafkaString(k.MemberID))
+	case k.IsGroup(), k.IsConsumerGroup(), k.IsShareGroup():
+	default:
+		b = kbin.AppendString(b, kafkaString(k.Topic))
+		b = kbin.AppendInt32(b, k.Partition)
 	}
-	return w.b
+	return b
 }
 
 // DecodeKey parses a key. Its errors match ErrCorrupt or ErrUnknownVersion.
 func DecodeKey(b []byte) (Key, error) {
-	r := reader{b: b}
-	k := Key{Version: r.int16()}
+	r := reader{kread.New(b, ErrCorrupt)}
+	k := Key{Version: r.Int16()}
 	switch k.Version {
 	case offsetKeyVersion0, offsetKeyVersion1:
-		k.Group, k.Topic, k.Partition = r.string(), r.string(), r.int32()
-	case groupKeyVersion:
+		k.Group, k.Topic, k.Partition = r.string(), r.string(), r.Int32()
+	case groupKeyVersion, consumerGroupMetadataKeyVersion, consumerGroupPartitionMetadataKeyVersion,
+		consumerGroupTargetAssignmentMetadataKeyVersion, shareGroupMetadataKeyVersion,
+		shareGroupTargetAssignmentMetadataKeyVersion, shareGroupStatePartitionMetadataKeyVersion:
 		k.Group = r.string()
+	case consumerGroupMemberMetadataKeyVersion, consumerGroupTargetAssignmentMemberKeyVersion,
+		consumerGroupCurrentMemberAssignmentKeyVersion, shareGroupMemberMetadataKeyVersion,
+		shareGroupTargetAssignmentMemberKeyVersion, shareGroupCurrentMemberAssignmentKeyVersion:
+		k.Group, k.MemberID = r.string(), r.string()
 	default:
-		if r.err != nil {
-			return Key{}, r.done("key")
+		if r.Err != nil {
+			return Key{}, r.Done("key")
 		}
 		return Key{}, fmt.Errorf("%w: key version %d", ErrUnknownVersion, k.Version)
 	}
-	return k, r.done("key")
+	return k, r.Done("key")
 }
 
 // OffsetValue is a committed offset: the value of an offset commit key.
@@ -123,35 +208,33 @@ type OffsetValue struct {
 
 // Encode returns v's bytes, as version 3.
 func (v OffsetValue) Encode() []byte {
-	var w writer
-	w.int16(offsetValueVersion)
-	w.int64(v.Offset)
-	w.int32(v.LeaderEpoch)
-	w.string(v.Metadata)
-	w.int64(v.CommitTimestamp)
-	return w.b
+	b := kbin.AppendInt16(nil, offsetValueVersion)
+	b = kbin.AppendInt64(b, v.Offset)
+	b = kbin.AppendInt32(b, v.LeaderEpoch)
+	b = kbin.AppendString(b, kafkaString(v.Metadata))
+	return kbin.AppendInt64(b, v.CommitTimestamp)
 }
 
 // DecodeOffsetValue parses an offset commit value of any version. Its
 // errors match ErrCorrupt or ErrUnknownVersion.
 func DecodeOffsetValue(b []byte) (OffsetValue, error) {
-	r := reader{b: b}
-	version := r.int16()
+	r := reader{kread.New(b, ErrCorrupt)}
+	version := r.Int16()
 	v := OffsetValue{LeaderEpoch: -1, ExpireTimestamp: -1}
 	switch version {
 	case 0, 2:
-		v.Offset, v.Metadata, v.CommitTimestamp = r.int64(), r.string(), r.int64()
+		v.Offset, v.Metadata, v.CommitTimestamp = r.Int64(), r.string(), r.Int64()
 	case 1:
-		v.Offset, v.Metadata, v.CommitTimestamp, v.ExpireTimestamp = r.int64(), r.string(), r.int64(), r.int64()
+		v.Offset, v.Metadata, v.CommitTimestamp, v.ExpireTimestamp = r.Int64(), r.string(), r.Int64(), r.Int64()
 	case 3:
-		v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = r.int64(), r.int32(), r.string(), r.int64()
+		v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = r.Int64(), r.Int32(), r.string(), r.Int64()
 	default:
-		if r.err != nil {
-			return OffsetValue{}, r.done("offset value")
+		if r.Err != nil {
+			return OffsetValue{}, r.Done("offset value")
 		}
 		return OffsetValue{}, fmt.Errorf("%w: offset value version %d", ErrUnknownVersion, version)
 	}
-	return v, r.done("offset value")
+	return v, r.Done("offset value")
 }
 
 // GroupValue is a group's metadata as of its last completed rebalance: the
@@ -201,45 +284,44 @@ type MemberValue struct {
 
 // Encode returns v's bytes, as version 3.
 func (v GroupValue) Encode() []byte {
-	var w writer
-	w.int16(groupValueVersion)
-	w.string(v.ProtocolType)
-	w.int32(v.Generation)
-	w.nullableString(v.Protocol)
-	w.nullableString(v.Leader)
-	w.int64(v.CurrentStateTimestamp)
-	w.int32(int32(len(v.Members)))
+	b := kbin.AppendInt16(nil, groupValueVersion)
+	b = kbin.AppendString(b, kafkaString(v.ProtocolType))
+	b = kbin.AppendInt32(b, v.Generation)
+	b = kbin.AppendNullableString(b, nullString(v.Protocol))
+	b = kbin.AppendNullableString(b, nullString(v.Leader))
+	b = kbin.AppendInt64(b, v.CurrentStateTimestamp)
+	b = kbin.AppendArrayLen(b, len(v.Members))
 	for _, m := range v.Members {
-		w.string(m.MemberID)
-		w.nullableString(m.GroupInstanceID)
-		w.string(m.ClientID)
-		w.string(m.ClientHost)
-		w.int32(m.RebalanceTimeout)
-		w.int32(m.SessionTimeout)
-		w.bytes(m.Subscription)
-		w.bytes(m.Assignment)
+		b = kbin.AppendString(b, kafkaString(m.MemberID))
+		b = kbin.AppendNullableString(b, nullString(m.GroupInstanceID))
+		b = kbin.AppendString(b, kafkaString(m.ClientID))
+		b = kbin.AppendString(b, kafkaString(m.ClientHost))
+		b = kbin.AppendInt32(b, m.RebalanceTimeout)
+		b = kbin.AppendInt32(b, m.SessionTimeout)
+		b = kbin.AppendBytes(b, m.Subscription) // nil as empty: not nullable here
+		b = kbin.AppendBytes(b, m.Assignment)
 	}
-	return w.b
+	return b
 }
 
 // DecodeGroupValue parses a group metadata value of any version. Its
 // errors match ErrCorrupt or ErrUnknownVersion.
 func DecodeGroupValue(b []byte) (GroupValue, error) {
-	r := reader{b: b}
-	version := r.int16()
-	if r.err == nil && (version < 0 || version > groupValueVersion) {
+	r := reader{kread.New(b, ErrCorrupt)}
+	version := r.Int16()
+	if r.Err == nil && (version < 0 || version > groupValueVersion) {
 		return GroupValue{}, fmt.Errorf("%w: group value version %d", ErrUnknownVersion, version)
 	}
 	v := GroupValue{CurrentStateTimestamp: -1}
 	v.ProtocolType = r.string()
-	v.Generation = r.int32()
+	v.Generation = r.Int32()
 	v.Protocol = r.string()
 	v.Leader = r.string()
 	if version >= 2 {
-		v.CurrentStateTimestamp = r.int64()
+		v.CurrentStateTimestamp = r.Int64()
 	}
 	n := r.count(2 + 2 + 2 + 4 + 4 + 4) // the smallest member, of version 0
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := 0; i < n && r.Err == nil; i++ {
 		var m MemberValue
 		m.MemberID = r.string()
 		if version >= 3 {
@@ -248,9 +330,9 @@ func DecodeGroupValue(b []byte) (GroupValue, error) {
 		m.ClientID = r.string()
 		m.ClientHost = r.string()
 		if version >= 1 {
-			m.RebalanceTimeout = r.int32()
+			m.RebalanceTimeout = r.Int32()
 		}
-		m.SessionTimeout = r.int32()
+		m.SessionTimeout = r.Int32()
 		if version == 0 {
 			m.RebalanceTimeout = m.SessionTimeout
 		}
@@ -258,130 +340,65 @@ func DecodeGroupValue(b []byte) (GroupValue, error) {
 		m.Assignment = r.bytes()
 		v.Members = append(v.Members, m)
 	}
-	return v, r.done("group value")
+	return v, r.Done("group value")
 }
 
-// writer appends Kafka's encodings to b.
-type writer struct{ b []byte }
-
-func (w *writer) int16(v int16) { w.b = binary.BigEndian.AppendUint16(w.b, uint16(v)) }
-func (w *writer) int32(v int32) { w.b = binary.BigEndian.AppendUint32(w.b, uint32(v)) }
-func (w *writer) int64(v int64) { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
-
-func (w *writer) string(s string) {
+// kafkaString returns s cut to the most Kafka reads of a string (32767
+// bytes), for the writers.
+func kafkaString(s string) string {
 	if len(s) > math.MaxInt16 {
-		s = s[:math.MaxInt16]
+		return s[:math.MaxInt16]
 	}
-	w.int16(int16(len(s)))
-	w.b = append(w.b, s...)
+	return s
 }
 
-// nullableString writes "" as null.
-func (w *writer) nullableString(s string) {
+// nullString returns the nullable string the writers write for s: null
+// for "", otherwise kafkaString(s).
+func nullString(s string) *string {
 	if s == "" {
-		w.int16(-1)
-		return
-	}
-	w.string(s)
-}
-
-// bytes writes nil as empty: Kafka's bytes here are not nullable.
-func (w *writer) bytes(b []byte) {
-	w.int32(int32(len(b)))
-	w.b = append(w.b, b...)
-}
-
-// reader parses Kafka's encodings; the first failure sticks in err and
-// makes every later read return zero.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
 		return nil
 	}
-	if n < 0 || n > len(r.b) {
-		r.err = fmt.Errorf("%w: %d bytes wanted, %d left", ErrCorrupt, n, len(r.b))
-		return nil
-	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
+	s = kafkaString(s)
+	return &s
 }
 
-func (r *reader) int16() int16 {
-	if b := r.take(2); b != nil {
-		return int16(binary.BigEndian.Uint16(b))
-	}
-	return 0
-}
+// reader reads a record with kread, failures as ErrCorrupt.
+type reader struct{ kread.Reader }
 
-func (r *reader) int32() int32 {
-	if b := r.take(4); b != nil {
-		return int32(binary.BigEndian.Uint32(b))
-	}
-	return 0
-}
-
-func (r *reader) int64() int64 {
-	if b := r.take(8); b != nil {
-		return int64(binary.BigEndian.Uint64(b))
-	}
-	return 0
-}
-
-// string reads a string; a null one reads as "".
+// string reads a string; a null one (length -1, no other negative)
+// reads as "".
 func (r *reader) string() string {
-	n := r.int16()
-	if n == -1 || r.err != nil {
-		return ""
-	}
-	if n < 0 {
-		r.err = fmt.Errorf("%w: string length %d", ErrCorrupt, n)
-		return ""
-	}
-	return string(r.take(int(n)))
+	return kread.Read(&r.Reader, func(kr *kbin.Reader) string {
+		n := kr.Int16()
+		if n == -1 {
+			return ""
+		}
+		return string(kr.Span(int(n)))
+	})
 }
 
+// bytes reads bytes, a copy; null ones (length -1, no other negative)
+// read as nil.
 func (r *reader) bytes() []byte {
-	n := r.int32()
-	if n == -1 || r.err != nil {
-		return nil
-	}
-	if n < 0 {
-		r.err = fmt.Errorf("%w: bytes length %d", ErrCorrupt, n)
-		return nil
-	}
-	b := r.take(int(n))
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
+	return kread.Read(&r.Reader, func(kr *kbin.Reader) []byte {
+		n := kr.Int32()
+		if n == -1 {
+			return nil
+		}
+		return bytes.Clone(kr.Span(int(n)))
+	})
 }
 
 // count reads an array's length, each element taking at least min bytes,
 // so that a corrupt count cannot make the caller allocate much.
 func (r *reader) count(min int) int {
-	n := r.int32()
-	if r.err != nil {
+	n := r.Int32()
+	if r.Err != nil {
 		return 0
 	}
-	if n < 0 || int(n) > len(r.b)/min {
-		r.err = fmt.Errorf("%w: array of %d elements in %d bytes", ErrCorrupt, n, len(r.b))
+	if n < 0 || int(n) > len(r.B)/min {
+		r.Fail("array of %d elements in %d bytes", n, len(r.B))
 		return 0
 	}
 	return int(n)
-}
-
-// done returns the first failure, or ErrCorrupt when bytes are left over.
-func (r *reader) done(what string) error {
-	if r.err != nil {
-		return fmt.Errorf("%s: %w", what, r.err)
-	}
-	if len(r.b) > 0 {
-		return fmt.Errorf("%w: %s: %d bytes left over", ErrCorrupt, what, len(r.b))
-	}
-	return nil
 }

@@ -118,8 +118,15 @@ func (c *Coordinator) checkTxnCommitLocked(req TxnCommit) error {
 	if req.GenerationID < 0 && req.MemberID == "" {
 		return nil // a producer outside group membership (before KIP-447)
 	}
-	if g == nil {
+	switch {
+	case g == nil:
 		return fmt.Errorf("%w: group %q has no generation %d", kafka.ErrIllegalGeneration, req.Group, req.GenerationID)
+	case g.consumer != nil:
+		// A consumer-protocol member commits in its member epoch (KIP-848
+		// with KIP-447), as its plain commits do.
+		return g.checkConsumerCommit(req.MemberID, req.GenerationID)
+	case g.share != nil:
+		return fmt.Errorf("%w: %q is a share group", kafka.ErrGroupIDNotFound, g.id)
 	}
 	return g.checkMember(req.MemberID, req.GroupInstanceID, req.GenerationID)
 }

@@ -19,8 +19,15 @@ func (h *harness) txnCommit(g string, pid int64, part int32, off int64) error {
 // load replays what the log holds into a new coordinator.
 func (h *harness) load() *Coordinator {
 	c := h.open()
-	for p, recs := range h.log.parts {
-		require.NoError(h.t, c.Load(p, func(yield func(Record) bool) error {
+	h.log.loadInto(h.t, c)
+	return c
+}
+
+// loadInto replays every partition l holds into c.
+func (l *memLog) loadInto(t testing.TB, c *Coordinator) {
+	t.Helper()
+	for p, recs := range l.parts {
+		require.NoError(t, c.Load(p, func(yield func(Record) bool) error {
 			for _, r := range recs {
 				if !yield(r) {
 					break
@@ -29,7 +36,6 @@ func (h *harness) load() *Coordinator {
 			return nil
 		}))
 	}
-	return c
 }
 
 // TestTxnOffsetsVisibleOnCommit: offsets committed in a transaction are
@@ -109,4 +115,25 @@ func TestRequireStableFetch(t *testing.T) {
 	h.c.CompleteTxn(PartitionFor("g", 5), 7, true)
 	require.NoError(t, fetch(true).Err)
 	require.Equal(t, int64(10), fetch(true).Offset)
+}
+
+// TestTxnOffsetCommitConsumerProtocol: a member of a consumer-protocol
+// group (KIP-848) commits in a transaction with its member epoch, fenced
+// as its plain commits are (STALE_MEMBER_EPOCH behind it,
+// FENCED_MEMBER_EPOCH ahead, UNKNOWN_MEMBER_ID for no member); once the
+// transaction commits the offset is the group's.
+func TestTxnOffsetCommitConsumerProtocol(t *testing.T) {
+	h := newProtocolHarness(t)
+	a := h.beat("a", 0, nil)
+	require.NoError(t, a.Err)
+	commit := func(member string, epoch int32) error {
+		return h.c.TxnCommit(TxnCommit{Group: "g", ProducerID: 7, MemberID: member, GenerationID: epoch,
+			Offsets: []TxnOffset{{TopicPartition: kafka.TopicPartition{Topic: "t", Partition: 0}, Offset: 3, LeaderEpoch: -1}}})
+	}
+	require.ErrorIs(t, commit("a", a.MemberEpoch-1), kafka.ErrStaleMemberEpoch)
+	require.ErrorIs(t, commit("a", a.MemberEpoch+1), kafka.ErrFencedMemberEpoch)
+	require.ErrorIs(t, commit("z", a.MemberEpoch), kafka.ErrUnknownMemberID)
+	require.NoError(t, commit("a", a.MemberEpoch))
+	h.c.CompleteTxn(PartitionFor("g", 5), 7, true)
+	require.Equal(t, int64(3), h.committed("g", "t", 0))
 }

@@ -181,6 +181,71 @@ var (
 	ErrUnacceptableCredential = &Error{93, "UNACCEPTABLE_CREDENTIAL", false, "the credential is not acceptable"}
 )
 
+// The errors of authorization: a principal the ACLs do not let do what
+// its request asks (KIP-11).
+var (
+	// ErrTopicAuthorizationFailed answers a topic the principal may not
+	// do this to: read, write, describe, create, delete, alter (Kafka's
+	// TOPIC_AUTHORIZATION_FAILED).
+	ErrTopicAuthorizationFailed = &Error{29, "TOPIC_AUTHORIZATION_FAILED", false, "not authorized to access the topic"}
+	// ErrGroupAuthorizationFailed answers a request about a group the
+	// principal may not read or describe (GROUP_AUTHORIZATION_FAILED).
+	ErrGroupAuthorizationFailed = &Error{30, "GROUP_AUTHORIZATION_FAILED", false, "not authorized to access the group"}
+	// ErrClusterAuthorizationFailed answers a request about the cluster
+	// as a whole the principal may not make: ACLs, users, reassignment,
+	// an idempotent producer's id (CLUSTER_AUTHORIZATION_FAILED).
+	ErrClusterAuthorizationFailed = &Error{31, "CLUSTER_AUTHORIZATION_FAILED", false, "not authorized for this cluster operation"}
+	// ErrSecurityDisabled answers an ACL request to a listener that checks
+	// no ACLs (SECURITY_DISABLED).
+	ErrSecurityDisabled = &Error{54, "SECURITY_DISABLED", false, "no authorizer is configured on the node"}
+)
+
+// The errors of the consumer group protocol (KIP-848).
+var (
+	// ErrFencedMemberEpoch answers a ConsumerGroupHeartbeat whose member
+	// epoch is neither the member's current one nor, with owned
+	// partitions its assignment holds, its previous one: the member gives
+	// up its partitions and rejoins with epoch 0 (FENCED_MEMBER_EPOCH).
+	ErrFencedMemberEpoch = &Error{110, "FENCED_MEMBER_EPOCH", false, "the member epoch is not the group coordinator's; give up all partitions and rejoin"}
+	// ErrStaleMemberEpoch answers an offset commit of a consumer-protocol
+	// member with an epoch behind the member's: the member learns its
+	// new epoch from its next heartbeat and commits again
+	// (STALE_MEMBER_EPOCH).
+	ErrStaleMemberEpoch = &Error{113, "STALE_MEMBER_EPOCH", true, "the member epoch is behind the coordinator's"}
+	// ErrUnreleasedInstanceID answers a member joining with an instance id
+	// another member still holds (UNRELEASED_INSTANCE_ID).
+	ErrUnreleasedInstanceID = &Error{111, "UNRELEASED_INSTANCE_ID", false, "another member still holds the instance id"}
+	// ErrUnsupportedAssignor answers a heartbeat naming a server assignor
+	// the coordinator does not have (UNSUPPORTED_ASSIGNOR).
+	ErrUnsupportedAssignor = &Error{112, "UNSUPPORTED_ASSIGNOR", false, "the group coordinator has no server assignor by this name"}
+	// ErrInvalidRegularExpression answers a heartbeat whose subscribed
+	// topic regex does not compile (INVALID_REGULAR_EXPRESSION).
+	ErrInvalidRegularExpression = &Error{128, "INVALID_REGULAR_EXPRESSION", false, "the subscribed topic regex is invalid"}
+)
+
+// The errors of share groups (KIP-932).
+var (
+	// ErrInvalidRecordState answers an acknowledgement of a record the
+	// member does not hold acquired: never delivered to it, already
+	// acknowledged, or its acquisition lock expired (INVALID_RECORD_STATE).
+	ErrInvalidRecordState = &Error{121, "INVALID_RECORD_STATE", false, "the record is not acquired by this member; its acknowledgement was not applied"}
+	// ErrShareSessionNotFound answers a ShareFetch or ShareAcknowledge
+	// naming a share session the node does not have
+	// (SHARE_SESSION_NOT_FOUND).
+	ErrShareSessionNotFound = &Error{122, "SHARE_SESSION_NOT_FOUND", false, "the share session was not found"}
+	// ErrInvalidShareSessionEpoch answers a ShareFetch or ShareAcknowledge
+	// whose share session epoch is not the next one
+	// (INVALID_SHARE_SESSION_EPOCH).
+	ErrInvalidShareSessionEpoch = &Error{123, "INVALID_SHARE_SESSION_EPOCH", false, "the share session epoch is invalid"}
+	// ErrFencedStateEpoch answers a write of a share partition's state
+	// whose state epoch is older than the one stored (FENCED_STATE_EPOCH).
+	ErrFencedStateEpoch = &Error{124, "FENCED_STATE_EPOCH", false, "the state epoch is older than the share coordinator's"}
+	// ErrShareSessionLimitReached answers a ShareFetch opening a share
+	// session on a node that holds as many as it may
+	// (SHARE_SESSION_LIMIT_REACHED).
+	ErrShareSessionLimitReached = &Error{133, "SHARE_SESSION_LIMIT_REACHED", true, "the node holds as many share sessions as it may"}
+)
+
 // ErrNotController answers a call that only the active controller
 // carries out, made to a controller that is not active: the caller finds
 // the one that is (Kafka's NOT_CONTROLLER).
@@ -218,6 +283,9 @@ func init() {
 		ErrTransactionCoordinatorFenced, ErrTransactionalIDAuthorizationFailed, ErrTransactionalIDNotFound, ErrTransactionAbortable, ErrOperationNotAttempted,
 		ErrUnsupportedSaslMechanism, ErrIllegalSaslState, ErrSaslAuthenticationFailed,
 		ErrResourceNotFound, ErrDuplicateResource, ErrUnacceptableCredential,
+		ErrTopicAuthorizationFailed, ErrGroupAuthorizationFailed, ErrClusterAuthorizationFailed, ErrSecurityDisabled,
+		ErrFencedMemberEpoch, ErrStaleMemberEpoch, ErrUnreleasedInstanceID, ErrUnsupportedAssignor, ErrInvalidRegularExpression,
+		ErrInvalidRecordState, ErrShareSessionNotFound, ErrInvalidShareSessionEpoch, ErrFencedStateEpoch, ErrShareSessionLimitReached,
 	} {
 		errorsByCode[e.Code] = e
 	}

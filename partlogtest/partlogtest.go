@@ -30,6 +30,12 @@ func EnforceRetention(n *partlog.Node) error { return nodehooks.Of(n).EnforceRet
 // partlog.ProducerIDExpirationCheckInterval.
 func ExpireProducers(n *partlog.Node) error { return nodehooks.Of(n).ExpireProducers() }
 
+// TickShares runs n's share-group housekeeping now, as the node does
+// every 100 ms: acquisition locks due by the node's clock expire, and
+// share sessions unused for too long are evicted, what their members held
+// given back.
+func TickShares(n *partlog.Node) { nodehooks.Of(n).TickShares() }
+
 // SyncMetadata fetches the cluster metadata from the controller now,
 // rather than at n's next heartbeat, and applies it: when it returns, n
 // hosts, leads and follows what the controller had decided when it

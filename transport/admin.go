@@ -106,6 +106,10 @@ const (
 	ConfigTopic ConfigResourceType = 2
 	// ConfigBroker names a node by its id ("" for the node asked).
 	ConfigBroker ConfigResourceType = 4
+	// ConfigGroup names a group by its id (KIP-848, KIP-932): the group
+	// configs, such as share.auto.offset.reset, which a group that does
+	// not exist yet may have too.
+	ConfigGroup ConfigResourceType = 32
 )
 
 // String returns Kafka's name of the resource type.
@@ -115,24 +119,27 @@ func (t ConfigResourceType) String() string {
 		return "TOPIC"
 	case ConfigBroker:
 		return "BROKER"
+	case ConfigGroup:
+		return "GROUP"
 	}
 	return fmt.Sprintf("RESOURCE_TYPE_%d", int8(t))
 }
 
 // ConfigResource names what a config belongs to: a topic by its name, a
-// node by its id in decimal.
+// node by its id in decimal, a group by its id.
 type ConfigResource struct {
 	// Type is resource_type: what kind of thing Name names.
 	Type ConfigResourceType
-	// Name is resource_name: the topic's name, or the node's id in
-	// decimal ("" for the node asked).
+	// Name is resource_name: the topic's name, the node's id in decimal
+	// ("" for the node asked), or the group's id.
 	Name string
 }
 
-// DescribeConfigsRequest asks for the configs in force of topics and
-// nodes (Kafka's DescribeConfigs).
+// DescribeConfigsRequest asks for the configs in force of topics, nodes
+// and groups (Kafka's DescribeConfigs).
 type DescribeConfigsRequest struct {
-	// Resources names the topics and nodes whose configs are wanted.
+	// Resources names the topics, nodes and groups whose configs are
+	// wanted.
 	Resources []ConfigResource
 }
 
@@ -154,14 +161,16 @@ type ResourceConfigs struct {
 }
 
 // ConfigEntry is one config in force: its value, and whether it is the
-// default or the topic's own.
+// default or the resource's own.
 type ConfigEntry struct {
 	// Name is the config's Kafka key, such as retention.ms.
 	Name string
 	// Value is the value in force, as Kafka writes it ("604800000").
 	Value string
 	// IsDefault says the value is the default: the resource has no value
-	// of its own for it (Kafka's config source DEFAULT_CONFIG).
+	// of its own for it (Kafka's config source DEFAULT_CONFIG; a value of
+	// its own is DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG or
+	// STATIC_BROKER_CONFIG, or GROUP_CONFIG for a group).
 	IsDefault bool
 	// ReadOnly is set for a config that AlterConfigs cannot change (a
 	// node's static settings).

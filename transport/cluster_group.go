@@ -379,3 +379,50 @@ func mapKeys[V any](m map[string]V) []string {
 	}
 	return keys
 }
+
+// consumerGroupNode is n as a ConsumerGroupClient, or
+// kafka.ErrUnsupportedVersion when its connection cannot speak the
+// consumer group protocol.
+func consumerGroupNode(n NodeClient) (ConsumerGroupClient, error) {
+	cg, ok := n.(ConsumerGroupClient)
+	if !ok {
+		return nil, fmt.Errorf("%w: the node's client does not speak ConsumerGroupHeartbeat", kafka.ErrUnsupportedVersion)
+	}
+	return cg, nil
+}
+
+// ConsumerGroupHeartbeat sends a ConsumerGroupHeartbeat to the group's
+// coordinator.
+func (c *ClusterClient) ConsumerGroupHeartbeat(ctx context.Context, req *ConsumerGroupHeartbeatRequest) (*ConsumerGroupHeartbeatResponse, error) {
+	return toCoordinator(ctx, c, groupKey(req.Group), func(n NodeClient) (*ConsumerGroupHeartbeatResponse, error) {
+		cg, err := consumerGroupNode(n)
+		if err != nil {
+			return nil, err
+		}
+		return cg.ConsumerGroupHeartbeat(ctx, req)
+	}, func(r *ConsumerGroupHeartbeatResponse) []error { return []error{r.Err} })
+}
+
+// ConsumerGroupDescribe asks each group's coordinator to describe it.
+func (c *ClusterClient) ConsumerGroupDescribe(ctx context.Context, req *ConsumerGroupDescribeRequest) (*ConsumerGroupDescribeResponse, error) {
+	groups, err := perCoordinator(ctx, c, CoordinatorGroup, req.Groups,
+		func(ctx context.Context, n NodeClient, groups []string) ([]ConsumerGroupDescription, error) {
+			cg, err := consumerGroupNode(n)
+			if err != nil {
+				return nil, err
+			}
+			r, err := cg.ConsumerGroupDescribe(ctx, &ConsumerGroupDescribeRequest{Groups: groups})
+			if err != nil {
+				return nil, err
+			}
+			return r.Groups, nil
+		},
+		func(d ConsumerGroupDescription) (string, error) { return d.Group, d.Err },
+		func(g string, err error) ConsumerGroupDescription {
+			return ConsumerGroupDescription{Group: g, Err: err, State: "Dead"}
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &ConsumerGroupDescribeResponse{Groups: groups}, nil
+}

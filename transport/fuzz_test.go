@@ -4,13 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // FuzzServerRequest feeds arbitrary request frames to the server's
 // parsing: it returns an error or a request, never panics, and a request it
-// takes translates into partlog's types.
+// takes translates into partlog's types and is authorized (answered or
+// filtered) without a panic.
 func FuzzServerRequest(f *testing.F) {
 	fmt := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
 	seeds := []kmsg.Request{
@@ -60,6 +62,12 @@ func FuzzServerRequest(f *testing.F) {
 		listTransactionsToWire(&ListTransactionsRequest{StateFilters: []string{"Ongoing"}, ProducerIDFilters: []int64{7}, MinDuration: time.Minute,
 			TransactionalIDPattern: "tx.*"}, 2),
 		listTransactionsToWire(&ListTransactionsRequest{}, 0),
+		shareGroupHeartbeatToWire(fullShareGroupHeartbeat(), 1),
+		shareGroupDescribeToWire(fullShareGroupDescribe(), 1),
+		shareFetchToWire(fullShareFetch(), 1),
+		shareFetchToWire(&ShareFetchRequest{Group: "gg", Topics: []ShareFetchTopic{{TopicID: openTopic, Partitions: []ShareFetchPartition{{}}},
+			{TopicID: secretTopic, Partitions: []ShareFetchPartition{{}}}}}, 1),
+		shareAcknowledgeToWire(fullShareAcknowledge(), 1),
 		&internalRequest{key: APIReplicaMessages, body: []byte("replica messages")},
 		&internalRequest{key: APIController},
 	}
@@ -138,6 +146,41 @@ func FuzzServerRequest(f *testing.F) {
 			describeTransactionsFromWire(req)
 		case *kmsg.ListTransactionsRequest:
 			listTransactionsFromWire(req)
+		case *kmsg.ShareGroupHeartbeatRequest:
+			shareGroupHeartbeatFromWire(req)
+		case *kmsg.ShareGroupDescribeRequest:
+			shareGroupDescribeFromWire(req)
+		case *kmsg.ShareFetchRequest:
+			shareFetchFromWire(req)
+		case *kmsg.ShareAcknowledgeRequest:
+			shareAcknowledgeFromWire(req)
+		}
+		// Checking it against ACLs that allow some names and not others
+		// answers it, or lets it through, and the answer encodes.
+		// (The handler names the topics of ShareFetch and ShareAcknowledge.)
+		s := &Server{handler: newFakeShareGroupNode(nil), opts: ServerOptions{Authorizer: evenNames{}}}
+		authz, err := s.authorize(req, h.apiVersion, &peer{principal: auth.User("fuzz")})
+		if err != nil {
+			return
+		}
+		resp := authz.answer
+		if resp == nil && authz.merge != nil {
+			resp = emptyResponse(req, h.apiVersion)
+			authz.merge(resp)
+		}
+		if resp != nil {
+			resp.AppendTo(nil)
 		}
 	})
+}
+
+// evenNames allows what is done to resources whose names are of even
+// length.
+type evenNames struct{}
+
+func (evenNames) Authorize(_ auth.Principal, _ string, _ auth.Operation, _ auth.ResourceType, name string) bool {
+	return len(name)%2 == 0
+}
+func (evenNames) AuthorizeAny(auth.Principal, string, auth.Operation, auth.ResourceType) bool {
+	return false
 }

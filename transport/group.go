@@ -36,6 +36,12 @@ const (
 	CoordinatorGroup CoordinatorType = 0
 	// CoordinatorTransaction: the key is a transactional id.
 	CoordinatorTransaction CoordinatorType = 1
+	// CoordinatorShare: the key is a share partition,
+	// "group:topicId:partition" (sharecoord.CoordinatorKey), coordinated
+	// by the leader of its partition of __share_group_state (KIP-932). A
+	// node answers it from FindCoordinator version 6, and an older
+	// version INVALID_REQUEST, as Kafka does.
+	CoordinatorShare CoordinatorType = 2
 )
 
 // FindCoordinatorRequest asks which node coordinates a group or a

@@ -240,7 +240,7 @@ func TestKgoTxnRequestsDecode(t *testing.T) {
 				req := tc.build(v)
 				req.SetVersion(v)
 				frame := kgoFormat.AppendRequest(nil, req, 42)
-				out, _, err := s.answer(nil, frame[4:], &peer{advertised: "127.0.0.1:9092", ctx: s.ctx}, nil)
+				out, _, _, err := s.answer(nil, frame[4:], &peer{advertised: "127.0.0.1:9092", ctx: s.ctx}, nil)
 				require.NoError(t, err)
 				require.Equal(t, tc.want(v), f.last())
 
@@ -296,7 +296,7 @@ func TestKgoTxnProduceAndFetch(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Version, req.TransactionID, req.Acks, req.TimeoutMillis = v, kmsg.StringPtr("tx"), -1, 1000
 		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: []byte("batch")}}}}
-		_, _, err := s.answer(nil, kgoFormat.AppendRequest(nil, req, 1)[4:], &peer{ctx: s.ctx}, nil)
+		_, _, _, err := s.answer(nil, kgoFormat.AppendRequest(nil, req, 1)[4:], &peer{ctx: s.ctx}, nil)
 		require.NoError(t, err, "Produce v%d", v)
 		f.mu.Lock()
 		require.Equal(t, "tx", f.produces[len(f.produces)-1].TransactionalID, "Produce v%d", v)
@@ -312,7 +312,7 @@ func TestKgoTxnProduceAndFetch(t *testing.T) {
 		rp.PartitionMaxBytes = 1 << 20
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		out, _, err := s.answer(nil, kgoFormat.AppendRequest(nil, req, 1)[4:], &peer{ctx: s.ctx}, nil)
+		out, _, _, err := s.answer(nil, kgoFormat.AppendRequest(nil, req, 1)[4:], &peer{ctx: s.ctx}, nil)
 		require.NoError(t, err)
 		f.mu.Lock()
 		require.Equal(t, kafka.ReadCommitted, f.fetches[len(f.fetches)-1].Isolation, "Fetch v%d", v)

@@ -320,6 +320,11 @@ type MetadataRequest struct {
 	// named, if it auto-creates topics (Kafka's
 	// allow_auto_topic_creation).
 	AllowAutoTopicCreation bool
+	// MayCreate, when set, says which of the unknown topics the caller
+	// may have created: a server with an Authorizer sets it to CREATE on
+	// the cluster or on the topic, and answers the others
+	// TOPIC_AUTHORIZATION_FAILED. Nil allows every one.
+	MayCreate func(topic string) bool
 }
 
 // MetadataResponse describes the cluster and the topics asked for.

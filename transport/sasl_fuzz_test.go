@@ -90,7 +90,7 @@ func FuzzSASLServer(f *testing.F) {
 		p := &peer{principal: auth.Anonymous, ctx: s.ctx, sasl: &saslSession{}}
 		for _, fr := range splitFrames(data) {
 			before := p.sasl.done
-			_, _, err := s.answer(nil, fr, p, nil)
+			_, _, _, err := s.answer(nil, fr, p, nil)
 			if !before && h.calls.Load() > 0 {
 				t.Fatalf("a request reached the node before authentication: %x", fr)
 			}

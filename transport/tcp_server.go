@@ -19,6 +19,7 @@ import (
 	"github.com/partlog/partlog/auth"
 	"github.com/partlog/partlog/internal/bufpool"
 	"github.com/partlog/partlog/kafka"
+	"github.com/partlog/partlog/quota"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -61,6 +62,22 @@ type ServerOptions struct {
 	// so is one whose authentication failed, once told why. The
 	// principal is then User:name of the user who authenticated.
 	SASL *SASL
+	// Authorizer, when set, checks every request against what the
+	// connection's principal may do — *auth.Authorizer with the
+	// cluster's ACLs (partlog.Node.ACLs), as a Kafka broker with an
+	// authorizer does — and the server answers DescribeAcls, CreateAcls
+	// and DeleteAcls; nil lets every client do everything, and ACL
+	// requests get SECURITY_DISABLED. Calls in the node's own process
+	// are not checked.
+	Authorizer Authorizer
+	// Quotas, when set, meters each client's requests against the
+	// quotas of its user and client id (quota.Manager, with
+	// partlog.Node.ClientQuotas): a client over its produce or fetch
+	// byte rate or its request percentage is answered with Kafka's
+	// throttle_time_ms, and the server reads nothing more from its
+	// connection until that time has passed. partlog's calls between
+	// nodes are not metered.
+	Quotas *quota.Manager
 	// Observer, when set, is told of every request the server answers:
 	// metrics.Node counts them (partlog.Node.Metrics).
 	Observer RequestObserver
@@ -286,9 +303,10 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 		}
 		c.SetReadDeadline(time.Time{})
 		var (
-			files   []filePiece
-			api     string // observed when set
-			arrived time.Time
+			files    []filePiece
+			api      string // observed when set
+			arrived  time.Time
+			throttle time.Duration
 		)
 		if p.sasl != nil && p.sasl.raw && !p.sasl.done {
 			out, err = s.answerRawSASL(out[:0], frame, &p)
@@ -296,7 +314,7 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			if s.opts.Observer != nil && len(frame) >= 2 {
 				api, arrived = apiName(int16(binary.BigEndian.Uint16(frame))), time.Now()
 			}
-			out, files, err = s.answer(out[:0], frame, &p, sc)
+			out, files, throttle, err = s.answer(out[:0], frame, &p, sc)
 		}
 		if api != "" {
 			// Answered, or failed (the answer's write is its own
@@ -319,6 +337,9 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			return
 		}
 		if len(out) == 0 {
+			if !s.mute(throttle) {
+				return
+			}
 			continue // acks=0: no answer
 		}
 		if len(files) > 0 {
@@ -337,11 +358,31 @@ func (s *Server) serveConn(raw net.Conn, local net.Addr) {
 			w.Flush()
 			return
 		}
-		if r.Buffered() == 0 { // no pipelined request waiting: send now
+		if r.Buffered() == 0 || throttle > 0 { // no pipelined request waiting, or a wait: send now
 			if err := w.Flush(); err != nil {
 				return
 			}
 		}
+		if !s.mute(throttle) {
+			return
+		}
+	}
+}
+
+// mute waits out a client's throttle before the server reads its next
+// request, as Kafka mutes a throttled client's channel (KIP-219); false
+// when the server closed meanwhile.
+func (s *Server) mute(throttle time.Duration) bool {
+	if throttle <= 0 {
+		return true
+	}
+	t := time.NewTimer(throttle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
@@ -426,53 +467,92 @@ type peer struct {
 	ctx context.Context
 }
 
+// guard asks a about what p's principal may do.
+func (p *peer) guard(a Authorizer) guard {
+	return guard{a: a, who: p.principal, host: p.clientHost}
+}
+
 // answer handles one request frame and appends its response frame to out,
 // or nothing for a request that gets none. A Fetch answer on a socket
 // (sc not nil) leaves its records in their files: the pieces say where
-// they go in the frame, and the caller closes them.
-func (s *Server) answer(out, frame []byte, p *peer, sc syscall.Conn) ([]byte, []filePiece, error) {
+// they go in the frame, and the caller closes them. throttle is how long
+// the client went over its quotas by (Quotas): the answer says so, and
+// the caller reads nothing more from the connection until it has passed.
+func (s *Server) answer(out, frame []byte, p *peer, sc syscall.Conn) (_ []byte, _ []filePiece, throttle time.Duration, _ error) {
 	h, req, body, err := parseRequestHeader(frame)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if p.sasl != nil && !p.sasl.done && h.apiKey != apiApiVersions && h.apiKey != apiSaslHandshake && h.apiKey != apiSaslAuthenticate {
-		return nil, nil, fmt.Errorf("%w: %s", errUnauthenticated, apiName(h.apiKey))
+		return nil, nil, 0, fmt.Errorf("%w: %s", errUnauthenticated, apiName(h.apiKey))
 	}
 	if h.apiKey == 18 { // ApiVersions answers even a version it does not know
-		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, s.features, h.apiVersion)), nil, nil
+		return appendResponseFrame(out, h.correlationID, apiVersionsResponse(s.apis, s.features, h.apiVersion)), nil, 0, nil
 	}
 	rng, ok := findRange(s.apis, h.apiKey)
 	if !ok || h.apiVersion < rng.min || h.apiVersion > rng.max {
-		return nil, nil, fmt.Errorf("%w: %s v%d is not supported", kafka.ErrInvalidRequest, apiName(h.apiKey), h.apiVersion)
+		return nil, nil, 0, fmt.Errorf("%w: %s v%d is not supported", kafka.ErrInvalidRequest, apiName(h.apiKey), h.apiVersion)
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s v%d: %v", kafka.ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
-	}
-	if fr, ok := req.(*kmsg.FetchRequest); ok {
-		r := fetchFromWire(fr)
-		r.FileRecords = sc != nil
-		resp, err := s.handler.Fetch(p.ctx, r)
-		if err != nil {
-			return nil, nil, err
-		}
-		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
-		return out, pieces, nil
+		return nil, nil, 0, fmt.Errorf("%w: %s v%d: %v", kafka.ErrInvalidRequest, kmsg.NameForKey(h.apiKey), h.apiVersion, err)
 	}
 	if h.apiKey == apiSaslHandshake || h.apiKey == apiSaslAuthenticate {
 		resp, err := s.answerSASL(req, p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		return appendResponseFrame(out, h.correlationID, resp), nil, nil
+		return appendResponseFrame(out, h.correlationID, resp), nil, 0, nil
 	}
-	resp, err := s.dispatch(req, h, *p)
-	if err != nil {
-		return nil, nil, err
+	meter := s.meter(p, h)
+	if fr, ok := req.(*kmsg.FetchRequest); ok {
+		r := fetchFromWire(fr)
+		r.FileRecords = sc != nil
+		var refused func(*FetchResponse)
+		if s.opts.Authorizer != nil {
+			refused = authorizeFetch(p.guard(s.opts.Authorizer), r)
+		}
+		resp, err := s.handler.Fetch(p.ctx, r)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if refused != nil {
+			refused(resp)
+		}
+		out, pieces := appendFetchFrame(out, h.correlationID, resp, h.apiVersion)
+		if throttle = meter.done(h.apiKey, quota.ConsumerByteRate, 4+int(binary.BigEndian.Uint32(out))); throttle > 0 {
+			setFetchThrottle(out, h.apiVersion, throttle)
+		}
+		return out, pieces, throttle, nil
+	}
+	var authz authorization
+	if s.opts.Authorizer != nil {
+		if authz, err = s.authorize(req, h.apiVersion, p); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	resp := authz.answer
+	if resp == nil {
+		if resp, err = s.dispatch(req, h, *p); err != nil {
+			return nil, nil, 0, err
+		}
+		if authz.merge != nil && resp != nil {
+			authz.merge(resp)
+		}
+	}
+	if h.apiKey == 0 { // Produce
+		throttle = meter.done(h.apiKey, quota.ProducerByteRate, len(frame))
+	} else if !isInternalKey(h.apiKey) {
+		throttle = meter.done(h.apiKey, "", 0)
 	}
 	if resp == nil {
-		return out, nil, nil
+		return out, nil, throttle, nil
 	}
-	return appendResponseFrame(out, h.correlationID, resp), nil, nil
+	if throttle > 0 {
+		if t, ok := resp.(kmsg.SetThrottleResponse); ok {
+			t.SetThrottle(millis(throttle))
+		}
+	}
+	return appendResponseFrame(out, h.correlationID, resp), nil, throttle, nil
 }
 
 // errAcksNoneFailed says an acks=0 produce failed in part: the server
@@ -515,11 +595,26 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	case *kmsg.ListOffsetsRequest:
 		return answerWith(ctx, s.handler.ListOffsets, listOffsetsFromWire(req), listOffsetsResponseToWire, version)
 	case *internalRequest:
+		if s.opts.Authorizer != nil && !p.guard(s.opts.Authorizer).mayCluster(auth.ClusterActionOperation) {
+			// partlog's calls between nodes: Kafka's inter-broker APIs
+			// need CLUSTER_ACTION.
+			err := kafka.ErrClusterAuthorizationFailed
+			return &internalResponse{key: req.key, code: err.Code, msg: errorMessage(err)}, nil
+		}
 		return s.answerInternal(req)
 	case *kmsg.MetadataRequest:
-		resp, err := s.handler.Metadata(ctx, metadataFromWire(req))
+		r := metadataFromWire(req)
+		var g guard
+		if s.opts.Authorizer != nil {
+			g = p.guard(s.opts.Authorizer)
+			r.MayCreate = g.mayCreate
+		}
+		resp, err := s.handler.Metadata(ctx, r)
 		if err != nil {
 			return nil, err
+		}
+		if r.MayCreate != nil {
+			createRefused(resp, r, g)
 		}
 		fillAddresses(resp, p.advertised)
 		return metadataResponseToWire(resp, version), nil
@@ -537,6 +632,39 @@ func (s *Server) dispatch(req kmsg.Request, h requestHeader, p peer) (kmsg.Respo
 	}
 	if ca, ok := s.handler.(ClusterAdminClient); ok {
 		if resp, ok, err := dispatchClusterAdmin(ctx, ca, req, version); ok {
+			return resp, err
+		}
+	}
+	if isACLRequest(req) {
+		ac, ok := s.handler.(ACLAdminClient)
+		if s.opts.Authorizer == nil || !ok {
+			return securityDisabled(req, version), nil
+		}
+		resp, _, err := dispatchACLAdmin(ctx, ac, req, version)
+		return resp, err
+	}
+	if cg, ok := s.handler.(ConsumerGroupClient); ok {
+		if resp, ok, err := dispatchConsumerGroup(ctx, cg, req, version, deref(h.clientID), p.clientHost); ok {
+			return resp, err
+		}
+	}
+	if sg, ok := s.handler.(ShareGroupClient); ok {
+		if resp, ok, err := s.dispatchShareGroup(ctx, sg, req, h, p); ok {
+			return resp, err
+		}
+	}
+	if ss, ok := s.handler.(ShareStateClient); ok {
+		if resp, ok, err := dispatchShareState(ctx, ss, req, version); ok {
+			return resp, err
+		}
+	}
+	if so, ok := s.handler.(ShareGroupOffsetsClient); ok {
+		if resp, ok, err := dispatchShareGroupOffsets(ctx, so, req, version); ok {
+			return resp, err
+		}
+	}
+	if qa, ok := s.handler.(QuotaAdminClient); ok {
+		if resp, ok, err := dispatchQuotaAdmin(ctx, qa, req, version); ok {
 			return resp, err
 		}
 	}

@@ -72,7 +72,11 @@ type coordinatorFinder interface {
 // the handler once for each key (many from version 4).
 func findCoordinator(ctx context.Context, fc coordinatorFinder, req *kmsg.FindCoordinatorRequest, version int16, p peer) (kmsg.Response, error) {
 	reqs := findCoordinatorFromWire(req)
-	resps, err := askEach(ctx, "FindCoordinator names no key", reqs, fc.FindCoordinator)
+	call := fc.FindCoordinator
+	if CoordinatorType(req.CoordinatorType) == CoordinatorShare && version < firstShareFindCoordinator {
+		call = shareKeyTooOld
+	}
+	resps, err := askEach(ctx, "FindCoordinator names no key", reqs, call)
 	if err != nil {
 		return nil, err
 	}

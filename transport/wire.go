@@ -34,7 +34,7 @@ var supportedAPIs = []apiRange{
 	{key: 3, min: 1, max: 12}, // Metadata
 	{key: 8, min: 2, max: 9},  // OffsetCommit (v0 is ZooKeeper's, v1 has per-offset timestamps)
 	{key: 9, min: 1, max: 9},  // OffsetFetch (v0 reads ZooKeeper)
-	{key: 10, min: 0, max: 5}, // FindCoordinator
+	{key: 10, min: 0, max: 6}, // FindCoordinator (v6: share partitions' keys, KIP-932)
 	{key: 11, min: 0, max: 9}, // JoinGroup
 	{key: 12, min: 0, max: 4}, // Heartbeat
 	{key: 13, min: 0, max: 5}, // LeaveGroup
@@ -52,6 +52,9 @@ var supportedAPIs = []apiRange{
 	{key: 26, min: 0, max: 5}, // EndTxn (v5: transaction version 2)
 	{key: 27, min: 0, max: 2}, // WriteTxnMarkers
 	{key: 28, min: 0, max: 5}, // TxnOffsetCommit (v6 names topics by id)
+	{key: 29, min: 0, max: 3}, // DescribeAcls
+	{key: 30, min: 0, max: 3}, // CreateAcls
+	{key: 31, min: 0, max: 3}, // DeleteAcls
 	{key: 32, min: 1, max: 4}, // DescribeConfigs
 	{key: 33, min: 0, max: 2}, // AlterConfigs
 	{key: 35, min: 0, max: 4}, // DescribeLogDirs
@@ -61,6 +64,8 @@ var supportedAPIs = []apiRange{
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
 	{key: 45, min: 0, max: 0}, // AlterPartitionReassignments
 	{key: 46, min: 0, max: 0}, // ListPartitionReassignments
+	{key: 48, min: 0, max: 1}, // DescribeClientQuotas
+	{key: 49, min: 0, max: 1}, // AlterClientQuotas
 	{key: 50, min: 0, max: 0}, // DescribeUserScramCredentials
 	{key: 51, min: 0, max: 0}, // AlterUserScramCredentials
 	{key: 60, min: 0, max: 1}, // DescribeCluster
@@ -68,6 +73,19 @@ var supportedAPIs = []apiRange{
 	{key: 64, min: 0, max: 0}, // UnregisterBroker
 	{key: 65, min: 0, max: 0}, // DescribeTransactions
 	{key: 66, min: 0, max: 2}, // ListTransactions
+	{key: 68, min: 1, max: 1}, // ConsumerGroupHeartbeat (v1: client member ids, KIP-1082; regexes)
+	{key: 69, min: 0, max: 1}, // ConsumerGroupDescribe
+	{key: 76, min: 1, max: 1}, // ShareGroupHeartbeat (v0 was Kafka 4.0's early access, gone in 4.1)
+	{key: 77, min: 1, max: 1}, // ShareGroupDescribe
+	{key: 78, min: 1, max: 2}, // ShareFetch (v2: KIP-1206's acquire mode, KIP-1222's renew acknowledgements)
+	{key: 79, min: 1, max: 2}, // ShareAcknowledge (v2: KIP-1222's renew acknowledgements, the lock timeout)
+	{key: 83, min: 0, max: 0}, // InitializeShareGroupState
+	{key: 84, min: 0, max: 0}, // ReadShareGroupState
+	{key: 85, min: 0, max: 0}, // WriteShareGroupState (v1 brings KIP-1226's delivery complete count)
+	{key: 86, min: 0, max: 0}, // DeleteShareGroupState
+	{key: 90, min: 0, max: 1}, // DescribeShareGroupOffsets (v1: KIP-1226's lag)
+	{key: 91, min: 0, max: 0}, // AlterShareGroupOffsets
+	{key: 92, min: 0, max: 0}, // DeleteShareGroupOffsets
 
 	{key: APIReplicaMessages, min: 0, max: 0}, // partlog's own: internal.go
 	{key: APIController, min: 0, max: 0},
@@ -87,6 +105,12 @@ var optionalAPIs = map[int16]func(Client) bool{
 	10: isCoordinatorFinder,
 	45: isClusterAdminClient, 46: isClusterAdminClient, 64: isClusterAdminClient,
 	50: isUserAdminClient, 51: isUserAdminClient,
+	29: isACLAdminClient, 30: isACLAdminClient, 31: isACLAdminClient,
+	48: isQuotaAdminClient, 49: isQuotaAdminClient,
+	68: isConsumerGroupClient, 69: isConsumerGroupClient,
+	76: isShareGroupClient, 77: isShareGroupClient, 78: isShareGroupClient, 79: isShareGroupClient,
+	83: isShareStateClient, 84: isShareStateClient, 85: isShareStateClient, 86: isShareStateClient,
+	90: isShareGroupOffsetsClient, 91: isShareGroupOffsetsClient, 92: isShareGroupOffsetsClient,
 
 	APIReplicaMessages: isInternalHandler, APIController: isInternalHandler, APIControllerRaft: isInternalHandler,
 }

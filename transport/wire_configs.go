@@ -67,6 +67,8 @@ func configSource(t ConfigResourceType, c ConfigEntry) kmsg.ConfigSource {
 		return kmsg.ConfigSourceStaticBrokerConfig
 	case t == ConfigBroker:
 		return kmsg.ConfigSourceDynamicBrokerConfig
+	case t == ConfigGroup:
+		return kmsg.ConfigSourceGroupConfig
 	}
 	return kmsg.ConfigSourceDynamicTopicConfig
 }

@@ -18,10 +18,10 @@ import (
 	"github.com/partlog/partlog/transport"
 )
 
-const configsHelp = `Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|users [--entity-name NAME] [flags]
+const configsHelp = `Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|groups|users [--entity-name NAME] [flags]
 
-Configs describes and alters the configs of topics and nodes, as Kafka's
-kafka-configs.sh does:
+Configs describes and alters the configs of topics, nodes and groups, as
+Kafka's kafka-configs.sh does:
 
   partlog configs describe --dir D --entity-type topics [--entity-name T] [--all]
   partlog configs describe --dir D --entity-type brokers [--entity-name N] [--all]
@@ -30,9 +30,17 @@ kafka-configs.sh does:
   partlog configs describe --dir D --entity-type users [--entity-name U]
   partlog configs alter --dir D --entity-type users --entity-name U
           [--add-config 'SCRAM-SHA-256=[iterations=8192,password=P]'] [--delete-config SCRAM-SHA-512]
+  partlog configs alter --dir D --entity-type users|clients --entity-name N|--entity-default
+          --add-config 'producer_byte_rate=1048576,consumer_byte_rate=2097152,request_percentage=50'
+  partlog configs alter --dir D --user U|--user-defaults --client C|--client-defaults --add-config ...
+  partlog configs describe --dir D --entity-type clients [--entity-name C]
+  partlog configs describe --dir D --entity-type groups [--entity-name G] [--all]
+  partlog configs alter --dir D --entity-type groups --entity-name G
+          [--add-config 'share.auto.offset.reset=earliest'] [--delete-config k1,k2]
 
---topic T stands for --entity-type topics --entity-name T, and --broker N
-for --entity-type brokers --entity-name N. The action may also be given as
+--topic T stands for --entity-type topics --entity-name T, --broker N
+for --entity-type brokers --entity-name N, and --group G for --entity-type
+groups --entity-name G. The action may also be given as
 Kafka's tool takes it, as a flag: configs --describe is configs describe.
 
 Describe prints, for the topic or node named (or every one), the configs it
@@ -55,6 +63,16 @@ values of --delete-config, so that the defaults apply again. Every other
 config keeps its value. Topic configs take Kafka's names (retention.ms,
 segment.bytes, cleanup.policy, ...).
 
+A group's configs are Kafka's group configs (KIP-848, KIP-932), which a
+group that does not exist yet may have too: consumer.session.timeout.ms,
+consumer.heartbeat.interval.ms, share.session.timeout.ms,
+share.heartbeat.interval.ms, share.record.lock.duration.ms,
+share.auto.offset.reset (latest, earliest or by_duration:<ISO-8601
+duration>) and share.isolation.level (read_uncommitted, read_committed),
+checked as Kafka checks them. Describe prints those the group sets
+(synonyms={DYNAMIC_GROUP_CONFIG:...}), with --all the defaults too;
+without --entity-name, every group's.
+
 A user's configs are its SCRAM credentials, with which SASL listeners
 (partlog serve --listen SASL_SSL://...) authenticate it: alter salts the
 password here, with a random salt and the iterations given (4096 by
@@ -66,6 +84,17 @@ iterations, never a key:
 
 The first user of a cluster whose only listener asks for SASL is made with
 --dir while the node is stopped, or through a node's --sasl-users.
+
+Users and client ids also have quotas (Kafka's AlterClientQuotas):
+producer_byte_rate and consumer_byte_rate bound the bytes a second a client
+produces and fetches, request_percentage the share of a core its requests
+take. A quota is set for a user, a client id, or a user's client id (--user
+U --client C), each possibly the default (--entity-default,
+--user-defaults, --client-defaults), and applies as Kafka applies it: the
+most specific entity wins. A client over its quota is answered with
+throttle_time_ms and waits. Describe prints them as kafka-configs.sh does:
+
+  Quota configs for user-principal 'alice' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0
 
 Instead of --dir DIR, --bootstrap-server HOST:PORT reaches a node that
 'partlog serve' serves over TCP; on a cluster, any node takes a topic's
@@ -82,31 +111,43 @@ const (
 func runConfigs(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("configs")
 	where := addTargetFlags(fs)
-	entityType := fs.String("entity-type", "", "the `type` of what the configs belong to: topics, brokers or users")
-	entityName := fs.String("entity-name", "", "the `name` of the topic or user, or the id of the node; describe: every one when not given")
+	entityType := fs.String("entity-type", "", "the `type` of what the configs belong to: topics, brokers, groups, users or clients")
+	entityName := fs.String("entity-name", "", "the `name` of the topic, group or user, or the id of the node; describe: every one when not given")
 	topic := fs.String("topic", "", "the topic's `name`: the same as --entity-type topics --entity-name name")
 	broker := fs.String("broker", "", "the node's `id`: the same as --entity-type brokers --entity-name id")
-	all := fs.Bool("all", false, "describe: every config in force, not only those the topic or node sets itself")
+	group := fs.String("group", "", "the group's `id`: the same as --entity-type groups --entity-name id")
+	all := fs.Bool("all", false, "describe: every config in force, not only those the topic, node or group sets itself")
 	var addConfig stringsFlag
 	fs.Var(&addConfig, "add-config", "alter: the configs to set, `k1=v1,k2=[v2,v3]`: commas separate them, square brackets hold a value's own commas")
 	addConfigFile := fs.String("add-config-file", "", "alter: a properties `file` of configs to set, a key=value a line")
 	var deleteConfig listFlag
 	fs.Var(&deleteConfig, "delete-config", "alter: the configs to remove, `k1,k2`, so that their defaults apply")
+	quotaNames := addQuotaFlags(fs)
 	actions := addActionFlags(fs, "configs", "describe", "alter")
 	operands, err := parseFlags(fs, args, configsHelp, stdout)
 	if err != nil {
 		return err
 	}
-	action, operands, err := actions.action(operands)
+	action, err := actions.only(operands)
 	if err != nil {
 		return err
 	}
-	if len(operands) > 0 {
-		return usageErrorf("configs", "unexpected argument %q", operands[0])
-	}
-	kind, name, err := configEntity(*entityType, isSet(fs, "entity-name"), *entityName, isSet(fs, "topic"), *topic, isSet(fs, "broker"), *broker)
+	qe, isQuota, err := quotaNames.entity(*entityType, *entityName)
 	if err != nil {
 		return err
+	}
+	var kind, name string
+	if !isQuota {
+		hasName := isSet(fs, "entity-name")
+		if isSet(fs, "group") {
+			if *entityType != "" || hasName || isSet(fs, "topic") || isSet(fs, "broker") {
+				return usageErrorf("configs", "--group cannot be given with --entity-type, --entity-name, --topic or --broker")
+			}
+			*entityType, *entityName, hasName = entityGroups, *group, true
+		}
+		if kind, name, err = configEntity(*entityType, hasName, *entityName, isSet(fs, "topic"), *topic, isSet(fs, "broker"), *broker); err != nil {
+			return err
+		}
 	}
 	var changes []transport.ConfigChange
 	switch action {
@@ -118,7 +159,7 @@ func runConfigs(args []string, stdout, stderr io.Writer) error {
 		if *all {
 			return usageErrorf("configs", "--all goes with describe, not alter")
 		}
-		if name == "" {
+		if name == "" && !isQuota {
 			return usageErrorf("configs", "an entity name must be given with alter of %s", kind)
 		}
 		if changes, err = configChanges(addConfig, *addConfigFile, deleteConfig); err != nil {
@@ -134,12 +175,18 @@ func runConfigs(args []string, stdout, stderr io.Writer) error {
 	defer t.close()
 	ctx := context.Background()
 	switch {
+	case isQuota && action == "alter":
+		err = alterQuotas(ctx, t, qe, changes, stdout)
+	case isQuota:
+		err = describeQuotas(ctx, t, qe, qe.User != "" || *entityType == entityUsers, qe.ClientID != "" || *entityType == entityClients, stdout)
 	case kind == entityUsers && action == "alter":
-		err = alterUser(ctx, t, name, changes, stdout)
+		err = alterUserConfigs(ctx, t, name, changes, stdout)
 	case kind == entityUsers:
-		err = describeUsers(ctx, t, name, stdout)
+		err = describeUserConfigs(ctx, t, name, stdout)
 	case action == "alter":
 		err = alterEntityConfigs(ctx, t, kind, name, changes, stdout)
+	case kind == entityGroups:
+		err = describeGroupConfigs(ctx, t, name, *all, stdout)
 	default:
 		err = describeEntityConfigs(ctx, t, kind, name, *all, stdout)
 	}
@@ -162,9 +209,9 @@ func configEntity(entityType string, hasName bool, entityName string, hasTopic b
 	case hasBroker:
 		kind, name = entityBrokers, broker
 	case entityType == "":
-		return "", "", usageErrorf("configs", "give --entity-type topics, brokers or users (or --topic T, --broker N)")
-	case entityType != entityTopics && entityType != entityBrokers && entityType != entityUsers:
-		return "", "", usageErrorf("configs", "entity type %q is not topics, brokers or users", entityType)
+		return "", "", usageErrorf("configs", "give --entity-type topics, brokers, groups or users (or --topic T, --broker N, --group G)")
+	case entityType != entityTopics && entityType != entityBrokers && entityType != entityGroups && entityType != entityUsers:
+		return "", "", usageErrorf("configs", "entity type %q is not topics, brokers, groups or users", entityType)
 	default:
 		kind, name = entityType, entityName
 	}
@@ -336,14 +383,19 @@ func unescapeProperty(s string) string {
 	return b.String()
 }
 
-// alterEntityConfigs makes changes to the configs of the topic or node
-// name and says so as kafka-configs.sh does. As kafka-configs.sh does, it
-// first checks that each config to remove is one the topic sets.
+// alterEntityConfigs makes changes to the configs of the topic, node or
+// group name and says so as kafka-configs.sh does. As kafka-configs.sh
+// does, it first checks that each config to remove is one the topic or
+// group sets.
 func alterEntityConfigs(ctx context.Context, t *target, kind, name string, changes []transport.ConfigChange, stdout io.Writer) error {
 	r := transport.ConfigResource{Type: transport.ConfigTopic, Name: name}
-	if kind == entityBrokers {
+	switch kind {
+	case entityBrokers:
 		r.Type = transport.ConfigBroker
-	} else {
+	case entityGroups:
+		r.Type = transport.ConfigGroup
+	}
+	if kind != entityBrokers {
 		entries, err := describeResource(ctx, t.admin(), r)
 		if err != nil {
 			return errors.New(t.adminMessage(err, name))
@@ -355,7 +407,7 @@ func alterEntityConfigs(ctx context.Context, t *target, kind, name string, chang
 			}
 		}
 		if len(invalid) > 0 {
-			return fmt.Errorf("invalid config(s) to delete: %s; %s", strings.Join(invalid, ","), ownConfigNames(name, entries))
+			return fmt.Errorf("invalid config(s) to delete: %s; %s", strings.Join(invalid, ","), ownConfigNames(strings.TrimSuffix(kind, "s"), name, entries))
 		}
 	}
 	if err := alterConfigs(ctx, t.admin(), r, changes); err != nil {
@@ -365,8 +417,9 @@ func alterEntityConfigs(ctx context.Context, t *target, kind, name string, chang
 	return nil
 }
 
-// ownConfigNames says which of topic's configs, entries, it sets itself.
-func ownConfigNames(topic string, entries []transport.ConfigEntry) string {
+// ownConfigNames says which of the configs, entries, of the topic or
+// group name (what) it sets itself.
+func ownConfigNames(what, name string, entries []transport.ConfigEntry) string {
 	var names []string
 	for _, e := range entries {
 		if !e.IsDefault {
@@ -374,9 +427,9 @@ func ownConfigNames(topic string, entries []transport.ConfigEntry) string {
 		}
 	}
 	if len(names) == 0 {
-		return "topic " + topic + " has no configs of its own"
+		return what + " " + name + " has no configs of its own"
 	}
-	return "topic " + topic + "'s own configs are " + strings.Join(names, ",")
+	return what + " " + name + "'s own configs are " + strings.Join(names, ",")
 }
 
 // describeResource returns the configs in force of one topic or node.

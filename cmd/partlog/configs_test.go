@@ -131,8 +131,8 @@ func TestConfigsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--describe"}, "give --entity-type topics, brokers or users (or --topic T, --broker N)"},
-		{[]string{"--describe", "--entity-type", "topic"}, `entity type "topic" is not topics, brokers or users`},
+		{[]string{"--describe"}, "give --entity-type topics, brokers, groups or users (or --topic T, --broker N, --group G)"},
+		{[]string{"--describe", "--entity-type", "topic"}, `entity type "topic" is not topics, brokers, groups or users`},
 		{[]string{"--describe", "--entity-type", "topics", "--topic", "t"}, "--entity-type and --entity-name cannot be given with --topic or --broker"},
 		{[]string{"--describe", "--topic", "t", "--broker", "1"}, "--topic and --broker cannot both be given"},
 		{[]string{"--describe", "--broker", "one"}, `the entity name for brokers must be a node id, an integer, not "one"`},
@@ -147,6 +147,9 @@ func TestConfigsUsage(t *testing.T) {
 		{[]string{"--describe", "--alter", "--topic", "t"}, "--describe and --alter cannot both be given; say one of describe, alter (or --describe, --alter)"},
 		{[]string{"--topic", "t"}, "say one of describe, alter (or --describe, --alter)"},
 		{[]string{"--describe", "--topic", "t", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--describe", "--group", "g", "--topic", "t"}, "--group cannot be given with --entity-type, --entity-name, --topic or --broker"},
+		{[]string{"--describe", "--group", ""}, "the entity name is empty"},
+		{[]string{"--alter", "--entity-type", "groups", "--add-config", "a=b"}, "an entity name must be given with alter of groups"},
 	} {
 		_, stderr, code := cli(t, append([]string{"configs", "--dir", t.TempDir()}, tc.args...)...)
 		require.Equal(t, exitUsage, code, tc.args)

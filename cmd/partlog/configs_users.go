@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/partlog/partlog/auth"
+	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 )
 
@@ -104,8 +105,9 @@ func alterUser(ctx context.Context, t *target, user string, changes []transport.
 }
 
 // describeUsers prints the SCRAM credentials of user, or of every user,
-// as kafka-configs.sh does: their mechanisms and iteration counts.
-func describeUsers(ctx context.Context, t *target, user string, stdout io.Writer) error {
+// as kafka-configs.sh does: their mechanisms and iteration counts. A user
+// without credentials is kafka.ErrResourceNotFound, unless missingOK.
+func describeUsers(ctx context.Context, t *target, user string, missingOK bool, stdout io.Writer) error {
 	req := &transport.DescribeUserScramCredentialsRequest{}
 	if user != "" {
 		req.Users = []string{user}
@@ -118,6 +120,9 @@ func describeUsers(ctx context.Context, t *target, user string, stdout io.Writer
 		return err
 	}
 	for _, r := range resp.Results {
+		if missingOK && errors.Is(r.Err, kafka.ErrResourceNotFound) {
+			continue
+		}
 		if r.Err != nil {
 			return fmt.Errorf("user %s: %s", r.User, serverMessage(r.Err))
 		}

@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partlog/partlog/consumer"
@@ -46,6 +49,12 @@ so that --print-partition --print-offset --print-key prints lines such as
 
 A null key or value prints as null. Keys and values are written byte for
 byte: a value holding a newline spans lines.
+
+--consumer-property KEY=VALUE sets a consumer property, as Kafka's tool
+takes it: group.protocol=consumer joins --group with Kafka 4's consumer
+group protocol (KIP-848), whose coordinator assigns the partitions
+(classic, the default, has the consumers assign them);
+group.remote.assignor=uniform|range picks the coordinator's assignor.
 
 --property KEY=VALUE sets the properties of kafka-console-consumer.sh's
 formatter, as Kafka's tool takes them (repeat it for more; the flags above
@@ -133,6 +142,8 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	separator := fs.String("key-separator", "\t", "the `separator` after each printed field (key.separator); a tab unless set")
 	props := propertyFlag{}
 	fs.Var(props, "property", "a formatter property `key=value` (see above); repeat for more")
+	consumerProps := propertyFlag{}
+	fs.Var(consumerProps, "consumer-property", "a consumer property `key=value`: group.protocol (classic or consumer) or group.remote.assignor; repeat for more")
 	formatter := fs.String("formatter", "default", "the `formatter` that prints records: default, offsets or group-metadata, or Kafka's class name of one")
 	operands, err := parseFlags(fs, args, consumeHelp, stdout)
 	if err != nil {
@@ -210,6 +221,11 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 		// --max-messages.
 		opts = append(opts, consumer.Group(*group), consumer.ClientID("console-consumer"), consumer.DisableAutoCommit())
 	}
+	groupOpts, err := consumerProperties(consumerProps, *group != "")
+	if err != nil {
+		return &usageError{command: "consume", err: err}
+	}
+	opts = append(opts, groupOpts...)
 	c, err := consumer.New(n.client(), opts...)
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
@@ -286,4 +302,32 @@ poll:
 		errs = append(errs, fmt.Errorf("consume: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// consumerProperties returns the consumer options --consumer-property
+// sets; the group ones need a --group.
+func consumerProperties(props propertyFlag, grouped bool) ([]consumer.Option, error) {
+	var opts []consumer.Option
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		v := props[k]
+		switch k {
+		case "group.protocol":
+			switch strings.ToLower(v) {
+			case "classic":
+				opts = append(opts, consumer.GroupProtocol(consumer.ClassicProtocol))
+			case "consumer":
+				opts = append(opts, consumer.GroupProtocol(consumer.ConsumerProtocol))
+			default:
+				return nil, fmt.Errorf("--consumer-property group.protocol=%q: classic or consumer", v)
+			}
+		case "group.remote.assignor":
+			opts = append(opts, consumer.GroupRemoteAssignor(v))
+		default:
+			return nil, fmt.Errorf("--consumer-property %q: partlog's consume takes group.protocol and group.remote.assignor", k)
+		}
+		if !grouped {
+			return nil, fmt.Errorf("--consumer-property %s needs --group", k)
+		}
+	}
+	return opts, nil
 }

@@ -231,6 +231,19 @@ func addActionFlags(fs *flag.FlagSet, command string, actions ...string) actionF
 	return af
 }
 
+// only returns the action that the command line names, refusing any
+// operand after it.
+func (af actionFlags) only(operands []string) (string, error) {
+	action, rest, err := af.action(operands)
+	if err != nil {
+		return "", err
+	}
+	if len(rest) > 0 {
+		return "", usageErrorf(af.command, "unexpected argument %q", rest[0])
+	}
+	return action, nil
+}
+
 // action returns the action that the command line names, by its first
 // operand or by a flag, and the operands after the action.
 func (af actionFlags) action(operands []string) (string, []string, error) {

@@ -136,7 +136,7 @@ func TestOffsetsFormatterRecords(t *testing.T) {
 		format(&offsetsFormatter{groups: true, stderr: &errOut}))
 	// A record of an unknown version is skipped, as Kafka's formatters
 	// skip one; a corrupt one is reported.
-	require.Equal(t, strings.Repeat("partlog: consume: __consumer_offsets-0 offset 7: cannot decode it: key: group: corrupt record in __consumer_offsets: 9 bytes wanted, 1 left\n", 2), errOut.String())
+	require.Equal(t, strings.Repeat("partlog: consume: __consumer_offsets-0 offset 7: cannot decode it: key: group: corrupt record in __consumer_offsets: cut short, 3 bytes left\n", 2), errOut.String())
 }
 
 // offsetsFixture returns records of __consumer_offsets of every kind: offset
@@ -189,6 +189,6 @@ func TestDumpLogOffsetsDecoder(t *testing.T) {
 		"| offset: 4 CreateTime: 1700000000004 keySize: 5 valueSize: -1 sequence: -1 headerKeys: [] key: group_metadata::group=g payload: <DELETE>",
 		"| offset: 5 CreateTime: 1700000000005 keySize: -1 valueSize: 6 sequence: -1 headerKeys: [] error: cannot decode a record of __consumer_offsets without a key",
 		"| offset: 6 CreateTime: 1700000000006 keySize: 5 valueSize: 0 sequence: -1 headerKeys: [] error: cannot decode as a record of __consumer_offsets: group: unknown record version in __consumer_offsets: key version 9",
-		"| offset: 7 CreateTime: 1700000000007 keySize: 5 valueSize: 0 sequence: -1 headerKeys: [] error: cannot decode as a record of __consumer_offsets: key: group: corrupt record in __consumer_offsets: 9 bytes wanted, 1 left",
+		"| offset: 7 CreateTime: 1700000000007 keySize: 5 valueSize: 0 sequence: -1 headerKeys: [] error: cannot decode as a record of __consumer_offsets: key: group: corrupt record in __consumer_offsets: cut short, 3 bytes left",
 	}, got[3:])
 }

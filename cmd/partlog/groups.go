@@ -97,12 +97,9 @@ func runGroups(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	action, operands, err := actions.action(operands)
+	action, err := actions.only(operands)
 	if err != nil {
 		return err
-	}
-	if len(operands) > 0 {
-		return usageErrorf("groups", "unexpected argument %q", operands[0])
 	}
 	if action != "list" {
 		switch {
@@ -210,6 +207,23 @@ func (g groupTarget) DescribeTopics(names ...string) ([]partlog.TopicDescription
 	return g.describe(context.Background(), names...)
 }
 
+// describer returns DescribeTopics for one topic, each described once
+// and then remembered: a reset plans many partitions of few topics.
+func (g groupTarget) describer() func(topic string) (partlog.TopicDescription, error) {
+	described := map[string]partlog.TopicDescription{}
+	return func(topic string) (partlog.TopicDescription, error) {
+		if d, ok := described[topic]; ok {
+			return d, nil
+		}
+		ds, err := g.DescribeTopics(topic)
+		if err != nil {
+			return partlog.TopicDescription{}, fmt.Errorf("topic %s: %w", topic, err)
+		}
+		described[topic] = ds[0]
+		return ds[0], nil
+	}
+}
+
 // NodeID returns the id of the node that coordinates the groups.
 func (g groupTarget) NodeID() int32 { return g.nodeID(context.Background()) }
 
@@ -256,9 +270,17 @@ func deleteGroups(ctx context.Context, n groupTarget, groups []string, w io.Writ
 			return err
 		}
 	}
+	return printDeletions(w, "consumer groups", "Deletion of some consumer groups failed:", resp.Results)
+}
+
+// printDeletions prints how the deletion of groups of kind ("consumer
+// groups", "share groups") went, as Kafka's tools print it: that it was
+// successful, or failedHeader, which groups could not be deleted and
+// why, then those that were. It returns the failures, joined.
+func printDeletions(w io.Writer, kind, failedHeader string, results []transport.DeletedGroup) error {
 	var deleted, failed []string
 	var errs []error
-	for _, r := range resp.Results {
+	for _, r := range results {
 		if r.Err != nil {
 			failed = append(failed, fmt.Sprintf("* Group '%s' could not be deleted due to: %v", r.Group, r.Err))
 			errs = append(errs, fmt.Errorf("group %s: %w", r.Group, r.Err))
@@ -267,15 +289,15 @@ func deleteGroups(ctx context.Context, n groupTarget, groups []string, w io.Writ
 		deleted = append(deleted, "'"+r.Group+"'")
 	}
 	if len(failed) == 0 {
-		fmt.Fprintf(w, "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(deleted, ", "))
+		fmt.Fprintf(w, "Deletion of requested %s (%s) was successful.\n", kind, strings.Join(deleted, ", "))
 		return nil
 	}
-	fmt.Fprintln(w, "Deletion of some consumer groups failed:")
+	fmt.Fprintln(w, failedHeader)
 	for _, f := range failed {
 		fmt.Fprintln(w, f)
 	}
 	if len(deleted) > 0 {
-		fmt.Fprintf(w, "\nThese consumer groups were deleted successfully: %s\n", strings.Join(deleted, ", "))
+		fmt.Fprintf(w, "\nThese %s were deleted successfully: %s\n", kind, strings.Join(deleted, ", "))
 	}
 	return errors.Join(errs...)
 }
@@ -289,13 +311,19 @@ type groupPartition struct {
 }
 
 func describeGroup(ctx context.Context, n groupTarget, group string, members, state bool, w io.Writer) error {
-	dresp, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{group}})
+	g, ok, err := describeConsumerProtocol(ctx, n, group)
 	if err != nil {
 		return err
 	}
-	g := dresp.Groups[0]
-	if g.Err != nil {
-		return g.Err
+	if !ok {
+		dresp, err := n.DescribeGroups(ctx, &transport.DescribeGroupsRequest{Groups: []string{group}})
+		if err != nil {
+			return err
+		}
+		g = dresp.Groups[0]
+		if g.Err != nil {
+			return g.Err
+		}
 	}
 	if g.State == "Dead" {
 		return fmt.Errorf("%w: consumer group '%s' does not exist", kafka.ErrGroupIDNotFound, group)

@@ -98,21 +98,10 @@ type resetRow struct {
 // reported and the others are still reset.
 func resetOffsets(ctx context.Context, n groupTarget, groups []string, scope []topicScope, spec resetSpec, execute bool, w, stderr io.Writer) error {
 	var (
-		rows   []resetRow
-		errs   []error
-		topics = map[string]partlog.TopicDescription{}
+		rows []resetRow
+		errs []error
 	)
-	describe := func(topic string) (partlog.TopicDescription, error) {
-		if d, ok := topics[topic]; ok {
-			return d, nil
-		}
-		ds, err := n.DescribeTopics(topic)
-		if err != nil {
-			return partlog.TopicDescription{}, fmt.Errorf("topic %s: %w", topic, err)
-		}
-		topics[topic] = ds[0]
-		return ds[0], nil
-	}
+	describe := n.describer()
 	planned := map[string][]resetRow{}
 	for _, g := range groups {
 		gr, err := planReset(ctx, n, g, scope, spec, describe, stderr)

@@ -34,12 +34,14 @@ func TestHelpListsCommands(t *testing.T) {
 		require.Contains(t, stdout, "Usage:\n\n\tpartlog <command> [flags] [arguments]\n")
 		require.Contains(t, stdout, "\n\ttopics              create, list, describe, alter and delete topics\n"+
 			"\tconfigs             describe and alter topics' and nodes' configs\n"+
+			"\tacls                add, remove and list the ACLs a node with --acls checks\n"+
 			"\tdelete-records      delete a partition's records below an offset\n"+
 			"\treassign-partitions move partitions' replicas to other nodes\n"+
 			"\tcluster             a cluster's membership: unregister a node\n"+
 			"\tproduce             produce a record per line of standard input\n"+
 			"\tconsume             print records on standard output\n"+
 			"\tgroups              list and describe consumer groups, reset their offsets\n"+
+			"\tshare-groups        list, describe and delete share groups, reset their start offsets\n"+
 			"\ttransactions        list and describe transactions\n"+
 			"\tperf                measure producing and consuming speed\n"+
 			"\tserve               answer Kafka protocol requests for a data directory on TCP\n"+
@@ -59,10 +61,10 @@ func TestHelpSubcommand(t *testing.T) {
 		{[]string{"help", "consume"}, "Usage: partlog consume --dir DIR --topic TOPIC [flags]\n",
 			[]string{"--from-beginning", "--partition partition", "--offset offset", "--max-messages N", "--timeout duration",
 				"--print-timestamp", "--print-partition", "--print-offset", "--print-headers", "--print-key", "--key-separator separator",
-				"--property key=value", "--formatter formatter"}},
+				"--property key=value", "--consumer-property key=value", "--formatter formatter"}},
 		{[]string{"help", "topics"}, "Usage: partlog topics <create|list|describe|alter|delete> --dir DIR [flags]\n",
 			[]string{"--alter", "--partitions partitions", "--config key=value", "--delete-config key"}},
-		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|users [--entity-name NAME] [flags]\n",
+		{[]string{"help", "configs"}, "Usage: partlog configs <describe|alter> --dir DIR --entity-type topics|brokers|groups|users [--entity-name NAME] [flags]\n",
 			[]string{"--describe", "--alter", "--entity-type type", "--entity-name name", "--topic name", "--broker id", "--all",
 				"--add-config k1=v1,k2=[v2,v3]", "--add-config-file file", "--delete-config k1,k2", "--bootstrap-server host:port"}},
 		{[]string{"delete-records", "-h"}, "Usage: partlog delete-records --dir DIR --offset-json-file FILE\n",

@@ -302,3 +302,27 @@ func verifyChainOnly(roots *x509.CertPool) func([][]byte, [][]*x509.Certificate)
 		return err
 	}
 }
+
+// serveAuthorizer returns the authorizer of serve's --acls flags, its ACLs
+// left for the node to give, or nil without --acls (which the other two
+// flags need).
+func serveAuthorizer(checkACLs bool, superUsers string, allowEveryone bool) (*auth.Authorizer, error) {
+	if !checkACLs {
+		if superUsers != "" || allowEveryone {
+			return nil, usageErrorf("serve", "--super-users and --allow-everyone-if-no-acl-found go with --acls")
+		}
+		return nil, nil
+	}
+	a := &auth.Authorizer{AllowEveryoneIfNoACLFound: allowEveryone}
+	for s := range strings.SplitSeq(superUsers, ";") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := auth.ParsePrincipal(s)
+		if err != nil {
+			return nil, usageErrorf("serve", "--super-users: %v", err)
+		}
+		a.SuperUsers = append(a.SuperUsers, p)
+	}
+	return a, nil
+}

@@ -225,7 +225,7 @@ func TestConfigsUsers(t *testing.T) {
 	_, stderr, code = cfg("--alter", "--bootstrap-server", addr, "--command-config", admin, "--entity-type", "users", "--entity-name", "bob",
 		"--add-config", "retention.ms=1")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, `a user's config is SCRAM-SHA-256 or SCRAM-SHA-512, not "retention.ms"`)
+	require.Contains(t, stderr, `a user's config is SCRAM-SHA-256 or SCRAM-SHA-512, or a quota (producer_byte_rate, consumer_byte_rate, request_percentage), not "retention.ms"`)
 	stderr, code = stop()
 	require.Equal(t, exitOK, code, stderr)
 }
@@ -266,12 +266,15 @@ func serveInBackground(t *testing.T, args ...string) (addr string, stop func() (
 // certificates and SCRAM, reaching the controller (--controller SSL://...)
 // and each other (as the user node) over them. alice creates a topic that
 // needs all three replicas in sync, produces with acks=all and reads every
-// record back; bob, whose password is wrong, is refused.
+// record back; bob, whose password is wrong, is refused. The nodes check
+// ACLs (--acls) with node and alice as super users: the members' calls to
+// each other go through, and carol, who has no ACL, may not describe the
+// topic.
 func TestClusterProcessesSASLSSL(t *testing.T) {
 	bin := buildPartlog(t)
 	certs := tlsFiles(t)
 	dir := t.TempDir()
-	users := writeFile(t, certs, "users.properties", "node=node-secret\nalice=alice-secret\n")
+	users := writeFile(t, certs, "users.properties", "node=node-secret\nalice=alice-secret\ncarol=carol-secret\n")
 	ssl := []string{"--ssl-keystore", filepath.Join(certs, "node.pem"), "--ssl-truststore", filepath.Join(certs, "ca.pem"), "--ssl-client-auth", "required"}
 	ctl := startProcess(t, bin, append([]string{"controller", "--dir", filepath.Join(dir, "controller"), "--listen", "SSL://127.0.0.1:0",
 		"--session-timeout", "3s", "--tick", "20ms", "--log-level", "warn"}, ssl...)...)
@@ -279,7 +282,8 @@ func TestClusterProcessesSASLSSL(t *testing.T) {
 	for id := 1; id <= 3; id++ {
 		n := startProcess(t, bin, append([]string{"serve", "--dir", filepath.Join(dir, strconv.Itoa(id)), "--node-id", strconv.Itoa(id),
 			"--controller", "SSL://" + ctl.addr, "--listen", "SASL_SSL://127.0.0.1:0", "--sasl-users", users,
-			"--sasl-inter-broker-user", "node", "--heartbeat", "100ms", "--log-level", "warn"}, ssl...)...)
+			"--sasl-inter-broker-user", "node", "--acls", "--super-users", "User:node;User:alice",
+			"--heartbeat", "100ms", "--log-level", "warn"}, ssl...)...)
 		addrs = append(addrs, n.addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -324,4 +328,10 @@ func TestClusterProcessesSASLSSL(t *testing.T) {
 	require.Equal(t, len(recs), got)
 	_, err = transport.Dial(ctx, addrs[2], peer("bob", "bob-secret"))
 	require.ErrorIs(t, err, kafka.ErrSaslAuthenticationFailed)
+	carol, err := transport.Dial(ctx, addrs[1], peer("carol", "carol-secret"))
+	require.NoError(t, err)
+	defer carol.Close()
+	md, err := carol.Metadata(ctx, &transport.MetadataRequest{Topics: []string{"secure"}})
+	require.NoError(t, err)
+	require.ErrorIs(t, md.Topics[0].Err, kafka.ErrTopicAuthorizationFailed)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/auth"
+	"github.com/partlog/partlog/quota"
 	"github.com/partlog/partlog/replica"
 	"github.com/partlog/partlog/transport"
 )
@@ -91,6 +92,15 @@ their settings in a --command-config file, as Kafka's tools do:
     --ssl-principal-mapping-rules 'RULE:^CN=(.*?),.*$/$1/'
   printf 'security.protocol=SSL\nssl.truststore.location=ca.pem\nssl.keystore.location=alice.pem\n' >client.properties
   partlog topics list --bootstrap-server 127.0.0.1:9093 --command-config client.properties
+
+With --acls the node checks every client request against the cluster's
+ACLs ('partlog acls'), as a Kafka broker with an authorizer: a principal
+may do what an ACL allows it and nothing else, with Kafka's
+TOPIC_AUTHORIZATION_FAILED (GROUP_, CLUSTER_, TRANSACTIONAL_ID_) for the
+rest; --super-users may do anything. A cluster's members call each other
+on the client listener, so the principal they connect as (the
+--sasl-inter-broker-user, or their certificates' under mTLS) must be a
+super user or have ClusterAction on the cluster.
 `
 
 // listenerTLS returns the TLS configuration and principal mapping rules
@@ -204,6 +214,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	interBrokerMechanism := fs.String("sasl-mechanism-inter-broker-protocol", auth.MechanismScramSHA512, "the SASL `mechanism` this node authenticates with to the other members (sasl.mechanism.inter.broker.protocol)")
 	level := logLevelFlag(fs)
 	cpuProfile := cpuProfileFlag(fs)
+	checkACLs := fs.Bool("acls", false, "check every client request against the cluster's ACLs ('partlog acls'), as a Kafka broker with authorizer.class.name=StandardAuthorizer")
+	superUsers := fs.String("super-users", "", "with --acls, the `principals` that may do anything (super.users): User:admin;User:broker — a cluster's members authenticate as one of them")
+	allowEveryone := fs.Bool("allow-everyone-if-no-acl-found", false, "with --acls, let everyone use a resource no ACL covers (allow.everyone.if.no.acl.found)")
+	quotaWindowNum := fs.Int("quota-window-num", 11, "the `samples` a client's rate is measured over (quota.window.num): a client may go a quota's worth of (samples − 1) windows at once before it is throttled")
+	quotaWindowSize := fs.Int("quota-window-size-seconds", 1, "the `seconds` of a quota sample (quota.window.size.seconds)")
 	metricsAddr := fs.String("metrics", "", "serve the node's Prometheus metrics at http://`HOST:PORT`/metrics")
 	operands, err := parseFlags(fs, args, serveHelp, stdout)
 	if err != nil {
@@ -240,6 +255,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		peerSASL = &transport.SASLCredentials{Mechanism: *interBrokerMechanism, User: *interBroker, Password: passwords[*interBroker]}
 	case sasl != nil && (*controller != "" || combined):
 		return usageErrorf("serve", "a cluster member with a SASL listener needs --sasl-inter-broker-user: the user it authenticates as to the other members")
+	}
+	authorizer, err := serveAuthorizer(*checkACLs, *superUsers, *allowEveryone)
+	if err != nil {
+		return err
+	}
+	if *quotaWindowNum < 2 || *quotaWindowSize < 1 {
+		return usageErrorf("serve", "--quota-window-num is at least 2 and --quota-window-size-seconds at least 1")
 	}
 	var quorum map[int32]string
 	if combined {
@@ -342,8 +364,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			sasl.Credentials = n.Credentials()
 		}
 	}
-	s := transport.NewServer(n.Client(), transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl,
-		Observer: n.Metrics()})
+	serverOpts := transport.ServerOptions{Advertised: *advertised, TLS: tlsConfig, PrincipalMappingRules: rules, SASL: sasl,
+		Observer: n.Metrics()}
+	if authorizer != nil {
+		authorizer.ACLs = n.ACLs
+		serverOpts.Authorizer = authorizer
+	}
+	serverOpts.Quotas = &quota.Manager{Config: n.ClientQuotas,
+		Window: time.Duration(*quotaWindowNum-1) * time.Duration(*quotaWindowSize) * time.Second}
+	s := transport.NewServer(n.Client(), serverOpts)
 	if *metricsAddr != "" {
 		stopMetrics, err := serveMetrics(*metricsAddr, n, stderr)
 		if err != nil {

@@ -74,12 +74,9 @@ func runTopics(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	action, operands, err := actions.action(operands)
+	action, err := actions.only(operands)
 	if err != nil {
 		return err
-	}
-	if len(operands) > 0 {
-		return usageErrorf("topics", "unexpected argument %q", operands[0])
 	}
 	if filter.any() && action != "describe" {
 		return usageErrorf("topics", "--under-replicated-partitions, --unavailable-partitions, --under-min-isr-partitions and --at-min-isr-partitions go with describe, not %s", action)

@@ -45,12 +45,9 @@ func runTransactions(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	action, operands, err := actions.action(operands)
+	action, err := actions.only(operands)
 	if err != nil {
 		return err
-	}
-	if len(operands) > 0 {
-		return usageErrorf("transactions", "unexpected argument %q", operands[0])
 	}
 	if action == "describe" && *id == "" {
 		return usageErrorf("transactions", "describe needs --transactional-id")

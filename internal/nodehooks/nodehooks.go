@@ -16,6 +16,7 @@ type Node interface {
 	CleanNow(ctx context.Context) error
 	EnforceRetention() error
 	ExpireProducers() error
+	TickShares()
 	SyncMetadata(ctx context.Context) error
 	Halt() error
 	Log(topic string, partition int32) (*log.Log, error)
