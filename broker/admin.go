@@ -98,7 +98,7 @@ func (n *Broker) createPartitions(ctx context.Context, name string, count int32,
 	case validateOnly:
 		return nil
 	}
-	return n.awaitChange(ctx)(n.member.ctl.CreatePartitions(ctx, name, count))
+	return n.awaitChange(ctx)(n.member.ctl.CreatePartitions(ctx, name, have, count))
 }
 
 // awaitChange returns a function that waits until this node has

@@ -118,11 +118,21 @@ func (n *Broker) ElectLeaders(ctx context.Context, req *transport.ElectLeadersRe
 		case req.Type != transport.PreferredElection:
 			res.Err = fmt.Errorf("%w: partlog elects preferred leaders only; allow unclean elections with a topic's unclean.leader.election.enable", kafka.ErrInvalidRequest)
 		default:
-			res.Err = n.awaitChange(ctx)(n.member.ctl.ElectPreferredLeader(ctx, tp))
+			res.Err = n.awaitChange(ctx)(n.member.ctl.ElectPreferredLeader(ctx, tp, n.seenLeaderEpoch(tp)))
 		}
 		resp.Partitions = append(resp.Partitions, res)
 	}
 	return resp, nil
+}
+
+// seenLeaderEpoch is tp's leader epoch in the node's metadata, or -1 when
+// the node does not know the partition.
+func (n *Broker) seenLeaderEpoch(tp kafka.TopicPartition) int32 {
+	md, _ := n.member.metadata()
+	if t, ok := md.Topics[tp.Topic]; ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
+		return t.Partitions[tp.Partition].LeaderEpoch
+	}
+	return -1
 }
 
 // allPartitions names every partition of every topic the node knows:

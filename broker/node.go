@@ -434,13 +434,14 @@ func (n *Broker) DeleteTopic(ctx context.Context, name string) error {
 	}
 	defer n.end()
 	md, _ := n.member.metadata()
-	if _, ok := md.Topics[name]; !ok {
+	t, ok := md.Topics[name]
+	if !ok {
 		return fmt.Errorf("%w: %q", kafka.ErrUnknownTopicOrPartition, name)
 	}
 	if strings.HasPrefix(name, "__") {
 		return fmt.Errorf("%w: %q is an internal topic", kafka.ErrInvalidTopic, name)
 	}
-	return n.deleteReplicatedTopic(ctx, name)
+	return n.deleteReplicatedTopic(ctx, name, t.ID)
 }
 
 // ListTopics returns the names of the topics, sorted.

@@ -173,8 +173,9 @@ func (n *Broker) metadataResponse(req *transport.MetadataRequest) *transport.Met
 // disk) is deleted again: the error is ErrKafkaStorage.
 func (n *Broker) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 	m := n.member
+	id := newUUID()
 	err := n.awaitChange(ctx)(m.ctl.CreateTopic(ctx, nt.Name, controller.NewTopic{Partitions: nt.Partitions,
-		ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: newUUID()}))
+		ReplicationFactor: nt.ReplicationFactor, Configs: maps.Clone(nt.Configs), ID: id}))
 	if err != nil {
 		return err
 	}
@@ -188,17 +189,17 @@ func (n *Broker) createReplicatedTopic(ctx context.Context, nt NewTopic) error {
 	if failed == nil {
 		return nil
 	}
-	if err := n.deleteReplicatedTopic(ctx, nt.Name); err != nil {
+	if err := n.deleteReplicatedTopic(ctx, nt.Name, id); err != nil {
 		n.logger.Warn("deleting a topic that could not be created", "topic", nt.Name, "err", err)
 	}
 	return failed
 }
 
-// deleteReplicatedTopic asks the controller to delete a topic, and waits
-// until this node's metadata no longer has it and its replicas here are
-// removed.
-func (n *Broker) deleteReplicatedTopic(ctx context.Context, name string) error {
-	return n.awaitChange(ctx)(n.member.ctl.DeleteTopic(ctx, name))
+// deleteReplicatedTopic asks the controller to delete the topic name
+// with id, and waits until this node's metadata no longer has it and its
+// replicas here are removed.
+func (n *Broker) deleteReplicatedTopic(ctx context.Context, name, id string) error {
+	return n.awaitChange(ctx)(n.member.ctl.DeleteTopic(ctx, name, id))
 }
 
 // describeTopic describes a topic from the metadata and the replicas the

@@ -85,9 +85,9 @@ func answer(m *Machine, req *request, resp *response, pids *producerIDFloor, fsy
 		err = m.CreateTopic(req.Topic, int(nt.Partitions), int(nt.ReplicationFactor),
 			TopicConfig{Unclean: Unclean(unclean), Configs: maps.Clone(nt.Configs), ID: nt.ID})
 	case opDeleteTopic:
-		err = m.DeleteTopic(req.Topic)
+		err = m.DeleteTopic(req.Topic, req.TopicID)
 	case opCreatePartitions:
-		err = m.CreatePartitions(req.Topic, int(req.Count))
+		err = m.CreatePartitions(req.Topic, int(req.From), int(req.Count))
 	case opAlterConfigs:
 		configs, ok := m.TopicConfigs(req.Topic)
 		switch {
@@ -102,7 +102,7 @@ func answer(m *Machine, req *request, resp *response, pids *producerIDFloor, fsy
 			err = m.AlterTopicConfig(req.Topic, TopicConfig{Unclean: Unclean(unclean), Configs: next})
 		}
 	case opElectLeader:
-		err = m.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition})
+		err = m.ElectPreferredLeader(kafka.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.SeenEpoch)
 	case opProducerIDs:
 		var floor int64
 		if floor, err = pids.get(fsys, path.Join(dir, ProducerIDsFileName)); err == nil {

@@ -33,18 +33,24 @@ type API interface {
 	AlterPartition(ctx context.Context, node int32, tp kafka.TopicPartition, change replica.ISRChange) (replica.LeaderAndISR, error)
 	// CreateTopic creates a topic and assigns its partitions' replicas.
 	CreateTopic(ctx context.Context, name string, t NewTopic) (Change, error)
-	// DeleteTopic deletes a topic.
-	DeleteTopic(ctx context.Context, name string) (Change, error)
-	// CreatePartitions grows a topic to count partitions.
-	CreatePartitions(ctx context.Context, name string, count int32) (Change, error)
+	// DeleteTopic deletes a topic; id, when not empty, is the id of the
+	// topic meant (see Machine.DeleteTopic), which makes a retried delete
+	// succeed.
+	DeleteTopic(ctx context.Context, name, id string) (Change, error)
+	// CreatePartitions grows a topic from the from partitions the caller
+	// saw to count (see Machine.CreatePartitions: from makes a retried
+	// request succeed).
+	CreatePartitions(ctx context.Context, name string, from, count int32) (Change, error)
 	// AlterConfigs applies a to the configs the controller has for a
 	// topic, so that changes made through different nodes at once are
 	// not lost.
 	AlterConfigs(ctx context.Context, name string, a transport.ConfigAlteration) (Change, error)
 	// ElectPreferredLeader makes a partition's preferred replica its
 	// leader, if it is in the ISR (kafka.ErrElectionNotNeeded when it
-	// leads already).
-	ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition) (Change, error)
+	// leads already); seenEpoch, when not negative, is the leader epoch
+	// the caller saw (see Machine.ElectPreferredLeader: it makes a retried
+	// election succeed).
+	ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition, seenEpoch int32) (Change, error)
 	// ProducerIDs reserves a block of producer ids for node: [start, end).
 	ProducerIDs(ctx context.Context, node int32) (start, end int64, err error)
 	// ReassignPartition moves a partition's replicas to target (see
@@ -168,6 +174,9 @@ type request struct {
 	Partition    int32                       `json:"partition,omitempty"`
 	Change       *replica.ISRChange          `json:"change,omitempty"`
 	NewTopic     *wireNewTopic               `json:"new_topic,omitempty"`
+	TopicID      string                      `json:"topic_id,omitempty"`
+	From         int32                       `json:"from,omitempty"`
+	SeenEpoch    int32                       `json:"seen_epoch,omitempty"`
 	Count        int32                       `json:"count,omitempty"`
 	Alteration   *transport.ConfigAlteration `json:"alteration,omitempty"`
 	Replicas     []int32                     `json:"replicas,omitempty"`
@@ -294,13 +303,13 @@ func (a calls) CreateTopic(ctx context.Context, name string, t NewTopic) (Change
 }
 
 // DeleteTopic implements API.
-func (a calls) DeleteTopic(ctx context.Context, name string) (Change, error) {
-	return a.change(ctx, &request{Op: opDeleteTopic, Topic: name})
+func (a calls) DeleteTopic(ctx context.Context, name, id string) (Change, error) {
+	return a.change(ctx, &request{Op: opDeleteTopic, Topic: name, TopicID: id})
 }
 
 // CreatePartitions implements API.
-func (a calls) CreatePartitions(ctx context.Context, name string, count int32) (Change, error) {
-	return a.change(ctx, &request{Op: opCreatePartitions, Topic: name, Count: count})
+func (a calls) CreatePartitions(ctx context.Context, name string, from, count int32) (Change, error) {
+	return a.change(ctx, &request{Op: opCreatePartitions, Topic: name, From: from, Count: count})
 }
 
 // AlterConfigs implements API.
@@ -309,8 +318,8 @@ func (a calls) AlterConfigs(ctx context.Context, name string, alt transport.Conf
 }
 
 // ElectPreferredLeader implements API.
-func (a calls) ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition) (Change, error) {
-	return a.change(ctx, &request{Op: opElectLeader, Topic: tp.Topic, Partition: tp.Partition})
+func (a calls) ElectPreferredLeader(ctx context.Context, tp kafka.TopicPartition, seenEpoch int32) (Change, error) {
+	return a.change(ctx, &request{Op: opElectLeader, Topic: tp.Topic, Partition: tp.Partition, SeenEpoch: seenEpoch})
 }
 
 // ProducerIDs implements API.

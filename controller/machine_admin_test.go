@@ -22,13 +22,13 @@ func TestMachineAdminChangesRestart(t *testing.T) {
 			}
 			c.Updates()
 
-			if err := c.CreatePartitions("orders", 2); !errors.Is(err, kafka.ErrInvalidPartitions) {
+			if err := c.CreatePartitions("orders", 0, 2); !errors.Is(err, kafka.ErrInvalidPartitions) {
 				t.Fatalf("CreatePartitions to the same count: %v, want INVALID_PARTITIONS", err)
 			}
-			if err := c.CreatePartitions("nope", 3); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+			if err := c.CreatePartitions("nope", 0, 3); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 				t.Fatalf("CreatePartitions of an unknown topic: %v", err)
 			}
-			if err := c.CreatePartitions("orders", 5); err != nil {
+			if err := c.CreatePartitions("orders", 2, 5); err != nil {
 				t.Fatal(err)
 			}
 			s := c.State().Topics["orders"]
@@ -58,20 +58,20 @@ func TestMachineAdminChangesRestart(t *testing.T) {
 			}
 
 			tp := kafka.TopicPartition{Topic: "orders", Partition: 0}
-			if err := c.ElectPreferredLeader(tp); !errors.Is(err, kafka.ErrElectionNotNeeded) {
+			if err := c.ElectPreferredLeader(tp, -1); !errors.Is(err, kafka.ErrElectionNotNeeded) {
 				t.Fatalf("ElectPreferredLeader of a partition its preferred replica leads: %v", err)
 			}
 			ps, _ := c.Partition(tp)
 			if _, err := c.ElectReplica(tp, ps.Replicas[1]); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.ElectPreferredLeader(tp); err != nil {
+			if err := c.ElectPreferredLeader(tp, -1); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := c.Partition(tp); got.Leader != ps.Replicas[0] || got.LeaderEpoch != ps.LeaderEpoch+2 {
 				t.Fatalf("after the preferred election: %+v; want leader %d in epoch %d", got, ps.Replicas[0], ps.LeaderEpoch+2)
 			}
-			if err := c.ElectPreferredLeader(kafka.TopicPartition{Topic: "orders", Partition: 9}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+			if err := c.ElectPreferredLeader(kafka.TopicPartition{Topic: "orders", Partition: 9}, -1); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 				t.Fatalf("ElectPreferredLeader of a partition the topic lacks: %v", err)
 			}
 

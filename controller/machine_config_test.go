@@ -130,7 +130,7 @@ func TestMachineTopicConfigsRefused(t *testing.T) {
 	if err := c.CreateTopic("big", 1, 1, big); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DeleteTopic("a"); err != nil {
+	if err := c.DeleteTopic("a", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CreateTopic("b", 1, 1, controller.TopicConfig{ID: id}); err != nil {

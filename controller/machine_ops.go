@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -190,12 +191,23 @@ func (c *Machine) ElectPreferredLeaders() error {
 // replica (the first of its assignment), or says why not:
 // kafka.ErrElectionNotNeeded, kafka.ErrPreferredLeaderNotAvailable,
 // kafka.ErrUnknownTopicOrPartition.
-func (c *Machine) ElectPreferredLeader(tp kafka.TopicPartition) error {
+//
+// seenEpoch, when not negative, is the leader epoch the caller saw. A
+// partition its preferred replica leads in a later epoch was moved there
+// by the request's earlier attempt, whose answer was lost (a node's
+// controller client tries again when an attempt times out), or by another
+// election since: the request succeeds with no change, where one made in
+// the epoch the preferred replica leads finds ELECTION_NOT_NEEDED.
+func (c *Machine) ElectPreferredLeader(tp kafka.TopicPartition, seenEpoch int32) error {
 	t, ok := c.topics[tp.Topic]
 	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, tp)
 	}
-	rec, err := c.preferredLeaderRecord(tp, &t.Partitions[tp.Partition])
+	cur := &t.Partitions[tp.Partition]
+	rec, err := c.preferredLeaderRecord(tp, cur)
+	if errors.Is(err, kafka.ErrElectionNotNeeded) && seenEpoch >= 0 && cur.LeaderEpoch > seenEpoch {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -229,7 +241,14 @@ func (c *Machine) preferredLeaderRecord(tp kafka.TopicPartition, cur *replica.Le
 // as they would have been had the topic been created with total
 // partitions; each starts with its first replica leading and every
 // replica in the ISR.
-func (c *Machine) CreatePartitions(name string, total int) error {
+//
+// from, when above zero, is the partition count the caller saw. A topic
+// that already has total partitions where the caller saw fewer was grown
+// by the request's earlier attempt, whose answer was lost (a node's
+// controller client tries again when an attempt times out), or by another
+// request to the same count: the request succeeds with no change, where
+// one that asks for the count the caller saw finds INVALID_PARTITIONS.
+func (c *Machine) CreatePartitions(name string, from, total int) error {
 	t, ok := c.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
@@ -241,6 +260,8 @@ func (c *Machine) CreatePartitions(name string, total int) error {
 	}
 	live := c.liveNodes()
 	switch {
+	case total == have && from > 0 && from < have:
+		return nil
 	case total <= have:
 		return fmt.Errorf("%w: topic %s has %d partitions; a count can only grow, not to %d", kafka.ErrInvalidPartitions, name, have, total)
 	case total > maxMetadataList:
@@ -401,9 +422,24 @@ func assignReplicas(nodes []int32, partitions, rf, rotation int) [][]int32 {
 }
 
 // DeleteTopic deletes a topic.
-func (c *Machine) DeleteTopic(name string) error {
-	if c.topics[name] == nil {
+//
+// id, when not empty, is the id of the topic the caller means to delete.
+// A topic of that name with another id is not it, and is not deleted
+// (UNKNOWN_TOPIC_ID). When no topic has the name any more, the request is
+// the retry of a delete whose answer was lost (a node's controller client
+// tries again when an attempt times out), or it raced another delete of
+// the same topic: either way the topic it named is gone, and the request
+// succeeds with no change, where one without an id finds
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (c *Machine) DeleteTopic(name, id string) error {
+	t := c.topics[name]
+	switch {
+	case t == nil && id != "":
+		return nil
+	case t == nil:
 		return fmt.Errorf("%w: %s", kafka.ErrUnknownTopicOrPartition, name)
+	case id != "" && t.ID != id:
+		return fmt.Errorf("%w: topic %s has id %s, not %s", kafka.ErrUnknownTopicID, name, t.ID, id)
 	}
 	return c.commit([]Record{{Type: RecordRemoveTopic, Topic: name}})
 }

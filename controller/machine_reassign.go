@@ -21,7 +21,9 @@ import (
 // and the nodes of the others (RemovingReplicas) delete their replicas. A
 // nil target cancels a reassignment in progress, back to the replicas
 // before it. A new target replaces one in progress, moving from all the
-// partition's replicas of the moment.
+// partition's replicas of the moment; the target in progress asked for
+// again (a node's controller client retrying a request whose answer was
+// lost) changes nothing.
 func (c *Machine) ReassignPartition(tp kafka.TopicPartition, target []int32) error {
 	cur, err := c.Partition(tp)
 	if err != nil {
@@ -32,6 +34,10 @@ func (c *Machine) ReassignPartition(tp kafka.TopicPartition, target []int32) err
 	}
 	if err := c.checkTarget(target); err != nil {
 		return fmt.Errorf("%s: %w", tp, err)
+	}
+	inProgress := slices.DeleteFunc(slices.Clone(cur.Replicas), func(id int32) bool { return slices.Contains(cur.RemovingReplicas, id) })
+	if (cur.AddingReplicas != nil || cur.RemovingReplicas != nil) && slices.Equal(inProgress, target) {
+		return nil
 	}
 	s := cur.Clone()
 	s.Replicas = slices.Clone(target)

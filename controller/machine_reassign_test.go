@@ -38,6 +38,17 @@ func TestMachineReassignPartition(t *testing.T) {
 	if !slices.Equal(moving.AddingReplicas, []int32{3, 4, 5}) || !slices.Equal(moving.RemovingReplicas, []int32{0, 1, 2}) {
 		t.Fatalf("adding %v removing %v", moving.AddingReplicas, moving.RemovingReplicas)
 	}
+	// The same target again (a retried request) changes nothing.
+	c.Updates()
+	if err := c.ReassignPartition(tp, []int32{3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Updates(); len(u) != 0 {
+		t.Fatalf("the target in progress asked for again pushed %d updates, want none", len(u))
+	}
+	if again := mustPartition(t, c, "t", 0); !slices.Equal(again.AddingReplicas, moving.AddingReplicas) || again.PartitionEpoch != moving.PartitionEpoch {
+		t.Fatalf("the target in progress asked for again: %+v, want %+v", again, moving)
+	}
 
 	// The new replicas join the ISR one by one; the last completes.
 	epochs := func(isr []int32) []int64 {

@@ -116,7 +116,7 @@ func TestMachineReplayProperty(t *testing.T) {
 				_ = c.CreateTopic(rapid.SampledFrom(topics).Draw(rt, "create"), rapid.IntRange(1, 4).Draw(rt, "partitions"),
 					rapid.IntRange(1, 3).Draw(rt, "rf"), cfg)
 			case 4:
-				_ = c.DeleteTopic(rapid.SampledFrom(topics).Draw(rt, "delete"))
+				_ = c.DeleteTopic(rapid.SampledFrom(topics).Draw(rt, "delete"), "")
 			case 5, 6:
 				// The leader proposes an ISR of itself and any replicas,
 				// with current or stale epochs: accepted or refused, the

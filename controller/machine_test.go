@@ -382,7 +382,7 @@ func TestMachinePlacementSpread(t *testing.T) {
 		}
 	}
 	c.Updates()
-	if err := c.DeleteTopic("a"); err != nil {
+	if err := c.DeleteTopic("a", ""); err != nil {
 		t.Fatal(err)
 	}
 	u := c.Updates()
@@ -392,7 +392,7 @@ func TestMachinePlacementSpread(t *testing.T) {
 	if _, err := c.Partition(kafka.TopicPartition{Topic: "a"}); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("deleted topic: %v", err)
 	}
-	if err := c.DeleteTopic("a"); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+	if err := c.DeleteTopic("a", ""); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
 		t.Fatalf("deleting twice: %v", err)
 	}
 }
@@ -451,5 +451,115 @@ func TestMachineCreateTopicRetried(t *testing.T) {
 	_, restored := replayAndRestore(t, c, store)
 	if got := mustPartition(t, restored, "t", 1); got.Leader != before.Leader {
 		t.Fatalf("replayed leader %d, want %d", got.Leader, before.Leader)
+	}
+}
+
+// A delete that names the id of a topic no longer there is the retry of
+// the delete whose answer was lost, and succeeds with nothing written; a
+// delete naming another id leaves the topic of that name alone
+// (UNKNOWN_TOPIC_ID); one without an id finds UNKNOWN_TOPIC_OR_PARTITION,
+// as before.
+func TestMachineDeleteTopicRetried(t *testing.T) {
+	store := &controller.MemStore{}
+	c := newController(t, store, 3)
+	first := controller.TopicConfig{ID: "AAAAAAAAAAAAAAAAAAAAAQ"}
+	if err := c.CreateTopic("t", 1, 2, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic("t", "AAAAAAAAAAAAAAAAAAAAAg"); !errors.Is(err, kafka.ErrUnknownTopicID) {
+		t.Fatalf("delete naming another id: %v, want UNKNOWN_TOPIC_ID", err)
+	}
+	if _, ok := c.State().Topics["t"]; !ok {
+		t.Fatal("a delete naming another id deleted the topic")
+	}
+	if err := c.DeleteTopic("t", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.Updates()
+	if err := c.DeleteTopic("t", first.ID); err != nil {
+		t.Fatalf("the same delete again: %v", err)
+	}
+	if u := c.Updates(); len(u) != 0 {
+		t.Fatalf("the retried delete pushed %d updates, want none", len(u))
+	}
+	if err := c.DeleteTopic("t", ""); !errors.Is(err, kafka.ErrUnknownTopicOrPartition) {
+		t.Fatalf("delete of a gone topic without an id: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	// The name made again is another topic: the old delete's retry
+	// leaves it.
+	if err := c.CreateTopic("t", 1, 2, controller.TopicConfig{ID: "AAAAAAAAAAAAAAAAAAAAAw"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic("t", first.ID); !errors.Is(err, kafka.ErrUnknownTopicID) {
+		t.Fatalf("the old delete again after the name was made anew: %v, want UNKNOWN_TOPIC_ID", err)
+	}
+	_, restored := replayAndRestore(t, c, store)
+	if got := restored.State().Topics["t"].ID; got != "AAAAAAAAAAAAAAAAAAAAAw" {
+		t.Fatalf("replayed topic t has id %q, want the new topic's", got)
+	}
+}
+
+// A CreatePartitions whose topic already has the count asked for, where
+// the caller saw fewer, is the retry of the request that grew it, and
+// succeeds with nothing written; asking for the count the caller saw is
+// INVALID_PARTITIONS, as Kafka answers it.
+func TestMachineCreatePartitionsRetried(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 2, 2, controller.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions("t", 2, 4); err != nil {
+		t.Fatal(err)
+	}
+	before := mustPartition(t, c, "t", 3)
+	c.Updates()
+	if err := c.CreatePartitions("t", 2, 4); err != nil {
+		t.Fatalf("the same request again: %v", err)
+	}
+	if u := c.Updates(); len(u) != 0 {
+		t.Fatalf("the retried request pushed %d updates, want none", len(u))
+	}
+	sameState(t, mustPartition(t, c, "t", 3), before)
+	for _, from := range []int{0, 4} {
+		if err := c.CreatePartitions("t", from, 4); !errors.Is(err, kafka.ErrInvalidPartitions) {
+			t.Fatalf("growing to 4 from a seen count of %d: %v, want INVALID_PARTITIONS", from, err)
+		}
+	}
+	if err := c.CreatePartitions("t", 2, 3); !errors.Is(err, kafka.ErrInvalidPartitions) {
+		t.Fatalf("shrinking to 3: %v, want INVALID_PARTITIONS", err)
+	}
+}
+
+// A preferred election whose partition its preferred replica leads in a
+// later epoch than the caller saw is the retry of the election that moved
+// it, and succeeds with nothing written; one made in the epoch the
+// preferred replica leads finds ELECTION_NOT_NEEDED.
+func TestMachineElectPreferredLeaderRetried(t *testing.T) {
+	c := newController(t, &controller.MemStore{}, 3)
+	if err := c.CreateTopic("t", 1, 3, controller.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	tp := kafka.TopicPartition{Topic: "t", Partition: 0}
+	ps := mustPartition(t, c, "t", 0)
+	if _, err := c.ElectReplica(tp, ps.Replicas[1]); err != nil {
+		t.Fatal(err)
+	}
+	seen := mustPartition(t, c, "t", 0).LeaderEpoch
+	if err := c.ElectPreferredLeader(tp, seen); err != nil {
+		t.Fatal(err)
+	}
+	elected := mustPartition(t, c, "t", 0)
+	c.Updates()
+	if err := c.ElectPreferredLeader(tp, seen); err != nil {
+		t.Fatalf("the same election again: %v", err)
+	}
+	if u := c.Updates(); len(u) != 0 {
+		t.Fatalf("the retried election pushed %d updates, want none", len(u))
+	}
+	sameState(t, mustPartition(t, c, "t", 0), elected)
+	for _, epoch := range []int32{elected.LeaderEpoch, -1} {
+		if err := c.ElectPreferredLeader(tp, epoch); !errors.Is(err, kafka.ErrElectionNotNeeded) {
+			t.Fatalf("an election seen in epoch %d: %v, want ELECTION_NOT_NEEDED", epoch, err)
+		}
 	}
 }
