@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/partlog/partlog"
 	"github.com/partlog/partlog/consumer"
-	"github.com/partlog/partlog/group"
 	"github.com/partlog/partlog/kafka"
 	"github.com/partlog/partlog/transport"
 	"github.com/partlog/partlog/vfs"
@@ -188,16 +186,7 @@ func TestConsumerProtocolChurn(t *testing.T) {
 // over, which describes the same group (ConsumerGroupDescribe through the
 // ClusterClient), and the members read every record exactly once.
 func TestClusterConsumerProtocolFailover(t *testing.T) {
-	c := newTCPCluster(t)
-	for _, id := range []int32{1, 2, 3} {
-		c.dirs[id] = t.TempDir()
-		c.startGroupNode(id, "127.0.0.1:0")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "jobs", Partitions: 4, ReplicationFactor: 3,
-		Configs: map[string]string{"min.insync.replicas": "2"}}))
-	seeds := []string{c.addrs[1], c.addrs[2], c.addrs[3]}
+	c, ctx, seeds, produce := newFailoverCluster(t)
 	dial := func() *transport.ClusterClient {
 		cl, err := transport.DialCluster(ctx, seeds, transport.DialOptions{})
 		require.NoError(t, err)
@@ -205,14 +194,6 @@ func TestClusterConsumerProtocolFailover(t *testing.T) {
 		return cl
 	}
 	admin := dial()
-	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("jobs"))
-	require.NoError(t, err)
-	defer producer.Close()
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "job-%d", i)}).FirstErr())
-		}
-	}
 	var members []*consumer.Consumer
 	for range 2 {
 		m, err := consumer.New(dial(), consumer.Group("workers"), consumer.Topics("jobs"), consumer.GroupProtocol(consumer.ConsumerProtocol),
@@ -249,23 +230,5 @@ func TestClusterConsumerProtocolFailover(t *testing.T) {
 			len(members[0].Assignment()) == 2 && len(members[1].Assignment()) == 2
 	}
 
-	produce(0, 200)
-	pollUntil("200 records read, the partitions shared", func() bool { return len(seen) == 200 && shared() })
-	before := describe()
-	old := coordinatorOf(t, admin, "workers")
-	c.haltCoordinator(old, group.PartitionFor("workers", groupClusterOffsetsPartitions))
-	var after transport.ConsumerGroupDescription
-	pollUntil("the new coordinator describes the group", func() bool {
-		after = describe()
-		return after.Err == nil
-	})
-	require.NotEqual(t, old, coordinatorOf(t, admin, "workers"))
-	require.Equal(t, before.Epoch, after.Epoch, "the group epoch survives the failover")
-	require.ElementsMatch(t, memberAssignments(before), memberAssignments(after), "the same members with the same partitions")
-
-	produce(200, 300)
-	pollUntil("every record read after the failover", func() bool { return len(seen) == 300 })
-	for v, n := range seen {
-		require.Equal(t, 1, n, "%s read %d times", v, n)
-	}
+	coordinatorFailover(t, c, admin, produce, pollUntil, describe, shared, seen)
 }

@@ -122,27 +122,10 @@ func TestConsumerGroupProtocol(t *testing.T) {
 // epochs and assignments — the members go on at it without a rebalance,
 // and every record is read, the committed offsets kept.
 func TestClusterConsumerGroupProtocolFailover(t *testing.T) {
-	c := newTCPCluster(t)
-	for _, id := range []int32{1, 2, 3} {
-		c.dirs[id] = t.TempDir()
-		c.startGroupNode(id, "127.0.0.1:0")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "jobs", Partitions: 4, ReplicationFactor: 3,
-		Configs: map[string]string{"min.insync.replicas": "2"}}))
-	seeds := []string{c.addrs[1], c.addrs[2], c.addrs[3]}
+	c, ctx, seeds, produce := newFailoverCluster(t)
 	client, err := transport.DialCluster(ctx, seeds, transport.DialOptions{})
 	require.NoError(t, err)
 	defer client.Close()
-	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("jobs"))
-	require.NoError(t, err)
-	defer producer.Close()
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "job-%d", i)}).FirstErr())
-		}
-	}
 	var members []*kgo.Client
 	for range 2 {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("jobs"),
@@ -197,6 +180,44 @@ func TestClusterConsumerGroupProtocolFailover(t *testing.T) {
 		return true
 	}
 
+	coordinatorFailover(t, c, client, produce, pollUntil, describe, shared, seen)
+}
+
+// newFailoverCluster starts three nodes hosting groups, with topic "jobs"
+// of four partitions (RF 3, min.insync.replicas 2), and returns them, a
+// context for the test, the nodes' addresses, and produce, which writes
+// records "job-<from>" to "job-<to-1>" with franz-go, acks=all.
+func newFailoverCluster(t *testing.T) (c *tcpCluster, ctx context.Context, seeds []string, produce func(from, to int)) {
+	t.Helper()
+	c = newTCPCluster(t)
+	for _, id := range []int32{1, 2, 3} {
+		c.dirs[id] = t.TempDir()
+		c.startGroupNode(id, "127.0.0.1:0")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	require.NoError(t, c.nodes[1].CreateTopic(ctx, partlog.NewTopic{Name: "jobs", Partitions: 4, ReplicationFactor: 3,
+		Configs: map[string]string{"min.insync.replicas": "2"}}))
+	seeds = []string{c.addrs[1], c.addrs[2], c.addrs[3]}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("jobs"))
+	require.NoError(t, err)
+	t.Cleanup(producer.Close)
+	produce = func(from, to int) {
+		for i := from; i < to; i++ {
+			require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "job-%d", i)}).FirstErr())
+		}
+	}
+	return c, ctx, seeds, produce
+}
+
+// coordinatorFailover runs the failover both KIP-848 cluster tests share:
+// 200 records read with the partitions shared, the group's coordinator
+// halted, the new one describing the same epoch, members and assignments,
+// then 100 more records, and every record read exactly once. pollUntil
+// polls the members (counting records in seen) until its condition holds.
+func coordinatorFailover(t *testing.T, c *tcpCluster, client transport.GroupClient, produce func(from, to int),
+	pollUntil func(what string, done func() bool), describe func() transport.ConsumerGroupDescription, shared func() bool, seen map[string]int) {
+	t.Helper()
 	produce(0, 200)
 	pollUntil("200 records read, the partitions shared", func() bool { return len(seen) == 200 && shared() })
 	before := describe()
